@@ -1,0 +1,110 @@
+//! Raw FFI to the MPI Tools Information Interface (MPI_T) of the MPI library
+//! found at build time.
+//!
+//! This crate is mechanical and has no logic: `build.rs` finds MPI (the
+//! `MPICC` wrapper, else pkg-config), compiles a C shim that turns the
+//! header's macro constants into symbols (`MPIT_INT`, `MPIT_COMM_WORLD`,
+//! `MPIT_T_ENUM_NULL`, `MPIT_SCOPE_ALL_EQ`, ...), and runs bindgen on the
+//! MPI_T part of `mpi.h`. It is the only crate that knows the header; the
+//! safe layer is `tuner-core`.
+//!
+//! Nothing here is linked against MPI. Functions are resolved at run time
+//! from the MPI library the process already loaded ([`MpiFunctions::load`]),
+//! so a library built on this crate adds no `DT_NEEDED` entry and one build
+//! against MPICH also serves MVAPICH2 and Intel MPI. Constants are read from
+//! the shim's `MPIT_*` statics; in Open MPI some of them are addresses inside
+//! libmpi, and they read as null in a process that has no MPI.
+//!
+//! ```no_run
+//! let mpi = mpit_sys::MpiFunctions::load().expect("an MPI process");
+//! let mut provided = 0;
+//! // SAFETY: MPI_T_init_thread may be called at any time, from any thread,
+//! // with a valid pointer for the provided level.
+//! let rc = unsafe { mpi.MPI_T_init_thread(mpit_sys::MPIT_THREAD_MULTIPLE, &mut provided) };
+//! assert_eq!(rc, unsafe { mpit_sys::MPIT_SUCCESS });
+//! ```
+#![allow(non_upper_case_globals, non_camel_case_types, non_snake_case)]
+#![allow(missing_docs, clippy::all)]
+
+mod generated {
+    #![allow(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
+    include!(concat!(env!("OUT_DIR"), "/functions.rs"));
+    include!(concat!(env!("OUT_DIR"), "/constants.rs"));
+}
+pub use generated::*;
+
+extern "C" {
+    /// `MPI_T_PVAR_ALL_HANDLES`: a variable in MPICH's libmpi, a constant in
+    /// Open MPI's header, so the shim hands it out through a function.
+    pub fn mpit_pvar_all_handles() -> MPI_T_pvar_handle;
+}
+
+/// The MPI library file the build found (resolved through its symlinks), or
+/// an empty string when the probe could not tell. Binaries that are not
+/// loaded into an MPI application may open it; the preload library never
+/// does.
+pub const BUILD_LIBRARY: &str = env!("MPIT_SYS_BUILD_LIBRARY");
+
+/// How the build found MPI (`"mpicc.mpich -show"`, `"pkg-config ompi"`).
+pub const BUILD_SOURCE: &str = env!("MPIT_SYS_BUILD_SOURCE");
+
+impl MpiFunctions {
+    /// Resolves the MPI functions from the libraries already loaded in this
+    /// process (the global symbol scope). Returns `None` when the process
+    /// has no MPI library: then none of the other functions may be used.
+    pub fn load() -> Option<Self> {
+        // SAFETY: dlopen(NULL) returns a handle on the global scope; it runs
+        // no initialisers and cannot fail in practice.
+        let this = libloading::os::unix::Library::this();
+        // SAFETY: `from_library` only looks symbols up; every field is a
+        // `Result`, so a missing function is recorded, not called.
+        let table = unsafe { Self::from_library(this) }.ok()?;
+        table.MPI_T_init_thread.is_ok().then_some(table)
+    }
+}
+
+/// The name of an MPI_T (or MPI) error code as the header spells it, such as
+/// `"MPI_T_ERR_INVALID_INDEX"`, or `None` for a code this header does not
+/// define.
+pub fn error_name(code: i32) -> Option<&'static str> {
+    // SAFETY: the shim defines MPIT_ERROR_NAMES with MPIT_ERROR_NAMES_LEN
+    // entries, each a static string literal, and never changes them.
+    unsafe {
+        let table =
+            std::slice::from_raw_parts(MPIT_ERROR_NAMES.as_ptr(), MPIT_ERROR_NAMES_LEN as usize);
+        table
+            .iter()
+            .find(|entry| entry.code == code)
+            .and_then(|entry| std::ffi::CStr::from_ptr(entry.name).to_str().ok())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shim_constants_link_and_differ() {
+        // SAFETY: reading constants the shim defines.
+        unsafe {
+            assert_ne!(MPIT_SCOPE_LOCAL, MPIT_SCOPE_ALL_EQ);
+            assert_ne!(MPIT_PVAR_CLASS_COUNTER, MPIT_PVAR_CLASS_TIMER);
+            assert!(MPIT_THREAD_MULTIPLE > MPIT_THREAD_SINGLE);
+            assert!(MPIT_MAX_LIBRARY_VERSION_STRING > 0);
+        }
+    }
+
+    #[test]
+    fn error_names_come_from_the_header() {
+        // SAFETY: reading a constant the shim defines.
+        let success = unsafe { MPIT_SUCCESS };
+        assert_eq!(error_name(success), Some("MPI_SUCCESS"));
+        assert!(error_name(-12345).is_none());
+    }
+
+    #[test]
+    fn no_mpi_in_a_plain_test_process() {
+        // This test binary links no MPI library, so nothing resolves.
+        assert!(MpiFunctions::load().is_none());
+    }
+}
