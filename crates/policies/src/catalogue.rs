@@ -1,0 +1,324 @@
+//! What the MPI library exports, as seen by [`PolicySet::check`](crate::PolicySet::check).
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use crate::error::Location;
+use crate::value::VarSlot;
+
+/// Scope of a control variable (`MPI_T_SCOPE_*`): who may change it, and
+/// whether every process must hold the same value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Scope {
+    /// `MPI_T_SCOPE_CONSTANT`: read-only, same value everywhere.
+    Constant,
+    /// `MPI_T_SCOPE_READONLY`: read-only, may differ between processes.
+    Readonly,
+    /// `MPI_T_SCOPE_LOCAL`: writable, each process on its own.
+    Local,
+    /// `MPI_T_SCOPE_GROUP`: writable; a change affects a group of processes.
+    Group,
+    /// `MPI_T_SCOPE_GROUP_EQ`: writable only consistently by a whole group.
+    GroupEq,
+    /// `MPI_T_SCOPE_ALL`: writable; a change affects all processes.
+    All,
+    /// `MPI_T_SCOPE_ALL_EQ`: writable only consistently by all processes.
+    AllEq,
+}
+
+impl Scope {
+    /// The `MPI_T_SCOPE_*` suffix, e.g. `ALL_EQ`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scope::Constant => "CONSTANT",
+            Scope::Readonly => "READONLY",
+            Scope::Local => "LOCAL",
+            Scope::Group => "GROUP",
+            Scope::GroupEq => "GROUP_EQ",
+            Scope::All => "ALL",
+            Scope::AllEq => "ALL_EQ",
+        }
+    }
+
+    /// CONSTANT and READONLY CVARs can not be written.
+    pub fn is_writable(self) -> bool {
+        !matches!(self, Scope::Constant | Scope::Readonly)
+    }
+
+    /// GROUP_EQ and ALL_EQ CVARs must have the same value on every process.
+    pub fn needs_equal_values(self) -> bool {
+        matches!(self, Scope::GroupEq | Scope::AllEq)
+    }
+}
+
+impl fmt::Display for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Type of a control variable's elements.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CvarType {
+    /// Any integer datatype.
+    Int,
+    /// `MPI_DOUBLE` (or another floating-point datatype).
+    Double,
+    /// `MPI_CHAR`: a text value.
+    String,
+    /// An integer with an MPI_T enumeration; the names of its items.
+    Enum(Vec<String>),
+}
+
+/// Metadata of a control variable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CvarInfo {
+    /// Its scope.
+    pub scope: Scope,
+    /// Number of elements (1 for a scalar; for a string: its maximum length).
+    pub count: usize,
+    /// Element type.
+    pub ty: CvarType,
+}
+
+/// Class of a performance variable (`MPI_T_PVAR_CLASS_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[allow(missing_docs)]
+pub enum PvarClass {
+    State,
+    Level,
+    Size,
+    Percentage,
+    HighWatermark,
+    LowWatermark,
+    Counter,
+    Aggregate,
+    Timer,
+    Generic,
+}
+
+/// Metadata of a performance variable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PvarInfo {
+    /// Its class.
+    pub class: PvarClass,
+    /// Number of elements (1 for a scalar).
+    pub count: usize,
+}
+
+/// The variables an MPI library exports, implemented by the runtime over
+/// MPI_T and by tests and the CLI over recorded lists.
+pub trait Catalogue {
+    /// The performance variable called `name`, if exported.
+    fn pvar(&self, name: &str) -> Option<PvarInfo>;
+    /// The control variable called `name`, if exported.
+    fn cvar(&self, name: &str) -> Option<CvarInfo>;
+    /// Every PVAR and CVAR name, for "did you mean" suggestions.
+    fn names(&self) -> Vec<String>;
+    /// True if the tuner provides the tool metric `name` (such as
+    /// `tool.allreduce.bytes_p50`). The default accepts every name.
+    fn has_tool_metric(&self, name: &str) -> bool {
+        let _ = name;
+        true
+    }
+}
+
+/// A [`Catalogue`] held in memory.
+///
+/// ```
+/// use policies::{CvarInfo, CvarType, MemoryCatalogue, PvarClass, PvarInfo, Scope, Catalogue};
+/// let mut cat = MemoryCatalogue::default();
+/// cat.add_pvar("mv2_vbuf_allocated_array", PvarInfo { class: PvarClass::Level, count: 4 });
+/// cat.add_cvar("MPIR_CVAR_VBUF_POOL_CONTROL", CvarInfo { scope: Scope::Local, count: 1, ty: CvarType::Int });
+/// assert_eq!(cat.pvar("mv2_vbuf_allocated_array").map(|p| p.count), Some(4));
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct MemoryCatalogue {
+    pvars: BTreeMap<String, PvarInfo>,
+    cvars: BTreeMap<String, CvarInfo>,
+    tools: Option<Vec<String>>,
+}
+
+impl MemoryCatalogue {
+    /// Adds (or replaces) a performance variable.
+    pub fn add_pvar(&mut self, name: &str, info: PvarInfo) -> &mut Self {
+        self.pvars.insert(name.to_string(), info);
+        self
+    }
+
+    /// Adds (or replaces) a control variable.
+    pub fn add_cvar(&mut self, name: &str, info: CvarInfo) -> &mut Self {
+        self.cvars.insert(name.to_string(), info);
+        self
+    }
+
+    /// Restricts tool metrics to the given names (by default all are accepted).
+    pub fn set_tool_metrics(&mut self, names: &[&str]) -> &mut Self {
+        self.tools = Some(names.iter().map(|s| s.to_string()).collect());
+        self
+    }
+}
+
+impl Catalogue for MemoryCatalogue {
+    fn pvar(&self, name: &str) -> Option<PvarInfo> {
+        self.pvars.get(name).copied()
+    }
+
+    fn cvar(&self, name: &str) -> Option<CvarInfo> {
+        self.cvars.get(name).cloned()
+    }
+
+    fn names(&self) -> Vec<String> {
+        self.pvars
+            .keys()
+            .chain(self.cvars.keys())
+            .cloned()
+            .collect()
+    }
+
+    fn has_tool_metric(&self, name: &str) -> bool {
+        match &self.tools {
+            None => true,
+            Some(t) => t.iter().any(|n| n == name),
+        }
+    }
+}
+
+/// How serious a [`Diagnostic`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Severity {
+    /// The policy would do something wrong or unsafe with this MPI library
+    /// (write a read-only CVAR, an ALL_EQ CVAR per rank, a wrong type):
+    /// the file must be fixed.
+    Error,
+    /// A variable the policy needs is not exported by this MPI library (or
+    /// the name is misspelt): the runtime disables this one policy and keeps
+    /// the others; `mpit-tuner check --against-mpi` reports it.
+    Missing,
+    /// Legal but probably not what was meant.
+    Warning,
+}
+
+impl fmt::Display for Severity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Severity::Error => "error",
+            Severity::Missing => "missing",
+            Severity::Warning => "warning",
+        })
+    }
+}
+
+/// A finding of [`PolicySet::check`](crate::PolicySet::check).
+///
+/// Displays as `file:line:col: error: policy "name": message`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    /// How serious it is.
+    pub severity: Severity,
+    /// Where in the policy file.
+    pub location: Location,
+    /// Index of the policy concerned in [`PolicySet::policies`](crate::PolicySet::policies).
+    pub policy: usize,
+    /// Name of that policy.
+    pub policy_name: String,
+    /// The variable concerned, if any.
+    pub slot: Option<VarSlot>,
+    /// What is wrong and why, with suggestions.
+    pub message: String,
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: {}: policy {:?}: {}",
+            self.location, self.severity, self.policy_name, self.message
+        )
+    }
+}
+
+/// Levenshtein distance between two strings (by chars).
+pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diag = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let next = (diag + usize::from(ca != cb))
+                .min(row[j] + 1)
+                .min(row[j + 1] + 1);
+            diag = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
+}
+
+/// Up to three names closest to `name`, best first (case differences count
+/// as nothing).
+pub(crate) fn closest<'a>(
+    name: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Vec<String> {
+    let lower = name.to_lowercase();
+    let limit = (name.chars().count() / 3).max(2);
+    let mut scored: Vec<(usize, &str)> = candidates
+        .into_iter()
+        .filter(|c| *c != name)
+        .map(|c| (edit_distance(&lower, &c.to_lowercase()), c))
+        .filter(|(d, _)| *d <= limit)
+        .collect();
+    scored.sort();
+    scored.dedup_by(|a, b| a.1 == b.1);
+    scored
+        .into_iter()
+        .take(3)
+        .map(|(_, c)| c.to_string())
+        .collect()
+}
+
+/// "; closest known names: a, b" or "".
+pub(crate) fn suggestion(close: &[String]) -> String {
+    if close.is_empty() {
+        String::new()
+    } else {
+        format!("; closest known names: {}", close.join(", "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn distance() {
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("same", "same"), 0);
+    }
+
+    #[test]
+    fn suggestions() {
+        let names = [
+            "mv2_vbuf_allocated_array",
+            "mv2_vbuf_max_use_array",
+            "mv2_vbuf_allocated",
+            "MPIR_CVAR_VBUF_POOL_CONTROL",
+        ];
+        assert_eq!(
+            closest("mv2_vbuf_alocated_array", names),
+            vec![
+                "mv2_vbuf_allocated_array",
+                "mv2_vbuf_allocated",
+                "mv2_vbuf_max_use_array"
+            ]
+        );
+        assert_eq!(
+            closest("mpir_cvar_vbuf_pool_control", names),
+            vec!["MPIR_CVAR_VBUF_POOL_CONTROL"]
+        );
+        assert!(closest("zzz", names).is_empty());
+    }
+}

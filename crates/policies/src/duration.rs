@@ -1,0 +1,85 @@
+//! Duration strings: `"1s"`, `"250ms"`, `"2m"`, `"1.5h"`.
+
+use std::time::Duration;
+
+/// Parses a duration string: a non-negative decimal number followed by a
+/// unit, `us`, `ms`, `s`, `m` or `min`, or `h` (spaces between them allowed).
+///
+/// Returns a message saying what was expected on failure.
+///
+/// ```
+/// use std::time::Duration;
+/// assert_eq!(policies::parse_duration("250ms"), Ok(Duration::from_millis(250)));
+/// assert_eq!(policies::parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+/// assert_eq!(policies::parse_duration("2m"), Ok(Duration::from_secs(120)));
+/// assert!(policies::parse_duration("10").is_err());
+/// ```
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    const EXPECTED: &str =
+        "expected a duration: a number and a unit (us, ms, s, m or min, h), such as \"1s\", \"250ms\" or \"2m\"";
+    let s = text.trim();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (number, unit) = s.split_at(split);
+    let unit = unit.trim_start();
+    if number.is_empty() || number.starts_with('.') || number.ends_with('.') {
+        return Err(format!("{EXPECTED}, found {text:?}"));
+    }
+    let Ok(value) = number.parse::<f64>() else {
+        return Err(format!("{EXPECTED}, found {text:?}"));
+    };
+    let scale = match unit {
+        "us" | "µs" => 1e-6,
+        "ms" => 1e-3,
+        "s" | "sec" => 1.0,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        "" => {
+            return Err(format!(
+                "{EXPECTED}, found {text:?} which has no unit (write \"{number}s\" for seconds)"
+            ))
+        }
+        other => return Err(format!("{EXPECTED}, found unknown unit {other:?}")),
+    };
+    let secs = value * scale;
+    if !secs.is_finite() || secs > 1e9 {
+        return Err(format!("duration {text:?} is too long"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units() {
+        assert_eq!(parse_duration("1s"), Ok(Duration::from_secs(1)));
+        assert_eq!(parse_duration(" 100 ms "), Ok(Duration::from_millis(100)));
+        assert_eq!(parse_duration("1ms"), Ok(Duration::from_millis(1)));
+        assert_eq!(parse_duration("500us"), Ok(Duration::from_micros(500)));
+        assert_eq!(parse_duration("2min"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
+        assert_eq!(parse_duration("0s"), Ok(Duration::ZERO));
+    }
+
+    #[test]
+    fn rejects() {
+        for bad in [
+            "",
+            "s",
+            "1",
+            "1x",
+            "-1s",
+            "1.s",
+            ".5s",
+            "1..2s",
+            "1e3s",
+            "99999999999h",
+        ] {
+            assert!(parse_duration(bad).is_err(), "{bad:?} accepted");
+        }
+        assert!(parse_duration("5").unwrap_err().contains("write \"5s\""));
+    }
+}
