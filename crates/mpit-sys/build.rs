@@ -144,7 +144,7 @@ fn main() {
              |Comm_rank|Comm_size|Comm_dup|Comm_free|Comm_split|Get_library_version\
              |Get_processor_name|Allreduce|Reduce|Bcast|Barrier|Wtime)",
         )
-        .allowlist_type("MPI_T_.*|MPI_(Comm|Datatype|Op|Win|Group|Status)|mpit_code_name")
+        .allowlist_type("MPI_T_.*|MPI_(Comm|Datatype|Op|Win|Group|Status|Count)|mpit_code_name")
         .dynamic_library_name("MpiFunctions")
         .dynamic_link_require_all(false);
     let mut constants = bindgen::Builder::default()
@@ -191,6 +191,37 @@ fn main() {
         println!("cargo:rustc-env=MPIT_SYS_BUILD_LIBRARY=");
     }
     println!("cargo:rustc-env=MPIT_SYS_BUILD_SOURCE={}", flags.source);
+    let flavor = flavor(&flags);
+    println!("cargo:flavor={flavor}");
+    println!("cargo:rustc-env=MPIT_SYS_BUILD_FLAVOR={flavor}");
+    let mpiexec = mpiexec_beside(&flags.source);
+    println!("cargo:mpiexec={mpiexec}");
+    println!("cargo:rustc-env=MPIT_SYS_BUILD_MPIEXEC={mpiexec}");
+}
+
+/// "openmpi" when the header is Open MPI's, else "mpich" (the MPICH ABI
+/// family: MPICH, MVAPICH2, Intel MPI).
+fn flavor(flags: &MpiFlags) -> &'static str {
+    let is_open_mpi = flags.include_dirs.iter().any(|dir| {
+        std::fs::read_to_string(dir.join("mpi.h"))
+            .map(|h| h.contains("#define OPEN_MPI 1"))
+            .unwrap_or(false)
+    });
+    if is_open_mpi {
+        "openmpi"
+    } else {
+        "mpich"
+    }
+}
+
+/// The launcher that goes with the compiler wrapper: `mpicc.mpich` ->
+/// `mpiexec.mpich`, `/opt/x/bin/mpicc` -> `/opt/x/bin/mpiexec`.
+fn mpiexec_beside(source: &str) -> String {
+    let wrapper = source.split_whitespace().next().unwrap_or("mpicc");
+    if wrapper == "pkg-config" {
+        return "mpiexec".into();
+    }
+    wrapper.replacen("mpicc", "mpiexec", 1)
 }
 
 /// Makes every undefined symbol of the shim archive weak: in Open MPI,

@@ -48,6 +48,14 @@ pub const BUILD_LIBRARY: &str = env!("MPIT_SYS_BUILD_LIBRARY");
 /// How the build found MPI (`"mpicc.mpich -show"`, `"pkg-config ompi"`).
 pub const BUILD_SOURCE: &str = env!("MPIT_SYS_BUILD_SOURCE");
 
+/// `"mpich"` (the MPICH ABI family: MPICH, MVAPICH2, Intel MPI) or
+/// `"openmpi"`: whose header this build used.
+pub const BUILD_FLAVOR: &str = env!("MPIT_SYS_BUILD_FLAVOR");
+
+/// The `mpiexec` that goes with the compiler wrapper the build used
+/// (`mpiexec.mpich` for `mpicc.mpich`).
+pub const BUILD_MPIEXEC: &str = env!("MPIT_SYS_BUILD_MPIEXEC");
+
 impl MpiFunctions {
     /// Resolves the MPI functions from the libraries already loaded in this
     /// process (the global symbol scope). Returns `None` when the process

@@ -1,0 +1,198 @@
+//! Test support: runs real MPI jobs under the `mpiexec` that goes with the
+//! MPI library of the build, one job at a time, each with a timeout.
+//!
+//! A test that needs several ranks re-launches its own test binary under
+//! `mpiexec` ([`run_self`]); in the launched ranks [`in_rank`] is true and
+//! the test body runs there. A test that needs MPI and finds none fails:
+//! nothing is skipped.
+//!
+//! ```no_run
+//! #[test]
+//! fn four_ranks_agree() {
+//!     if mpit_testkit::in_rank() {
+//!         // ... the MPI work and its assertions, in every rank ...
+//!         return;
+//!     }
+//!     mpit_testkit::run_self("four_ranks_agree", 4).assert_success();
+//! }
+//! ```
+#![warn(missing_docs)]
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+const CHILD_ENV: &str = "MPIT_TESTKIT_CHILD";
+
+/// Seconds a job may run before it is killed (override with
+/// `MPIT_TEST_TIMEOUT`).
+pub fn timeout() -> u64 {
+    std::env::var("MPIT_TEST_TIMEOUT")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(120)
+}
+
+/// `"mpich"` or `"openmpi"`: the MPI library this build uses.
+pub fn flavor() -> &'static str {
+    mpit_sys::BUILD_FLAVOR
+}
+
+/// Whether this process is a rank launched by [`run_self`].
+pub fn in_rank() -> bool {
+    std::env::var_os(CHILD_ENV).is_some()
+}
+
+/// One MPI job at a time in this test binary: jobs that share 2 cores crawl.
+pub fn job_lock() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The `mpiexec` of the build (`MPIEXEC` overrides it). Panics, failing the
+/// test, when it is not installed.
+pub fn mpiexec_path() -> PathBuf {
+    let name = std::env::var("MPIEXEC").unwrap_or_else(|_| mpit_sys::BUILD_MPIEXEC.to_string());
+    mpiexec_path_named(&name)
+}
+
+/// The path of the launcher `name`; panics, failing the test, when it is not
+/// installed.
+pub fn mpiexec_path_named(name: &str) -> PathBuf {
+    which(name).unwrap_or_else(|| {
+        panic!(
+            "this test needs MPI, but `{name}` (the mpiexec of the {} build) was not found; \
+             install MPI (see README) or set MPIEXEC",
+            flavor()
+        )
+    })
+}
+
+/// Finds a program on PATH (or returns it if it is a path).
+pub fn which(name: &str) -> Option<PathBuf> {
+    let p = Path::new(name);
+    if p.components().count() > 1 {
+        return p.exists().then(|| p.to_path_buf());
+    }
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join(name))
+            .find(|f| f.is_file())
+    })
+}
+
+/// A command that runs `program` with `args` on `ranks` ranks, with the
+/// environment both libraries need here (Open MPI as root, oversubscribed
+/// cores), under `timeout`.
+pub fn mpiexec(ranks: u32, program: impl AsRef<OsStr>) -> Command {
+    let mut cmd = Command::new("timeout");
+    cmd.arg("-k")
+        .arg("10")
+        .arg(timeout().to_string())
+        .arg(mpiexec_path())
+        .arg("-n")
+        .arg(ranks.to_string());
+    if flavor() == "openmpi" {
+        cmd.arg("--oversubscribe");
+    }
+    cmd.arg(program);
+    launcher_env(&mut cmd);
+    cmd
+}
+
+/// Sets the environment MPI jobs need on the test machines.
+pub fn launcher_env(cmd: &mut Command) {
+    cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
+        // Keep Open MPI quiet about missing high-speed networks.
+        .env("OMPI_MCA_btl_base_warn_component_unused", "0");
+}
+
+/// What a finished job printed, with helpers to assert on it.
+#[derive(Debug)]
+pub struct Job {
+    /// The command line, for messages.
+    pub command: String,
+    /// The process output.
+    pub output: Output,
+    /// How long it took.
+    pub elapsed: Duration,
+}
+
+impl Job {
+    /// Standard output as text.
+    pub fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.output.stdout).into_owned()
+    }
+
+    /// Standard error as text.
+    pub fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.output.stderr).into_owned()
+    }
+
+    /// Whether the job exited 0.
+    pub fn success(&self) -> bool {
+        self.output.status.success()
+    }
+
+    /// Panics with the job's output unless it exited 0.
+    pub fn assert_success(&self) -> &Self {
+        assert!(
+            self.success(),
+            "job failed ({}): {}\n--- stdout\n{}\n--- stderr\n{}",
+            self.output.status,
+            self.command,
+            self.stdout(),
+            self.stderr()
+        );
+        self
+    }
+}
+
+/// Runs a command to completion, holding the job lock.
+pub fn run(mut cmd: Command) -> Job {
+    let _guard = job_lock();
+    let command = format!("{cmd:?}");
+    let start = Instant::now();
+    let output = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("could not start {command}: {e}"));
+    Job {
+        command,
+        output,
+        elapsed: start.elapsed(),
+    }
+}
+
+/// Re-launches the current test binary on `ranks` ranks, running only the
+/// test `name` (its full path within the binary) in each.
+pub fn run_self(name: &str, ranks: u32) -> Job {
+    run_self_with(name, ranks, &[])
+}
+
+/// As [`run_self`], with extra environment variables for the ranks.
+pub fn run_self_with(name: &str, ranks: u32, env: &[(&str, &str)]) -> Job {
+    let exe = std::env::current_exe().expect("the test binary knows its path");
+    let mut cmd = mpiexec(ranks, exe);
+    cmd.args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, "1");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let job = run(cmd);
+    if job.success() {
+        // Guard against a filter that matched nothing: every rank must have
+        // run exactly this one test.
+        let ran = job.stdout().matches("test result: ok. 1 passed").count();
+        assert_eq!(
+            ran,
+            ranks as usize,
+            "expected {ranks} rank(s) to run `{name}`:\n{}",
+            job.stdout()
+        );
+    }
+    job
+}

@@ -1,0 +1,376 @@
+//! The catalogue: every CVAR, PVAR, category and enumeration the MPI library
+//! exports, with full metadata, refreshed as the library grows.
+
+use crate::error::Result;
+use crate::ffi::{self, Raw};
+use crate::meta::{Binding, Datatype, PvarClass, Scope, Verbosity};
+use crate::session::MpiT;
+use serde::Serialize;
+use std::collections::HashMap;
+
+/// An MPI_T enumeration: its name and items.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Enumeration {
+    /// The enumeration's name.
+    pub name: String,
+    /// Its items.
+    pub items: Vec<EnumItem>,
+}
+
+/// One item of an enumeration.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EnumItem {
+    /// The value a variable holds for this item.
+    pub value: i32,
+    /// The item's name.
+    pub name: String,
+}
+
+impl Enumeration {
+    /// The name of the item with this value.
+    pub fn name_of(&self, value: i64) -> Option<&str> {
+        self.items
+            .iter()
+            .find(|i| i64::from(i.value) == value)
+            .map(|i| i.name.as_str())
+    }
+
+    /// The value of the item with this name (case-insensitive).
+    pub fn value_of(&self, name: &str) -> Option<i32> {
+        self.items
+            .iter()
+            .find(|i| i.name.eq_ignore_ascii_case(name))
+            .map(|i| i.value)
+    }
+}
+
+/// A control variable's metadata.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CvarInfo {
+    /// Its MPI_T index.
+    pub index: i32,
+    /// Its name.
+    pub name: String,
+    /// Its description.
+    pub description: String,
+    /// Its verbosity level.
+    pub verbosity: Verbosity,
+    /// The datatype of its values.
+    pub datatype: Datatype,
+    /// Its enumeration, if its values are items of one.
+    pub enumeration: Option<Enumeration>,
+    /// The kind of object it is bound to.
+    pub binding: Binding,
+    /// Its scope.
+    pub scope: Scope,
+}
+
+/// A performance variable's metadata.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PvarInfo {
+    /// Its MPI_T index.
+    pub index: i32,
+    /// Its name (unique only within its class).
+    pub name: String,
+    /// Its description.
+    pub description: String,
+    /// Its verbosity level.
+    pub verbosity: Verbosity,
+    /// Its class.
+    pub class: PvarClass,
+    /// The datatype of its values.
+    pub datatype: Datatype,
+    /// Its enumeration, for STATE variables.
+    pub enumeration: Option<Enumeration>,
+    /// The kind of object it is bound to.
+    pub binding: Binding,
+    /// Whether it cannot be written or reset.
+    pub readonly: bool,
+    /// Whether it runs from handle allocation, without start/stop.
+    pub continuous: bool,
+    /// Whether it can be read and reset atomically.
+    pub atomic: bool,
+}
+
+/// A category and what it contains (indices).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Category {
+    /// Its MPI_T index.
+    pub index: i32,
+    /// Its name.
+    pub name: String,
+    /// Its description.
+    pub description: String,
+    /// Indices of its control variables.
+    pub cvars: Vec<i32>,
+    /// Indices of its performance variables.
+    pub pvars: Vec<i32>,
+    /// Indices of its sub-categories.
+    pub categories: Vec<i32>,
+}
+
+/// An index the library counted but would not describe.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Skipped {
+    /// "cvar", "pvar" or "category".
+    pub kind: &'static str,
+    /// The index.
+    pub index: i32,
+    /// The error the library returned.
+    pub error: String,
+}
+
+/// What a [`Catalogue::refresh`] found.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Growth {
+    /// Control variables added.
+    pub cvars: usize,
+    /// Performance variables added.
+    pub pvars: usize,
+    /// Categories added.
+    pub categories: usize,
+}
+
+impl Growth {
+    /// Whether anything was added.
+    pub fn is_empty(&self) -> bool {
+        self.cvars == 0 && self.pvars == 0 && self.categories == 0
+    }
+}
+
+/// Every variable, category and enumeration of the MPI library.
+///
+/// Indices the library counts but whose `get_info` fails (Open MPI has
+/// holes) are skipped and listed in [`Catalogue::skipped`], never trusted.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Catalogue {
+    cvars: Vec<CvarInfo>,
+    pvars: Vec<PvarInfo>,
+    categories: Vec<Category>,
+    skipped: Vec<Skipped>,
+    /// How many indices of each kind the library reported last time.
+    #[serde(skip)]
+    counted: (i32, i32, i32),
+    #[serde(skip)]
+    cvar_by_name: HashMap<String, usize>,
+    #[serde(skip)]
+    pvar_by_name: HashMap<String, Vec<usize>>,
+    #[serde(skip)]
+    enums: HashMap<usize, Enumeration>,
+}
+
+impl Catalogue {
+    /// Enumerates everything the library exports now.
+    pub fn load(mpit: &MpiT) -> Result<Catalogue> {
+        let mut catalogue = Catalogue::default();
+        catalogue.refresh(mpit)?;
+        Ok(catalogue)
+    }
+
+    /// Adds the variables and categories that appeared since the last load
+    /// (the number of variables may grow during `MPI_Init` and whenever the
+    /// library loads a component), and retries indices skipped before.
+    pub fn refresh(&mut self, _mpit: &MpiT) -> Result<Growth> {
+        let api = ffi::api()?;
+        let (ncvar, npvar, ncat) = (
+            ffi::cvar_get_num(api)?,
+            ffi::pvar_get_num(api)?,
+            ffi::category_get_num(api)?,
+        );
+        let retry: Vec<Skipped> = std::mem::take(&mut self.skipped);
+        let mut growth = Growth::default();
+
+        let cvar_indices = retry
+            .iter()
+            .filter(|s| s.kind == "cvar")
+            .map(|s| s.index)
+            .chain(self.counted.0..ncvar);
+        for index in cvar_indices.collect::<Vec<_>>() {
+            match ffi::cvar_get_info(api, index) {
+                Ok(raw) => {
+                    let enumeration = raw.enumtype.and_then(|e| self.enumeration(e));
+                    self.cvar_by_name.insert(raw.name.clone(), self.cvars.len());
+                    self.cvars.push(CvarInfo {
+                        index,
+                        name: raw.name,
+                        description: raw.desc,
+                        verbosity: raw.verbosity,
+                        datatype: raw.datatype,
+                        enumeration,
+                        binding: raw.binding,
+                        scope: raw.scope,
+                    });
+                    growth.cvars += 1;
+                }
+                Err(e) => self.skipped.push(Skipped {
+                    kind: "cvar",
+                    index,
+                    error: e.to_string(),
+                }),
+            }
+        }
+
+        let pvar_indices = retry
+            .iter()
+            .filter(|s| s.kind == "pvar")
+            .map(|s| s.index)
+            .chain(self.counted.1..npvar);
+        for index in pvar_indices.collect::<Vec<_>>() {
+            match ffi::pvar_get_info(api, index) {
+                Ok(raw) => {
+                    let enumeration = raw.enumtype.and_then(|e| self.enumeration(e));
+                    self.pvar_by_name
+                        .entry(raw.name.clone())
+                        .or_default()
+                        .push(self.pvars.len());
+                    self.pvars.push(PvarInfo {
+                        index,
+                        name: raw.name,
+                        description: raw.desc,
+                        verbosity: raw.verbosity,
+                        class: raw.class,
+                        datatype: raw.datatype,
+                        enumeration,
+                        binding: raw.binding,
+                        readonly: raw.readonly,
+                        continuous: raw.continuous,
+                        atomic: raw.atomic,
+                    });
+                    growth.pvars += 1;
+                }
+                Err(e) => self.skipped.push(Skipped {
+                    kind: "pvar",
+                    index,
+                    error: e.to_string(),
+                }),
+            }
+        }
+
+        let category_indices = retry
+            .iter()
+            .filter(|s| s.kind == "category")
+            .map(|s| s.index)
+            .chain(self.counted.2..ncat);
+        for index in category_indices.collect::<Vec<_>>() {
+            match ffi::category_get_info(api, index) {
+                Ok(raw) => {
+                    self.categories.push(Category {
+                        index,
+                        name: raw.name,
+                        description: raw.desc,
+                        cvars: raw.cvars,
+                        pvars: raw.pvars,
+                        categories: raw.categories,
+                    });
+                    growth.categories += 1;
+                }
+                Err(e) => self.skipped.push(Skipped {
+                    kind: "category",
+                    index,
+                    error: e.to_string(),
+                }),
+            }
+        }
+        // Categories may gain members as the library grows: refresh the
+        // existing ones' lists too when anything changed.
+        if growth.cvars + growth.pvars > 0 {
+            for category in &mut self.categories {
+                if let Ok(raw) = ffi::category_get_info(api, category.index) {
+                    category.cvars = raw.cvars;
+                    category.pvars = raw.pvars;
+                    category.categories = raw.categories;
+                }
+            }
+        }
+        self.counted = (
+            ncvar.max(self.counted.0),
+            npvar.max(self.counted.1),
+            ncat.max(self.counted.2),
+        );
+        Ok(growth)
+    }
+
+    /// Decodes an enumeration, cached by handle value.
+    fn enumeration(&mut self, handle: Raw<mpit_sys::MPI_T_enum>) -> Option<Enumeration> {
+        let key = handle.0 as usize;
+        if let Some(e) = self.enums.get(&key) {
+            return Some(e.clone());
+        }
+        let (name, items) = ffi::enum_info(ffi::api().ok()?, handle).ok()?;
+        let e = Enumeration {
+            name,
+            items: items
+                .into_iter()
+                .map(|(value, name)| EnumItem { value, name })
+                .collect(),
+        };
+        self.enums.insert(key, e.clone());
+        Some(e)
+    }
+
+    /// Every control variable, in index order of discovery.
+    pub fn cvars(&self) -> &[CvarInfo] {
+        &self.cvars
+    }
+
+    /// Every performance variable, in index order of discovery.
+    pub fn pvars(&self) -> &[PvarInfo] {
+        &self.pvars
+    }
+
+    /// Every category.
+    pub fn categories(&self) -> &[Category] {
+        &self.categories
+    }
+
+    /// Indices the library counted but would not describe.
+    pub fn skipped(&self) -> &[Skipped] {
+        &self.skipped
+    }
+
+    /// The control variable with this name.
+    pub fn cvar(&self, name: &str) -> Option<&CvarInfo> {
+        self.cvar_by_name.get(name).map(|&i| &self.cvars[i])
+    }
+
+    /// The performance variable with this name and class (names are unique
+    /// only within a class).
+    pub fn pvar(&self, name: &str, class: PvarClass) -> Option<&PvarInfo> {
+        self.pvars_named(name).find(|p| p.class == class)
+    }
+
+    /// Every performance variable with this name, whatever its class.
+    pub fn pvars_named<'a>(&'a self, name: &str) -> impl Iterator<Item = &'a PvarInfo> + 'a {
+        self.pvar_by_name
+            .get(name)
+            .into_iter()
+            .flatten()
+            .map(move |&i| &self.pvars[i])
+    }
+
+    /// The control variable with this MPI_T index.
+    pub fn cvar_at(&self, index: i32) -> Option<&CvarInfo> {
+        self.cvars.iter().find(|c| c.index == index)
+    }
+
+    /// The performance variable with this MPI_T index.
+    pub fn pvar_at(&self, index: i32) -> Option<&PvarInfo> {
+        self.pvars.iter().find(|p| p.index == index)
+    }
+
+    /// The category each variable belongs to, by index: (cvar index ->
+    /// category name, pvar index -> category name).
+    pub fn category_names(&self) -> (HashMap<i32, &str>, HashMap<i32, &str>) {
+        let mut cvars = HashMap::new();
+        let mut pvars = HashMap::new();
+        for cat in &self.categories {
+            for &i in &cat.cvars {
+                cvars.entry(i).or_insert(cat.name.as_str());
+            }
+            for &i in &cat.pvars {
+                pvars.entry(i).or_insert(cat.name.as_str());
+            }
+        }
+        (cvars, pvars)
+    }
+}

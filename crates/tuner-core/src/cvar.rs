@@ -1,0 +1,152 @@
+//! Control variable handles: typed reads and writes.
+
+use crate::catalogue::CvarInfo;
+use crate::error::{Error, Result};
+use crate::ffi::{self, Object};
+use crate::session::MpiT;
+use crate::value::Value;
+use std::marker::PhantomData;
+
+/// An open control variable: an MPI_T handle, freed on drop, that borrows
+/// the [`MpiT`] guard it was opened under.
+#[derive(Debug)]
+pub struct Cvar<'t> {
+    info: CvarInfo,
+    handle: ffi::CvarHandle,
+    count: usize,
+    _mpit: PhantomData<&'t MpiT>,
+}
+
+impl<'t> Cvar<'t> {
+    /// Opens a handle on `info`, bound to `object` when the variable is
+    /// bound (pass [`Object::None`] otherwise).
+    pub fn open(_mpit: &'t MpiT, info: &CvarInfo, object: Object) -> Result<Cvar<'t>> {
+        check_binding(&info.name, info.binding, object)?;
+        let api = ffi::api()?;
+        let (handle, count) =
+            ffi::cvar_handle_alloc(api, info.index, object).map_err(|e| e.about(&info.name))?;
+        Ok(Cvar {
+            info: info.clone(),
+            handle,
+            count: usize::try_from(count).unwrap_or(0),
+            _mpit: PhantomData,
+        })
+    }
+
+    /// The variable's metadata.
+    pub fn info(&self) -> &CvarInfo {
+        &self.info
+    }
+
+    /// The number of elements (characters for a string).
+    pub fn count(&self) -> usize {
+        self.count
+    }
+
+    fn buffer(&self) -> Vec<u64> {
+        vec![0u64; (self.count.max(1) * self.info.datatype.size()).div_ceil(8) + 1]
+    }
+
+    /// Reads the current value.
+    pub fn read(&self) -> Result<Value> {
+        let mut buf = self.buffer();
+        ffi::cvar_read(ffi::api()?, self.handle, &mut buf).map_err(|e| e.about(&self.info.name))?;
+        Ok(Value::decode(self.info.datatype, self.count, &buf))
+    }
+
+    /// Reads the value of an enumerated variable as its item's name.
+    pub fn read_enum_name(&self) -> Result<String> {
+        let value = self.read()?;
+        let enumeration = self
+            .info
+            .enumeration
+            .as_ref()
+            .ok_or_else(|| Error::BadValue {
+                variable: self.info.name.clone(),
+                message: "this variable is not an enumeration".into(),
+            })?;
+        let raw = value.as_i64().unwrap_or_default();
+        Ok(enumeration
+            .name_of(raw)
+            .map_or_else(|| raw.to_string(), str::to_string))
+    }
+
+    /// Writes a value after checking the variable's scope (CONSTANT and
+    /// READONLY refuse writes) and that the value fits its type and count.
+    pub fn write(&self, value: &Value) -> Result<()> {
+        if !self.info.scope.is_writable() {
+            return Err(Error::NotWritable {
+                variable: self.info.name.clone(),
+                scope: self.info.scope.to_string(),
+            });
+        }
+        self.write_unchecked(value)
+    }
+
+    /// Writes an enumerated variable by item name (case-insensitive).
+    pub fn write_enum_name(&self, item: &str) -> Result<()> {
+        let enumeration = self
+            .info
+            .enumeration
+            .as_ref()
+            .ok_or_else(|| Error::BadValue {
+                variable: self.info.name.clone(),
+                message: "this variable is not an enumeration".into(),
+            })?;
+        let value = enumeration.value_of(item).ok_or_else(|| Error::BadValue {
+            variable: self.info.name.clone(),
+            message: format!(
+                "`{item}` is not one of {}",
+                enumeration
+                    .items
+                    .iter()
+                    .map(|i| i.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        })?;
+        self.write(&Value::Int(vec![i64::from(value)]))
+    }
+
+    /// Writes without the scope check, leaving the decision to the MPI
+    /// library (which answers `MPI_T_ERR_CVAR_SET_NEVER` or similar). For
+    /// experiments and tests of the library's own behaviour.
+    pub fn write_unchecked(&self, value: &Value) -> Result<()> {
+        let buf = value.encode(self.info.datatype, self.count, &self.info.name)?;
+        ffi::cvar_write(ffi::api()?, self.handle, &buf).map_err(|e| e.about(&self.info.name))
+    }
+}
+
+impl Drop for Cvar<'_> {
+    fn drop(&mut self) {
+        if let Ok(api) = ffi::api() {
+            // A failed free leaks one handle; nothing else can be done here.
+            let _ = ffi::cvar_handle_free(api, self.handle);
+        }
+    }
+}
+
+/// Checks that an object is given exactly when the variable is bound, and of
+/// the right kind.
+pub(crate) fn check_binding(
+    name: &str,
+    binding: crate::meta::Binding,
+    object: Object,
+) -> Result<()> {
+    use crate::meta::Binding;
+    let message = match (binding, object) {
+        (Binding::NoObject, Object::None) => return Ok(()),
+        (b, o) if b == o.binding() => return Ok(()),
+        (Binding::NoObject, o) => format!("is not bound, but a {} was given", o.binding().short()),
+        (b, Object::None) => format!("is bound to {} objects; give one", b.short()),
+        (b, o) => format!(
+            "is bound to {} objects, not to a {}",
+            b.short(),
+            o.binding().short()
+        ),
+    };
+    Err(Error::Binding {
+        variable: name.to_string(),
+        message,
+    })
+}

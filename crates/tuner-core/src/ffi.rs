@@ -1,0 +1,913 @@
+//! The one module of `tuner-core` that calls C.
+//!
+//! Every MPI_T routine is wrapped here in a safe function that checks its
+//! return code ([`check`]) and converts its outputs; the rest of the crate
+//! never sees a raw pointer. Functions come from the MPI library already
+//! loaded in the process ([`mpit_sys::MpiFunctions::load`]); constants come
+//! from the C shim, read once into [`Consts`].
+
+use crate::error::{Error, MpiError, Result};
+use crate::meta::{Binding, Datatype, PvarClass, Scope, Verbosity};
+use mpit_sys as sys;
+use std::ffi::{c_char, c_int, c_void, CStr};
+use std::sync::OnceLock;
+
+/// A raw MPI handle (an `int` in MPICH's ABI, a pointer in Open MPI's) that
+/// may cross threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Raw<T: Copy>(pub T);
+
+// SAFETY: MPI handles are process-wide identifiers, not thread-owned
+// memory: the MPI library accepts them from any thread (MPI_T routines are
+// thread-safe after MPI_T_init_thread(MPI_THREAD_MULTIPLE)), and this crate
+// never dereferences them.
+unsafe impl<T: Copy> Send for Raw<T> {}
+// SAFETY: as above; a shared reference only allows copying the handle.
+unsafe impl<T: Copy> Sync for Raw<T> {}
+
+/// A communicator handle of the MPI library in this process.
+pub type Comm = Raw<sys::MPI_Comm>;
+/// A window handle of the MPI library in this process.
+pub type Win = Raw<sys::MPI_Win>;
+
+/// The MPI object a bound variable's handle is allocated for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Object {
+    /// No object (unbound variables).
+    None,
+    /// A communicator.
+    Comm(Comm),
+    /// A window.
+    Win(Win),
+}
+
+impl Object {
+    /// The binding this object satisfies.
+    pub fn binding(self) -> Binding {
+        match self {
+            Object::None => Binding::NoObject,
+            Object::Comm(_) => Binding::Comm,
+            Object::Win(_) => Binding::Win,
+        }
+    }
+}
+
+/// Header constants of this build, read from the shim.
+#[derive(Debug)]
+pub(crate) struct Consts {
+    pub success: c_int,
+    pub err_set_not_now: Option<c_int>,
+    pub err_set_never: Option<c_int>,
+    pub thread_single: c_int,
+    pub thread_funneled: c_int,
+    pub thread_serialized: c_int,
+    pub thread_multiple: c_int,
+    enum_null: Raw<sys::MPI_T_enum>,
+    session_null: Raw<sys::MPI_T_pvar_session>,
+    all_handles: Raw<sys::MPI_T_pvar_handle>,
+    pub comm_world: Comm,
+    pub comm_null: Comm,
+    scopes: [(c_int, Scope); 7],
+    classes: [(c_int, PvarClass); 10],
+    bindings: [(c_int, Binding); 11],
+    verbosities: [(c_int, Verbosity); 9],
+    datatypes: [(Raw<sys::MPI_Datatype>, Datatype); 9],
+}
+
+impl Consts {
+    fn read() -> Self {
+        // SAFETY: every MPIT_* static is defined by the shim with a value
+        // from the header, initialised at load time and never written. The
+        // handle-typed ones may be null when libmpi is absent, but `load`
+        // only runs once the MPI functions were found in the process.
+        unsafe {
+            let named = |name: &str| {
+                std::slice::from_raw_parts(
+                    sys::MPIT_ERROR_NAMES.as_ptr(),
+                    sys::MPIT_ERROR_NAMES_LEN as usize,
+                )
+                .iter()
+                .find(|e| CStr::from_ptr(e.name).to_bytes() == name.as_bytes())
+                .map(|e| e.code)
+            };
+            Consts {
+                success: sys::MPIT_SUCCESS,
+                err_set_not_now: named("MPI_T_ERR_CVAR_SET_NOT_NOW"),
+                err_set_never: named("MPI_T_ERR_CVAR_SET_NEVER"),
+                thread_single: sys::MPIT_THREAD_SINGLE,
+                thread_funneled: sys::MPIT_THREAD_FUNNELED,
+                thread_serialized: sys::MPIT_THREAD_SERIALIZED,
+                thread_multiple: sys::MPIT_THREAD_MULTIPLE,
+                enum_null: Raw(sys::MPIT_T_ENUM_NULL),
+                session_null: Raw(sys::MPIT_T_PVAR_SESSION_NULL),
+                all_handles: Raw(sys::mpit_pvar_all_handles()),
+                comm_world: Raw(sys::MPIT_COMM_WORLD),
+                comm_null: Raw(sys::MPIT_COMM_NULL),
+                scopes: [
+                    (sys::MPIT_SCOPE_CONSTANT, Scope::Constant),
+                    (sys::MPIT_SCOPE_READONLY, Scope::Readonly),
+                    (sys::MPIT_SCOPE_LOCAL, Scope::Local),
+                    (sys::MPIT_SCOPE_GROUP, Scope::Group),
+                    (sys::MPIT_SCOPE_GROUP_EQ, Scope::GroupEq),
+                    (sys::MPIT_SCOPE_ALL, Scope::All),
+                    (sys::MPIT_SCOPE_ALL_EQ, Scope::AllEq),
+                ],
+                classes: [
+                    (sys::MPIT_PVAR_CLASS_STATE, PvarClass::State),
+                    (sys::MPIT_PVAR_CLASS_LEVEL, PvarClass::Level),
+                    (sys::MPIT_PVAR_CLASS_SIZE, PvarClass::Size),
+                    (sys::MPIT_PVAR_CLASS_PERCENTAGE, PvarClass::Percentage),
+                    (sys::MPIT_PVAR_CLASS_HIGHWATERMARK, PvarClass::Highwatermark),
+                    (sys::MPIT_PVAR_CLASS_LOWWATERMARK, PvarClass::Lowwatermark),
+                    (sys::MPIT_PVAR_CLASS_COUNTER, PvarClass::Counter),
+                    (sys::MPIT_PVAR_CLASS_AGGREGATE, PvarClass::Aggregate),
+                    (sys::MPIT_PVAR_CLASS_TIMER, PvarClass::Timer),
+                    (sys::MPIT_PVAR_CLASS_GENERIC, PvarClass::Generic),
+                ],
+                bindings: [
+                    (sys::MPIT_BIND_NO_OBJECT, Binding::NoObject),
+                    (sys::MPIT_BIND_MPI_COMM, Binding::Comm),
+                    (sys::MPIT_BIND_MPI_DATATYPE, Binding::Datatype),
+                    (sys::MPIT_BIND_MPI_ERRHANDLER, Binding::Errhandler),
+                    (sys::MPIT_BIND_MPI_FILE, Binding::File),
+                    (sys::MPIT_BIND_MPI_GROUP, Binding::Group),
+                    (sys::MPIT_BIND_MPI_OP, Binding::Op),
+                    (sys::MPIT_BIND_MPI_REQUEST, Binding::Request),
+                    (sys::MPIT_BIND_MPI_WIN, Binding::Win),
+                    (sys::MPIT_BIND_MPI_MESSAGE, Binding::Message),
+                    (sys::MPIT_BIND_MPI_INFO, Binding::Info),
+                ],
+                verbosities: [
+                    (sys::MPIT_VERBOSITY_USER_BASIC, Verbosity::UserBasic),
+                    (sys::MPIT_VERBOSITY_USER_DETAIL, Verbosity::UserDetail),
+                    (sys::MPIT_VERBOSITY_USER_ALL, Verbosity::UserAll),
+                    (sys::MPIT_VERBOSITY_TUNER_BASIC, Verbosity::TunerBasic),
+                    (sys::MPIT_VERBOSITY_TUNER_DETAIL, Verbosity::TunerDetail),
+                    (sys::MPIT_VERBOSITY_TUNER_ALL, Verbosity::TunerAll),
+                    (sys::MPIT_VERBOSITY_MPIDEV_BASIC, Verbosity::MpidevBasic),
+                    (sys::MPIT_VERBOSITY_MPIDEV_DETAIL, Verbosity::MpidevDetail),
+                    (sys::MPIT_VERBOSITY_MPIDEV_ALL, Verbosity::MpidevAll),
+                ],
+                datatypes: [
+                    (Raw(sys::MPIT_INT), Datatype::Int),
+                    (Raw(sys::MPIT_UNSIGNED), Datatype::Unsigned),
+                    (Raw(sys::MPIT_UNSIGNED_LONG), Datatype::UnsignedLong),
+                    (
+                        Raw(sys::MPIT_UNSIGNED_LONG_LONG),
+                        Datatype::UnsignedLongLong,
+                    ),
+                    (Raw(sys::MPIT_COUNT), Datatype::Count),
+                    (Raw(sys::MPIT_DOUBLE), Datatype::Double),
+                    (Raw(sys::MPIT_CHAR), Datatype::Char),
+                    (Raw(sys::MPIT_LONG), Datatype::Long),
+                    (Raw(sys::MPIT_LONG_LONG), Datatype::LongLong),
+                ],
+            }
+        }
+    }
+
+    fn lookup<K: PartialEq + Copy, V: Copy>(table: &[(K, V)], key: K, unknown: V) -> V {
+        table
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map_or(unknown, |(_, v)| *v)
+    }
+
+    fn scope(&self, raw: c_int) -> Scope {
+        Self::lookup(&self.scopes, raw, Scope::Unknown)
+    }
+    fn class(&self, raw: c_int) -> PvarClass {
+        Self::lookup(&self.classes, raw, PvarClass::Unknown)
+    }
+    pub(crate) fn class_raw(&self, class: PvarClass) -> Option<c_int> {
+        self.classes
+            .iter()
+            .find(|(_, c)| *c == class)
+            .map(|(r, _)| *r)
+    }
+    fn binding(&self, raw: c_int) -> Binding {
+        Self::lookup(&self.bindings, raw, Binding::Unknown)
+    }
+    fn verbosity(&self, raw: c_int) -> Verbosity {
+        Self::lookup(&self.verbosities, raw, Verbosity::Unknown)
+    }
+    fn datatype(&self, raw: sys::MPI_Datatype) -> Datatype {
+        Self::lookup(&self.datatypes, Raw(raw), Datatype::Unknown)
+    }
+}
+
+/// The MPI functions and constants of this process.
+pub(crate) struct Api {
+    f: sys::MpiFunctions,
+    pub c: Consts,
+}
+
+static API: OnceLock<Option<Api>> = OnceLock::new();
+
+/// The MPI library of this process, or [`Error::NoMpi`].
+pub(crate) fn api() -> Result<&'static Api> {
+    API.get_or_init(|| {
+        sys::MpiFunctions::load().map(|f| Api {
+            f,
+            c: Consts::read(),
+        })
+    })
+    .as_ref()
+    .ok_or(Error::NoMpi)
+}
+
+/// Calls an MPI function from the table, or fails with
+/// [`Error::MissingFunction`] when this library lacks it. The return code is
+/// checked by the caller.
+macro_rules! call {
+    ($api:expr, $name:ident ( $($arg:expr),* $(,)? )) => {{
+        match $api.f.$name.as_ref() {
+            Ok(function) => {
+                #[allow(clippy::undocumented_unsafe_blocks)]
+                // SAFETY: stated at each use of the macro.
+                let rc = unsafe { function($($arg),*) };
+                Ok(rc)
+            }
+            Err(_) => Err(Error::MissingFunction(stringify!($name))),
+        }
+    }};
+}
+
+/// Turns an MPI return code into a result, naming the routine.
+pub(crate) fn check(api: &Api, call: &'static str, rc: c_int) -> Result<()> {
+    if rc == api.c.success {
+        return Ok(());
+    }
+    if Some(rc) == api.c.err_set_not_now {
+        return Err(Error::SetNotNow {
+            call,
+            variable: String::new(),
+        });
+    }
+    if Some(rc) == api.c.err_set_never {
+        return Err(Error::SetNever {
+            call,
+            variable: String::new(),
+        });
+    }
+    Err(Error::Mpi(MpiError {
+        call,
+        code: rc,
+        name: sys::error_name(rc).map_or_else(|| format!("unknown error {rc}"), str::to_string),
+        variable: None,
+    }))
+}
+
+/// Largest string length we accept from the library (a guard against a
+/// corrupt length, not a real limit).
+const MAX_STRING: c_int = 1 << 20;
+
+fn string_from(buf: &[u8]) -> String {
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+fn clamp_len(len: c_int) -> usize {
+    len.clamp(1, MAX_STRING) as usize
+}
+
+/// Thread levels, as the `MPI_THREAD_*` constants of this library.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ThreadLevel {
+    /// `MPI_THREAD_SINGLE`
+    Single,
+    /// `MPI_THREAD_FUNNELED`
+    Funneled,
+    /// `MPI_THREAD_SERIALIZED`
+    Serialized,
+    /// `MPI_THREAD_MULTIPLE`
+    Multiple,
+}
+
+impl ThreadLevel {
+    pub(crate) fn to_raw(self, c: &Consts) -> c_int {
+        match self {
+            ThreadLevel::Single => c.thread_single,
+            ThreadLevel::Funneled => c.thread_funneled,
+            ThreadLevel::Serialized => c.thread_serialized,
+            ThreadLevel::Multiple => c.thread_multiple,
+        }
+    }
+
+    /// Decodes a level as this MPI library numbers it (`None` for a value
+    /// that is none of the four).
+    pub fn from_raw(raw: c_int) -> Option<Self> {
+        let c = &api().ok()?.c;
+        [
+            ThreadLevel::Single,
+            ThreadLevel::Funneled,
+            ThreadLevel::Serialized,
+            ThreadLevel::Multiple,
+        ]
+        .into_iter()
+        .find(|l| l.to_raw(c) == raw)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// MPI_T initialisation.
+
+pub(crate) fn t_init_thread(api: &Api, required: ThreadLevel) -> Result<c_int> {
+    let mut provided: c_int = 0;
+    // SAFETY: MPI_T_init_thread may be called at any time, before and after
+    // MPI_Init; `provided` is a valid out-pointer.
+    let rc = call!(
+        api,
+        MPI_T_init_thread(required.to_raw(&api.c), &mut provided)
+    )?;
+    check(api, "MPI_T_init_thread", rc)?;
+    Ok(provided)
+}
+
+pub(crate) fn t_finalize(api: &Api) -> Result<()> {
+    // SAFETY: called once for each successful MPI_T_init_thread (the guard
+    // in `session.rs` enforces this).
+    let rc = call!(api, MPI_T_finalize())?;
+    check(api, "MPI_T_finalize", rc)
+}
+
+// ---------------------------------------------------------------------------
+// Control variables.
+
+pub(crate) fn cvar_get_num(api: &Api) -> Result<c_int> {
+    let mut num: c_int = 0;
+    // SAFETY: valid out-pointer; MPI_T is initialised by the caller's guard.
+    let rc = call!(api, MPI_T_cvar_get_num(&mut num))?;
+    check(api, "MPI_T_cvar_get_num", rc)?;
+    Ok(num)
+}
+
+/// What `MPI_T_cvar_get_info` says of one index.
+#[derive(Debug)]
+pub(crate) struct RawCvarInfo {
+    pub name: String,
+    pub desc: String,
+    pub verbosity: Verbosity,
+    pub datatype: Datatype,
+    pub enumtype: Option<Raw<sys::MPI_T_enum>>,
+    pub binding: Binding,
+    pub scope: Scope,
+}
+
+pub(crate) fn cvar_get_info(api: &Api, index: c_int) -> Result<RawCvarInfo> {
+    let (mut verbosity, mut bind, mut scope): (c_int, c_int, c_int) = (0, 0, 0);
+    // SAFETY: zero-initialising a C handle type (an int or a pointer) is valid.
+    let mut datatype: sys::MPI_Datatype = unsafe { std::mem::zeroed() };
+    let mut enumtype = api.c.enum_null.0;
+    let (mut name_len, mut desc_len): (c_int, c_int) = (0, 0);
+    // First pass: lengths only (null buffers with zero lengths are allowed
+    // by the standard).
+    // SAFETY: every pointer is a valid out-pointer or null with length 0.
+    let rc = call!(
+        api,
+        MPI_T_cvar_get_info(
+            index,
+            std::ptr::null_mut(),
+            &mut name_len,
+            &mut verbosity,
+            &mut datatype,
+            &mut enumtype,
+            std::ptr::null_mut(),
+            &mut desc_len,
+            &mut bind,
+            &mut scope,
+        )
+    )?;
+    check(api, "MPI_T_cvar_get_info", rc)?;
+    let mut name = vec![0u8; clamp_len(name_len)];
+    let mut desc = vec![0u8; clamp_len(desc_len)];
+    let (mut name_len, mut desc_len) = (name.len() as c_int, desc.len() as c_int);
+    // SAFETY: buffers are as long as the lengths passed with them.
+    let rc = call!(
+        api,
+        MPI_T_cvar_get_info(
+            index,
+            name.as_mut_ptr().cast::<c_char>(),
+            &mut name_len,
+            &mut verbosity,
+            &mut datatype,
+            &mut enumtype,
+            desc.as_mut_ptr().cast::<c_char>(),
+            &mut desc_len,
+            &mut bind,
+            &mut scope,
+        )
+    )?;
+    check(api, "MPI_T_cvar_get_info", rc)?;
+    Ok(RawCvarInfo {
+        name: string_from(&name),
+        desc: string_from(&desc),
+        verbosity: api.c.verbosity(verbosity),
+        datatype: api.c.datatype(datatype),
+        enumtype: (enumtype != api.c.enum_null.0).then_some(Raw(enumtype)),
+        binding: api.c.binding(bind),
+        scope: api.c.scope(scope),
+    })
+}
+
+pub(crate) fn cvar_get_index(api: &Api, name: &str) -> Result<Option<c_int>> {
+    let Ok(cname) = std::ffi::CString::new(name) else {
+        return Ok(None);
+    };
+    let mut index: c_int = -1;
+    // SAFETY: a NUL-terminated name and a valid out-pointer.
+    let rc = call!(api, MPI_T_cvar_get_index(cname.as_ptr(), &mut index))?;
+    match check(api, "MPI_T_cvar_get_index", rc) {
+        Ok(()) => Ok(Some(index)),
+        Err(Error::Mpi(e)) if e.name == "MPI_T_ERR_INVALID_NAME" => Ok(None),
+        Err(e) => Err(e.about(name)),
+    }
+}
+
+/// An allocated CVAR handle.
+pub(crate) type CvarHandle = Raw<sys::MPI_T_cvar_handle>;
+
+/// Allocates a CVAR handle; returns it with the element count.
+pub(crate) fn cvar_handle_alloc(
+    api: &Api,
+    index: c_int,
+    object: Object,
+) -> Result<(CvarHandle, c_int)> {
+    let mut handle = api_cvar_handle_null();
+    let mut count: c_int = 0;
+    let rc = with_object_ptr(object, |obj| {
+        // SAFETY: `obj` points at a live handle for the duration of the
+        // call (or is null for unbound variables); out-pointers are valid.
+        call!(
+            api,
+            MPI_T_cvar_handle_alloc(index, obj, &mut handle, &mut count)
+        )
+    })?;
+    check(api, "MPI_T_cvar_handle_alloc", rc)?;
+    Ok((Raw(handle), count))
+}
+
+fn api_cvar_handle_null() -> sys::MPI_T_cvar_handle {
+    // SAFETY: reading a shim constant.
+    unsafe { sys::MPIT_T_CVAR_HANDLE_NULL }
+}
+
+pub(crate) fn cvar_handle_free(api: &Api, handle: CvarHandle) -> Result<()> {
+    let mut h = handle.0;
+    // SAFETY: `h` was returned by MPI_T_cvar_handle_alloc and is freed once
+    // (owners call this from Drop only).
+    let rc = call!(api, MPI_T_cvar_handle_free(&mut h))?;
+    check(api, "MPI_T_cvar_handle_free", rc)
+}
+
+/// Reads a CVAR into `buf`, which must hold `count` elements of the
+/// variable's datatype (checked by the caller, re-checked here in debug).
+pub(crate) fn cvar_read(api: &Api, handle: CvarHandle, buf: &mut [u64]) -> Result<()> {
+    debug_assert!(!buf.is_empty());
+    // SAFETY: `buf` is at least as large as count * datatype size, which
+    // the owner computed from the handle's count (see cvar.rs).
+    let rc = call!(
+        api,
+        MPI_T_cvar_read(handle.0, buf.as_mut_ptr().cast::<c_void>())
+    )?;
+    check(api, "MPI_T_cvar_read", rc)
+}
+
+/// Writes a CVAR from `buf` (count elements of its datatype).
+pub(crate) fn cvar_write(api: &Api, handle: CvarHandle, buf: &[u64]) -> Result<()> {
+    debug_assert!(!buf.is_empty());
+    // SAFETY: `buf` holds count elements of the variable's datatype; the
+    // library only reads from it despite the non-const pointer in MPI-3.0.
+    let rc = call!(
+        api,
+        MPI_T_cvar_write(handle.0, buf.as_ptr().cast::<c_void>())
+    )?;
+    check(api, "MPI_T_cvar_write", rc)
+}
+
+// ---------------------------------------------------------------------------
+// Enumerations.
+
+/// An enumeration's name and items (value, name).
+pub(crate) fn enum_info(
+    api: &Api,
+    enumtype: Raw<sys::MPI_T_enum>,
+) -> Result<(String, Vec<(i32, String)>)> {
+    let mut num: c_int = 0;
+    let mut name = vec![0u8; 256];
+    let mut name_len = name.len() as c_int;
+    // SAFETY: a handle returned by get_info, a buffer of the given length.
+    let rc = call!(
+        api,
+        MPI_T_enum_get_info(
+            enumtype.0,
+            &mut num,
+            name.as_mut_ptr().cast::<c_char>(),
+            &mut name_len
+        )
+    )?;
+    check(api, "MPI_T_enum_get_info", rc)?;
+    let mut items = Vec::with_capacity(num.clamp(0, 4096) as usize);
+    for i in 0..num.clamp(0, 4096) {
+        let mut value: c_int = 0;
+        let mut item = vec![0u8; 256];
+        let mut item_len = item.len() as c_int;
+        // SAFETY: as above, for item `i < num`.
+        let rc = call!(
+            api,
+            MPI_T_enum_get_item(
+                enumtype.0,
+                i,
+                &mut value,
+                item.as_mut_ptr().cast::<c_char>(),
+                &mut item_len
+            )
+        )?;
+        if check(api, "MPI_T_enum_get_item", rc).is_ok() {
+            items.push((value, string_from(&item)));
+        }
+    }
+    Ok((string_from(&name), items))
+}
+
+// ---------------------------------------------------------------------------
+// Performance variables.
+
+pub(crate) fn pvar_get_num(api: &Api) -> Result<c_int> {
+    let mut num: c_int = 0;
+    // SAFETY: valid out-pointer.
+    let rc = call!(api, MPI_T_pvar_get_num(&mut num))?;
+    check(api, "MPI_T_pvar_get_num", rc)?;
+    Ok(num)
+}
+
+/// What `MPI_T_pvar_get_info` says of one index.
+#[derive(Debug)]
+pub(crate) struct RawPvarInfo {
+    pub name: String,
+    pub desc: String,
+    pub verbosity: Verbosity,
+    pub class: PvarClass,
+    pub datatype: Datatype,
+    pub enumtype: Option<Raw<sys::MPI_T_enum>>,
+    pub binding: Binding,
+    pub readonly: bool,
+    pub continuous: bool,
+    pub atomic: bool,
+}
+
+pub(crate) fn pvar_get_info(api: &Api, index: c_int) -> Result<RawPvarInfo> {
+    let (mut verbosity, mut class, mut bind) = (0, 0, 0);
+    let (mut readonly, mut continuous, mut atomic) = (0, 0, 0);
+    // SAFETY: zero-initialising a C handle type (an int or a pointer) is valid.
+    let mut datatype: sys::MPI_Datatype = unsafe { std::mem::zeroed() };
+    let mut enumtype = api.c.enum_null.0;
+    let (mut name_len, mut desc_len): (c_int, c_int) = (0, 0);
+    // SAFETY: every pointer is a valid out-pointer or null with length 0.
+    let rc = call!(
+        api,
+        MPI_T_pvar_get_info(
+            index,
+            std::ptr::null_mut(),
+            &mut name_len,
+            &mut verbosity,
+            &mut class,
+            &mut datatype,
+            &mut enumtype,
+            std::ptr::null_mut(),
+            &mut desc_len,
+            &mut bind,
+            &mut readonly,
+            &mut continuous,
+            &mut atomic,
+        )
+    )?;
+    check(api, "MPI_T_pvar_get_info", rc)?;
+    let mut name = vec![0u8; clamp_len(name_len)];
+    let mut desc = vec![0u8; clamp_len(desc_len)];
+    let (mut name_len, mut desc_len) = (name.len() as c_int, desc.len() as c_int);
+    // SAFETY: buffers are as long as the lengths passed with them.
+    let rc = call!(
+        api,
+        MPI_T_pvar_get_info(
+            index,
+            name.as_mut_ptr().cast::<c_char>(),
+            &mut name_len,
+            &mut verbosity,
+            &mut class,
+            &mut datatype,
+            &mut enumtype,
+            desc.as_mut_ptr().cast::<c_char>(),
+            &mut desc_len,
+            &mut bind,
+            &mut readonly,
+            &mut continuous,
+            &mut atomic,
+        )
+    )?;
+    check(api, "MPI_T_pvar_get_info", rc)?;
+    Ok(RawPvarInfo {
+        name: string_from(&name),
+        desc: string_from(&desc),
+        verbosity: api.c.verbosity(verbosity),
+        class: api.c.class(class),
+        datatype: api.c.datatype(datatype),
+        enumtype: (enumtype != api.c.enum_null.0).then_some(Raw(enumtype)),
+        binding: api.c.binding(bind),
+        // Booleans are non-zero, not 1 (MVAPICH2 reports continuous as 2).
+        readonly: readonly != 0,
+        continuous: continuous != 0,
+        atomic: atomic != 0,
+    })
+}
+
+pub(crate) fn pvar_get_index(api: &Api, name: &str, class: PvarClass) -> Result<Option<c_int>> {
+    let (Ok(cname), Some(raw_class)) = (std::ffi::CString::new(name), api.c.class_raw(class))
+    else {
+        return Ok(None);
+    };
+    let mut index: c_int = -1;
+    // SAFETY: a NUL-terminated name and a valid out-pointer.
+    let rc = call!(
+        api,
+        MPI_T_pvar_get_index(cname.as_ptr(), raw_class, &mut index)
+    )?;
+    match check(api, "MPI_T_pvar_get_index", rc) {
+        Ok(()) => Ok(Some(index)),
+        Err(Error::Mpi(e)) if e.name == "MPI_T_ERR_INVALID_NAME" => Ok(None),
+        Err(e) => Err(e.about(name)),
+    }
+}
+
+/// A PVAR session handle.
+pub(crate) type SessionHandle = Raw<sys::MPI_T_pvar_session>;
+/// A PVAR handle.
+pub(crate) type PvarHandle = Raw<sys::MPI_T_pvar_handle>;
+
+pub(crate) fn pvar_session_create(api: &Api) -> Result<SessionHandle> {
+    let mut session = api.c.session_null.0;
+    // SAFETY: valid out-pointer.
+    let rc = call!(api, MPI_T_pvar_session_create(&mut session))?;
+    check(api, "MPI_T_pvar_session_create", rc)?;
+    Ok(Raw(session))
+}
+
+pub(crate) fn pvar_session_free(api: &Api, session: SessionHandle) -> Result<()> {
+    let mut s = session.0;
+    // SAFETY: a session created by pvar_session_create, freed once by its
+    // owner's Drop.
+    let rc = call!(api, MPI_T_pvar_session_free(&mut s))?;
+    check(api, "MPI_T_pvar_session_free", rc)
+}
+
+pub(crate) fn pvar_handle_alloc(
+    api: &Api,
+    session: SessionHandle,
+    index: c_int,
+    object: Object,
+) -> Result<(PvarHandle, c_int)> {
+    // SAFETY: zero-initialising a C handle type (a pointer) is valid.
+    let mut handle: sys::MPI_T_pvar_handle = unsafe { std::mem::zeroed() };
+    let mut count: c_int = 0;
+    let rc = with_object_ptr(object, |obj| {
+        // SAFETY: `obj` points at a live handle for the duration of the
+        // call (null for unbound variables); out-pointers are valid.
+        call!(
+            api,
+            MPI_T_pvar_handle_alloc(session.0, index, obj, &mut handle, &mut count)
+        )
+    })?;
+    check(api, "MPI_T_pvar_handle_alloc", rc)?;
+    Ok((Raw(handle), count))
+}
+
+pub(crate) fn pvar_handle_free(
+    api: &Api,
+    session: SessionHandle,
+    handle: PvarHandle,
+) -> Result<()> {
+    let mut h = handle.0;
+    // SAFETY: a handle allocated in `session`, freed once by its owner.
+    let rc = call!(api, MPI_T_pvar_handle_free(session.0, &mut h))?;
+    check(api, "MPI_T_pvar_handle_free", rc)
+}
+
+pub(crate) fn pvar_start(api: &Api, session: SessionHandle, handle: PvarHandle) -> Result<()> {
+    // SAFETY: a live handle of a live session.
+    let rc = call!(api, MPI_T_pvar_start(session.0, handle.0))?;
+    check(api, "MPI_T_pvar_start", rc)
+}
+
+pub(crate) fn pvar_stop(api: &Api, session: SessionHandle, handle: PvarHandle) -> Result<()> {
+    // SAFETY: a live handle of a live session.
+    let rc = call!(api, MPI_T_pvar_stop(session.0, handle.0))?;
+    check(api, "MPI_T_pvar_stop", rc)
+}
+
+/// Stops every handle of a session (`MPI_T_PVAR_ALL_HANDLES`).
+pub(crate) fn pvar_stop_all(api: &Api, session: SessionHandle) -> Result<()> {
+    // SAFETY: a live session; ALL_HANDLES is the library's own constant.
+    let rc = call!(api, MPI_T_pvar_stop(session.0, api.c.all_handles.0))?;
+    check(api, "MPI_T_pvar_stop", rc)
+}
+
+/// Reads a PVAR into `buf`, which holds count elements of its datatype.
+pub(crate) fn pvar_read(
+    api: &Api,
+    session: SessionHandle,
+    handle: PvarHandle,
+    buf: &mut [u64],
+) -> Result<()> {
+    debug_assert!(!buf.is_empty());
+    // SAFETY: `buf` is at least count * datatype size bytes (pvar.rs sizes
+    // it from the count the library returned for this handle).
+    let rc = call!(
+        api,
+        MPI_T_pvar_read(session.0, handle.0, buf.as_mut_ptr().cast::<c_void>())
+    )?;
+    check(api, "MPI_T_pvar_read", rc)
+}
+
+// ---------------------------------------------------------------------------
+// Categories.
+
+pub(crate) fn category_get_num(api: &Api) -> Result<c_int> {
+    let mut num: c_int = 0;
+    // SAFETY: valid out-pointer.
+    let rc = call!(api, MPI_T_category_get_num(&mut num))?;
+    check(api, "MPI_T_category_get_num", rc)?;
+    Ok(num)
+}
+
+/// A category: name, description, and the indices of its CVARs, PVARs and
+/// sub-categories.
+pub(crate) struct RawCategory {
+    pub name: String,
+    pub desc: String,
+    pub cvars: Vec<c_int>,
+    pub pvars: Vec<c_int>,
+    pub categories: Vec<c_int>,
+}
+
+pub(crate) fn category_get_info(api: &Api, index: c_int) -> Result<RawCategory> {
+    let (mut ncvars, mut npvars, mut ncats) = (0, 0, 0);
+    let (mut name_len, mut desc_len): (c_int, c_int) = (0, 0);
+    // SAFETY: null buffers with zero lengths, valid out-pointers.
+    let rc = call!(
+        api,
+        MPI_T_category_get_info(
+            index,
+            std::ptr::null_mut(),
+            &mut name_len,
+            std::ptr::null_mut(),
+            &mut desc_len,
+            &mut ncvars,
+            &mut npvars,
+            &mut ncats
+        )
+    )?;
+    check(api, "MPI_T_category_get_info", rc)?;
+    let mut name = vec![0u8; clamp_len(name_len)];
+    let mut desc = vec![0u8; clamp_len(desc_len)];
+    let (mut name_len, mut desc_len) = (name.len() as c_int, desc.len() as c_int);
+    // SAFETY: buffers are as long as the lengths passed with them.
+    let rc = call!(
+        api,
+        MPI_T_category_get_info(
+            index,
+            name.as_mut_ptr().cast::<c_char>(),
+            &mut name_len,
+            desc.as_mut_ptr().cast::<c_char>(),
+            &mut desc_len,
+            &mut ncvars,
+            &mut npvars,
+            &mut ncats
+        )
+    )?;
+    check(api, "MPI_T_category_get_info", rc)?;
+    let list = |len: c_int, which: u8| -> Result<Vec<c_int>> {
+        let len = len.clamp(0, 1 << 20);
+        let mut out = vec![0 as c_int; len as usize];
+        if len == 0 {
+            return Ok(out);
+        }
+        let (rc, name) = match which {
+            // SAFETY (all three): `out` holds `len` ints.
+            0 => (
+                call!(api, MPI_T_category_get_cvars(index, len, out.as_mut_ptr()))?,
+                "MPI_T_category_get_cvars",
+            ),
+            1 => (
+                call!(api, MPI_T_category_get_pvars(index, len, out.as_mut_ptr()))?,
+                "MPI_T_category_get_pvars",
+            ),
+            _ => (
+                call!(
+                    api,
+                    MPI_T_category_get_categories(index, len, out.as_mut_ptr())
+                )?,
+                "MPI_T_category_get_categories",
+            ),
+        };
+        check(api, name, rc)?;
+        Ok(out)
+    };
+    Ok(RawCategory {
+        name: string_from(&name),
+        desc: string_from(&desc),
+        cvars: list(ncvars, 0)?,
+        pvars: list(npvars, 1)?,
+        categories: list(ncats, 2)?,
+    })
+}
+
+// ---------------------------------------------------------------------------
+// The few MPI (not MPI_T) calls the safe layer makes.
+
+pub(crate) fn initialized(api: &Api) -> Result<bool> {
+    let mut flag: c_int = 0;
+    // SAFETY: MPI_Initialized may be called at any time; valid out-pointer.
+    let rc = call!(api, MPI_Initialized(&mut flag))?;
+    check(api, "MPI_Initialized", rc)?;
+    Ok(flag != 0)
+}
+
+pub(crate) fn finalized(api: &Api) -> Result<bool> {
+    let mut flag: c_int = 0;
+    // SAFETY: MPI_Finalized may be called at any time; valid out-pointer.
+    let rc = call!(api, MPI_Finalized(&mut flag))?;
+    check(api, "MPI_Finalized", rc)?;
+    Ok(flag != 0)
+}
+
+/// `MPI_Get_library_version` (callable before MPI_Init).
+pub(crate) fn library_version(api: &Api) -> Result<String> {
+    // SAFETY: reading a shim constant.
+    let max = unsafe { sys::MPIT_MAX_LIBRARY_VERSION_STRING }.clamp(1, 1 << 16);
+    let mut buf = vec![0u8; max as usize];
+    let mut len: c_int = 0;
+    // SAFETY: a buffer of MPI_MAX_LIBRARY_VERSION_STRING bytes, as required.
+    let rc = call!(
+        api,
+        MPI_Get_library_version(buf.as_mut_ptr().cast::<c_char>(), &mut len)
+    )?;
+    check(api, "MPI_Get_library_version", rc)?;
+    Ok(string_from(&buf).trim_end().to_string())
+}
+
+/// Rank and size of a communicator (PMPI, so that tools see no extra calls).
+pub(crate) fn comm_rank_size(api: &Api, comm: Comm) -> Result<(i32, i32)> {
+    let (mut rank, mut size) = (0, 0);
+    // SAFETY: a live communicator handle and valid out-pointers; only called
+    // between MPI_Init and MPI_Finalize.
+    let rc = call!(api, PMPI_Comm_rank(comm.0, &mut rank))?;
+    check(api, "MPI_Comm_rank", rc)?;
+    // SAFETY: as above.
+    let rc = call!(api, PMPI_Comm_size(comm.0, &mut size))?;
+    check(api, "MPI_Comm_size", rc)?;
+    Ok((rank, size))
+}
+
+/// Initialises MPI for a program that is not intercepted (the CLI, tests).
+pub(crate) fn init_thread(api: &Api, required: ThreadLevel) -> Result<c_int> {
+    let mut provided: c_int = 0;
+    // SAFETY: null argc/argv are allowed by the standard; valid out-pointer.
+    let rc = call!(
+        api,
+        MPI_Init_thread(
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            required.to_raw(&api.c),
+            &mut provided
+        )
+    )?;
+    check(api, "MPI_Init_thread", rc)?;
+    Ok(provided)
+}
+
+/// Finalises MPI for a program that initialised it through [`init_thread`].
+pub(crate) fn finalize(api: &Api) -> Result<()> {
+    // SAFETY: called once, after init_thread, by the owning guard.
+    let rc = call!(api, MPI_Finalize())?;
+    check(api, "MPI_Finalize", rc)
+}
+
+/// Runs `f` with a pointer to the object handle MPI_T expects (or null).
+fn with_object_ptr<R>(object: Object, f: impl FnOnce(*mut c_void) -> R) -> R {
+    match object {
+        Object::None => f(std::ptr::null_mut()),
+        Object::Comm(mut comm) => f((&mut comm.0 as *mut sys::MPI_Comm).cast()),
+        Object::Win(mut win) => f((&mut win.0 as *mut sys::MPI_Win).cast()),
+    }
+}
+
+/// The `MPI_COMM_WORLD` handle of this process.
+pub fn comm_world() -> Result<Comm> {
+    Ok(api()?.c.comm_world)
+}
+
+/// Whether `comm` is `MPI_COMM_NULL`.
+pub fn is_comm_null(comm: Comm) -> bool {
+    api().is_ok_and(|a| a.c.comm_null == comm)
+}

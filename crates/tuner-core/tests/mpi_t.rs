@@ -1,0 +1,306 @@
+//! The safe MPI_T layer against the real MPI library of the build. Each test
+//! runs as its own MPI job (see mpit-testkit); tests that hold for one
+//! library only are compiled only in builds against it.
+
+use mpit_testkit::{in_rank, run_self};
+use tuner_core::{Catalogue, Cvar, MpiProcess, MpiT, Object, Scope, Value};
+#[cfg(mpi_flavor = "openmpi")]
+use tuner_core::{PvarClass, PvarSession};
+
+/// Every variable the catalogue lists can be found again by name (CVARs) or
+/// by name and class (PVARs), and refresh after MPI_Init never loses any.
+#[test]
+fn catalogue_lookups_and_refresh() {
+    if !in_rank() {
+        run_self("catalogue_lookups_and_refresh", 1).assert_success();
+        return;
+    }
+    let mpit = MpiT::init().expect("MPI_T initialises before MPI_Init");
+    let mut catalogue = Catalogue::load(&mpit).unwrap();
+    let before = (catalogue.cvars().len(), catalogue.pvars().len());
+    // Every CVAR that is not bound can be opened and read with its type
+    // before MPI_Init. (After it, Open MPI 4.1 segfaults reading some
+    // variables of components it unloaded, e.g. `opal_common_ucx_verbose`;
+    // see the README's notes on libraries.)
+    read_all_unbound(&mpit, &catalogue);
+    let mpi = MpiProcess::init().unwrap();
+    assert_eq!(mpi.size(), 1);
+    let growth = catalogue.refresh(&mpit).unwrap();
+    assert_eq!(catalogue.cvars().len(), before.0 + growth.cvars);
+    assert_eq!(catalogue.pvars().len(), before.1 + growth.pvars);
+    assert!(!catalogue.cvars().is_empty());
+    for cvar in catalogue.cvars() {
+        assert_eq!(catalogue.cvar(&cvar.name).unwrap().index, cvar.index);
+        assert_ne!(cvar.scope, Scope::Unknown, "{}", cvar.name);
+    }
+    let mut found_by_library = 0;
+    for pvar in catalogue.pvars() {
+        assert_eq!(
+            catalogue.pvar(&pvar.name, pvar.class).unwrap().index,
+            pvar.index
+        );
+        // The library's own lookup agrees where it answers (Open MPI 4.1
+        // does not find every variable it lists).
+        if let Some(index) = mpit.pvar_index(&pvar.name, pvar.class).unwrap() {
+            assert_eq!(index, pvar.index, "{}", pvar.name);
+            found_by_library += 1;
+        }
+    }
+    assert!(catalogue.pvars().is_empty() || found_by_library > 0);
+    let first = &catalogue.cvars()[0];
+    assert_eq!(mpit.cvar_index(&first.name).unwrap(), Some(first.index));
+    assert_eq!(mpit.cvar_index("no_such_variable_anywhere").unwrap(), None);
+    // A second refresh with nothing new adds nothing.
+    assert!(catalogue.refresh(&mpit).unwrap().is_empty());
+
+    drop(mpi);
+}
+
+fn read_all_unbound(mpit: &MpiT, catalogue: &Catalogue) {
+    let mut opened = 0;
+    let unbound: Vec<_> = catalogue
+        .cvars()
+        .iter()
+        .filter(|c| c.binding == tuner_core::Binding::NoObject)
+        .collect();
+    for info in &unbound {
+        match Cvar::open(mpit, info, Object::None).and_then(|c| c.read().map(|v| (c, v))) {
+            Ok((cvar, value)) => {
+                match info.datatype {
+                    tuner_core::Datatype::Char => {
+                        assert!(matches!(value, Value::Str(_)), "{}", info.name)
+                    }
+                    _ => assert_eq!(value.len(), cvar.count(), "{}", info.name),
+                }
+                opened += 1;
+            }
+            // A typed error naming the variable is acceptable; a wrong value
+            // or a crash is not.
+            Err(e) => assert_eq!(e.variable(), Some(info.name.as_str())),
+        }
+    }
+    assert!(
+        opened * 2 > unbound.len(),
+        "{opened} of {} read",
+        unbound.len()
+    );
+}
+
+#[test]
+fn library_version_names_the_library() {
+    if !in_rank() {
+        run_self("library_version_names_the_library", 1).assert_success();
+        return;
+    }
+    let mpit = MpiT::init().unwrap();
+    let expected = match mpit_testkit::flavor() {
+        "openmpi" => tuner_core::Library::OpenMpi,
+        _ => tuner_core::Library::Mpich,
+    };
+    assert_eq!(mpit.library(), expected, "{:?}", mpit.library_version());
+    assert_eq!(mpit.provided(), tuner_core::ThreadLevel::Multiple);
+}
+
+#[test]
+fn missing_mpi_fails_loudly() {
+    let result = std::panic::catch_unwind(|| mpit_testkit::mpiexec_path_named("no-such-mpiexec"));
+    let message = result.expect_err("a missing mpiexec must fail the test");
+    let text = message
+        .downcast_ref::<String>()
+        .cloned()
+        .unwrap_or_default();
+    assert!(text.contains("needs MPI"), "{text}");
+}
+
+#[cfg(mpi_flavor = "mpich")]
+mod mpich {
+    use super::*;
+
+    #[test]
+    fn catalogue_has_hundreds_of_scoped_cvars() {
+        if !in_rank() {
+            run_self("mpich::catalogue_has_hundreds_of_scoped_cvars", 1).assert_success();
+            return;
+        }
+        let mpit = MpiT::init().unwrap();
+        let _mpi = MpiProcess::init().unwrap();
+        let catalogue = Catalogue::load(&mpit).unwrap();
+        assert!(
+            catalogue.cvars().len() >= 300,
+            "{}",
+            catalogue.cvars().len()
+        );
+        let local = catalogue
+            .cvars()
+            .iter()
+            .filter(|c| c.scope == Scope::Local)
+            .count();
+        let all_eq = catalogue
+            .cvars()
+            .iter()
+            .filter(|c| c.scope == Scope::AllEq)
+            .count();
+        assert!(local > 10 && all_eq > 100, "local {local}, all_eq {all_eq}");
+        assert_eq!(
+            catalogue
+                .cvar("MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM")
+                .unwrap()
+                .scope,
+            Scope::AllEq
+        );
+    }
+
+    #[test]
+    fn local_cvar_round_trips_after_init() {
+        if !in_rank() {
+            run_self("mpich::local_cvar_round_trips_after_init", 2).assert_success();
+            return;
+        }
+        let mpit = MpiT::init().unwrap();
+        let mpi = MpiProcess::init().unwrap();
+        let catalogue = Catalogue::load(&mpit).unwrap();
+        let info = catalogue.cvar("MPIR_CVAR_REQUEST_POLL_FREQ").unwrap();
+        assert_eq!(info.scope, Scope::Local);
+        let cvar = Cvar::open(&mpit, info, Object::None).unwrap();
+        let old = cvar.read().unwrap();
+        let new = Value::Int(vec![old.as_i64().unwrap() + 7 + i64::from(mpi.rank())]);
+        cvar.write(&new).unwrap();
+        assert_eq!(cvar.read().unwrap(), new);
+        cvar.write(&old).unwrap();
+        assert_eq!(cvar.read().unwrap(), old);
+        // A value of the wrong shape is refused before MPI sees it.
+        let err = cvar.write(&Value::Int(vec![1, 2])).unwrap_err();
+        assert_eq!(err.variable(), Some("MPIR_CVAR_REQUEST_POLL_FREQ"));
+    }
+
+    #[test]
+    fn enum_and_string_cvars_have_their_types() {
+        if !in_rank() {
+            run_self("mpich::enum_and_string_cvars_have_their_types", 1).assert_success();
+            return;
+        }
+        let mpit = MpiT::init().unwrap();
+        let _mpi = MpiProcess::init().unwrap();
+        let catalogue = Catalogue::load(&mpit).unwrap();
+        let string = catalogue
+            .cvars()
+            .iter()
+            .find(|c| c.datatype == tuner_core::Datatype::Char)
+            .expect("MPICH exports string CVARs");
+        let cvar = Cvar::open(&mpit, string, Object::None).unwrap();
+        assert!(
+            matches!(cvar.read().unwrap(), Value::Str(_)),
+            "{}",
+            string.name
+        );
+        let enumerated = catalogue.cvars().iter().find(|c| c.enumeration.is_some());
+        if let Some(info) = enumerated {
+            let cvar = Cvar::open(&mpit, info, Object::None).unwrap();
+            let name = cvar.read_enum_name().unwrap();
+            assert!(info.enumeration.as_ref().unwrap().value_of(&name).is_some());
+        } else {
+            // MPICH 4.0 exports its enumerated settings as strings or ints:
+            // an int-typed ALL_EQ algorithm selector reads as an integer.
+            let info = catalogue
+                .cvar("MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM")
+                .unwrap();
+            let cvar = Cvar::open(&mpit, info, Object::None).unwrap();
+            let value = cvar.read().unwrap();
+            match info.datatype {
+                tuner_core::Datatype::Char => assert!(value.as_str().is_some()),
+                _ => assert!(value.as_i64().is_some()),
+            }
+        }
+    }
+}
+
+#[cfg(mpi_flavor = "openmpi")]
+mod openmpi {
+    use super::*;
+
+    #[test]
+    fn queue_pvars_are_bound_to_communicators() {
+        if !in_rank() {
+            run_self("openmpi::queue_pvars_are_bound_to_communicators", 4).assert_success();
+            return;
+        }
+        let mpit = MpiT::init().unwrap();
+        let mpi = MpiProcess::init().unwrap();
+        let catalogue = Catalogue::load(&mpit).unwrap();
+        let session = PvarSession::new(&mpit).unwrap();
+        for name in [
+            "pml_ob1_unexpected_msgq_length",
+            "pml_ob1_posted_recvq_length",
+        ] {
+            let info = catalogue.pvar(name, PvarClass::Size).expect(name);
+            assert_eq!(info.binding, tuner_core::Binding::Comm, "{name}");
+            // Unbound allocation is refused with a typed error naming it.
+            let err = session.open(info, Object::None).unwrap_err();
+            assert_eq!(err.variable(), Some(name));
+            let mut pvar = session.open(info, Object::Comm(mpi.world())).unwrap();
+            assert_eq!(pvar.count(), 4, "{name}");
+            pvar.start().unwrap();
+            let value = pvar.read().unwrap();
+            assert_eq!(value.len(), 4);
+            let mut out = [0.0; 4];
+            assert_eq!(pvar.read_into(&mut out).unwrap(), 4);
+        }
+    }
+
+    #[test]
+    fn catalogue_grows_across_init() {
+        if !in_rank() {
+            run_self("openmpi::catalogue_grows_across_init", 1).assert_success();
+            return;
+        }
+        let mpit = MpiT::init().unwrap();
+        let mut catalogue = Catalogue::load(&mpit).unwrap();
+        let before = catalogue.cvars().len();
+        let _mpi = MpiProcess::init().unwrap();
+        let growth = catalogue.refresh(&mpit).unwrap();
+        assert!(growth.cvars > 0, "Open MPI adds CVARs during MPI_Init");
+        assert_eq!(catalogue.cvars().len(), before + growth.cvars);
+        assert!(catalogue.cvar("btl_vader_eager_limit").is_some());
+    }
+
+    #[test]
+    fn refused_writes_are_typed_and_harmless() {
+        if !in_rank() {
+            run_self("openmpi::refused_writes_are_typed_and_harmless", 2).assert_success();
+            return;
+        }
+        let mpit = MpiT::init().unwrap();
+        let _mpi = MpiProcess::init().unwrap();
+        let catalogue = Catalogue::load(&mpit).unwrap();
+        for scope in [Scope::Readonly, Scope::Constant] {
+            let info = catalogue
+                .cvars()
+                .iter()
+                .filter(|c| c.scope == scope && c.binding == tuner_core::Binding::NoObject)
+                .find(|c| Cvar::open(&mpit, c, Object::None).is_ok())
+                .unwrap_or_else(|| panic!("Open MPI exports a {scope} CVAR"));
+            let cvar = Cvar::open(&mpit, info, Object::None).unwrap();
+            let old = cvar.read().unwrap();
+            let err = cvar.write(&old).unwrap_err();
+            assert!(
+                matches!(err, tuner_core::Error::NotWritable { .. }),
+                "{err}"
+            );
+            assert_eq!(err.variable(), Some(info.name.as_str()));
+            // The library itself refuses too, with a typed error.
+            let err = cvar.write_unchecked(&old).unwrap_err();
+            assert_eq!(err.variable(), Some(info.name.as_str()), "{err}");
+            assert!(err.mpi_error_name().is_some(), "{err}");
+            // ... and the process goes on.
+            assert_eq!(cvar.read().unwrap(), old);
+        }
+        // The eager limit of shared memory, the setting users most want to
+        // change, is READONLY and refused by the library (SET_NEVER).
+        let limit = catalogue.cvar("btl_vader_eager_limit").unwrap();
+        assert_eq!(limit.scope, Scope::Readonly);
+        let cvar = Cvar::open(&mpit, limit, Object::None).unwrap();
+        let err = cvar.write_unchecked(&Value::Int(vec![65536])).unwrap_err();
+        assert!(matches!(err, tuner_core::Error::SetNever { .. }), "{err}");
+        assert_eq!(err.variable(), Some("btl_vader_eager_limit"));
+    }
+}
