@@ -17,10 +17,12 @@ impl PolicySet {
     ///   that policy and keeps the others;
     /// - [`Severity::Error`] for writes that can not work or are unsafe:
     ///   CONSTANT/READONLY CVARs, GROUP_EQ/ALL_EQ CVARs written by a periodic
-    ///   or finalize policy (or by a policy that does not select every rank),
-    ///   type mismatches, bad enum items, array lengths and indices;
-    /// - [`Severity::Warning`] for legal but dubious uses (a bare name that is
-    ///   both a PVAR and a CVAR, ALL/GROUP CVARs written per rank, ...).
+    ///   or finalize policy, type mismatches, bad enum items, array lengths
+    ///   and indices;
+    /// - [`Severity::Warning`] for legal but dubious uses: a bare name that is
+    ///   both a PVAR and a CVAR, ALL/GROUP CVARs written by a periodic policy,
+    ///   GROUP_EQ/ALL_EQ CVARs written in pre-init/init by a policy that does
+    ///   not select every rank or computes the value from per-rank variables.
     pub fn check(&self, catalogue: &dyn Catalogue) -> Vec<Diagnostic> {
         let mut out = Vec::new();
         let names = catalogue.names();
@@ -186,9 +188,9 @@ fn scope_problem(
         }
         if !all_ranks {
             return Some((
-                Severity::Error,
+                Severity::Warning,
                 format!(
-                    "`{cvar}` has scope {scope}: every rank must hold the same value, but this policy does not apply to every rank; remove `ranks` or write a CVAR of scope LOCAL"
+                    "`{cvar}` has scope {scope}: the MPI library expects the same value on every rank, but this policy does not apply to every rank; make sure the library accepts different values here"
                 ),
             ));
         }

@@ -651,7 +651,7 @@ impl PolicySet {
                     }
                     Err(e) => {
                         let at = e.span().unwrap_or(span);
-                        c.err(&at, e.message().trim().to_string());
+                        c.err(&at, serde_message(source, at.start, e.message()));
                     }
                 }
             }
@@ -717,6 +717,49 @@ impl PolicySet {
             .position(|v| v.name == name)
             .map(|i| VarSlot(i as u32))
     }
+}
+
+/// Adds to a serde error the key it is about (found before `at` on its
+/// line) and a hint for the usual mistakes.
+fn serde_message(source: &str, at: usize, message: &str) -> String {
+    let message = message.trim();
+    if let Some(rest) = message.strip_prefix("unknown field `") {
+        // "unknown field `whne`, expected one of `name`, `ranks`, ..."
+        let (field, expected) = rest.split_once('`').unwrap_or((rest, ""));
+        let known: Vec<&str> = expected.split('`').skip(1).step_by(2).collect();
+        let close = crate::catalogue::closest(field, known.iter().copied());
+        if let Some(best) = close.first() {
+            return format!("unknown field `{field}` (did you mean `{best}`?){expected}");
+        }
+        return message.to_string();
+    }
+    let before = source.get(..at).unwrap_or("");
+    let line = before.rsplit('\n').next().unwrap_or("").trim_end();
+    let Some(lhs) = line.strip_suffix('=') else {
+        return message.to_string();
+    };
+    let key: String = lhs
+        .trim_end()
+        .chars()
+        .rev()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    if key.is_empty() {
+        return message.to_string();
+    }
+    let hint = match key.as_str() {
+        "then" | "otherwise" if message.contains("expected a sequence") => {
+            format!(" (`{key}` is an array of actions: write {key} = [ {{ ... }}, {{ ... }} ])")
+        }
+        "hysteresis" | "max_writes" | "index" => " (expected a whole number)".to_string(),
+        "dry_run" => " (expected true or false)".to_string(),
+        "every" | "cooldown" => " (expected a duration string such as \"1s\")".to_string(),
+        _ => String::new(),
+    };
+    format!("in `{key}`: {message}{hint}")
 }
 
 /// Builds a [`PolicySet`], collecting errors.
@@ -1162,7 +1205,10 @@ impl Compiler<'_, '_> {
                 }
             },
         };
-        let slot = self.intern(VarKind::Cvar, name, cvar.span().start, policy, Use::Write);
+        let at = self
+            .string_base(&cvar.span(), name)
+            .unwrap_or(cvar.span().start);
+        let slot = self.intern(VarKind::Cvar, name, at, policy, Use::Write);
         let (value, source, reads_vars) = match (&r.value, &r.text) {
             (Some(_), Some(t)) => {
                 self.err(&t.span(), "give either `value` (a number, array or expression) or `text` (a string), not both");
