@@ -476,7 +476,7 @@ impl CompiledPolicy {
         let now = env.elapsed;
         if self.phase == Phase::Periodic {
             if let Some(last) = self.state.last_evaluation {
-                if now < last + self.every - self.every / 10 {
+                if now < last.saturating_add(self.every - self.every / 10) {
                     return Skipped(Skip::NotDue);
                 }
             }
@@ -541,7 +541,7 @@ impl CompiledPolicy {
                 }
             }
             if let (Some(cooldown), Some(last)) = (self.cooldown, self.state.last_write_time) {
-                let end = last + cooldown;
+                let end = last.saturating_add(cooldown);
                 if now < end {
                     return Skipped(Skip::Cooldown {
                         remaining: end - now,

@@ -328,6 +328,10 @@ fn schedule_and_rank_selection() {
     );
     assert_eq!(p.evaluate(&s, &rank1(1.5)), Decision::Skipped(Skip::NotDue));
     assert_eq!(p.state().evaluations, 2);
+    // absurd clocks do not overflow
+    let end = Env::new(1, 4, Duration::MAX);
+    assert_eq!(p.evaluate(&s, &end), Decision::Skipped(Skip::Steady));
+    assert!(matches!(p.evaluate(&s, &end), Decision::Skipped(_)));
 }
 
 #[test]

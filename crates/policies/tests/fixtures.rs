@@ -126,3 +126,29 @@ fn broken_fixtures_report_expected_messages() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// The TOML examples of the README stay valid.
+#[test]
+fn readme_examples_parse() {
+    let readme = include_str!("../README.md");
+    let mut blocks = Vec::new();
+    let mut rest = readme;
+    while let Some(start) = rest.find("```toml\n") {
+        let body = &rest[start + 8..];
+        let end = body.find("```").unwrap();
+        blocks.push(&body[..end]);
+        rest = &body[end + 3..];
+    }
+    assert!(blocks.len() >= 2);
+    for block in blocks {
+        let doc = if block.trim_start().starts_with("[[policy]]") {
+            block.to_string()
+        } else {
+            // Fragments (actions) go into a pre-init policy, where every action is legal.
+            format!("[[policy]]\nname = \"readme\"\nphase = \"pre-init\"\n{block}")
+        };
+        if let Err(e) = PolicySet::parse(&doc, "README.md") {
+            panic!("README example does not load:\n{doc}\n{e:#}");
+        }
+    }
+}
