@@ -32,6 +32,7 @@
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 
 enum { ACC_WORLD, ACC_SPLIT, ACC_DUP, ACC_CREATE, ACC_ALLREDUCE, ACC_WIN, ACC_COMMS, ACC_N };
@@ -123,6 +124,7 @@ int main(int argc, char **argv)
     int required = MPI_THREAD_SINGLE, provided = MPI_THREAD_SINGLE;
     const char *level = "single";
     int iterations = 3;
+    long hold_ms = 0;
 
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "single") == 0) {
@@ -131,11 +133,20 @@ int main(int argc, char **argv)
         } else if (strcmp(argv[i], "multiple") == 0) {
             required = MPI_THREAD_MULTIPLE;
             level = "multiple";
+        } else if (strncmp(argv[i], "hold=", 5) == 0) {
+            /* Keep each iteration's communicators alive this long (ms), so
+             * that a sampling tool sees them; the output does not change. */
+            char *end;
+            hold_ms = strtol(argv[i] + 5, &end, 10);
+            if (*end != '\0' || hold_ms < 0 || hold_ms > 60000) {
+                fprintf(stderr, "usage: comm_churn [single|multiple] [ITERATIONS] [hold=MS]\n");
+                return 2;
+            }
         } else {
             char *end;
             long v = strtol(argv[i], &end, 10);
             if (*argv[i] == '\0' || *end != '\0' || v < 1 || v > 1000000) {
-                fprintf(stderr, "usage: comm_churn [single|multiple] [ITERATIONS]\n");
+                fprintf(stderr, "usage: comm_churn [single|multiple] [ITERATIONS] [hold=MS]\n");
                 return 2;
             }
             iterations = (int)v;
@@ -181,6 +192,13 @@ int main(int argc, char **argv)
             acc[ACC_ALLREDUCE] += allreduce(created_comm, iter);
         }
         acc[ACC_WIN] += window(MPI_COMM_WORLD, iter);
+        if (hold_ms > 0) {
+            /* Hold the communicators while messages wait in their queues. */
+            struct timespec ts = {hold_ms / 1000, (hold_ms % 1000) * 1000000L};
+            check(MPI_Barrier(dup), "MPI_Barrier");
+            nanosleep(&ts, NULL);
+            check(MPI_Barrier(dup), "MPI_Barrier");
+        }
 
         if (created_comm != MPI_COMM_NULL)
             check(MPI_Comm_free(&created_comm), "MPI_Comm_free");

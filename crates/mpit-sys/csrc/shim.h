@@ -14,6 +14,9 @@
 #define MPIT_SHIM_H
 #include <mpi.h>
 
+/* The C type of a Fortran INTEGER (a macro in some headers). */
+typedef MPI_Fint mpit_fint;
+
 /* Thread levels. */
 extern const int MPIT_THREAD_SINGLE, MPIT_THREAD_FUNNELED, MPIT_THREAD_SERIALIZED,
     MPIT_THREAD_MULTIPLE;

@@ -911,3 +911,171 @@ pub fn comm_world() -> Result<Comm> {
 pub fn is_comm_null(comm: Comm) -> bool {
     api().is_ok_and(|a| a.c.comm_null == comm)
 }
+
+/// Conversion of a raw handle (an `int` in MPICH's ABI, a pointer in Open
+/// MPI's) to and from the bits stored in lock-free tables.
+pub trait HandleBits: Copy {
+    /// The handle as 64 bits.
+    fn to_bits(self) -> u64;
+    /// The handle from bits made by `to_bits`.
+    fn from_bits(bits: u64) -> Self;
+}
+
+impl HandleBits for c_int {
+    fn to_bits(self) -> u64 {
+        self as u32 as u64
+    }
+    fn from_bits(bits: u64) -> Self {
+        bits as u32 as c_int
+    }
+}
+
+impl<T> HandleBits for *mut T {
+    fn to_bits(self) -> u64 {
+        self as usize as u64
+    }
+    fn from_bits(bits: u64) -> Self {
+        bits as usize as *mut T
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Collectives for the cross-rank summary, through PMPI so that other tools
+// do not see them. Called only on the application's thread, inside its
+// MPI_Init or MPI_Finalize.
+
+/// Duplicates a communicator (`PMPI_Comm_dup`): the tool's private one.
+pub fn comm_dup(comm: Comm) -> Result<Comm> {
+    let api = api()?;
+    let mut new = api.c.comm_null.0;
+    // SAFETY: a live communicator and a valid out-pointer; collective over
+    // `comm`, called by every rank at the same point (inside MPI_Init).
+    let rc = call!(api, PMPI_Comm_dup(comm.0, &mut new))?;
+    check(api, "MPI_Comm_dup", rc)?;
+    Ok(Raw(new))
+}
+
+/// Frees a communicator made by [`comm_dup`].
+pub fn comm_free(comm: Comm) -> Result<()> {
+    let api = api()?;
+    let mut c = comm.0;
+    // SAFETY: a communicator this crate duplicated, freed once.
+    let rc = call!(api, PMPI_Comm_free(&mut c))?;
+    check(api, "MPI_Comm_free", rc)
+}
+
+/// Rank and size of a communicator.
+pub fn rank_size(comm: Comm) -> Result<(i32, i32)> {
+    comm_rank_size(api()?, comm)
+}
+
+/// Broadcasts bytes from `root` (`PMPI_Bcast` of MPI_BYTE).
+pub(crate) fn bcast_bytes(comm: Comm, buf: &mut [u8], root: i32) -> Result<()> {
+    let api = api()?;
+    let n = c_int::try_from(buf.len()).map_err(|_| Error::BadValue {
+        variable: "broadcast".into(),
+        message: "too large".into(),
+    })?;
+    // SAFETY: `buf` holds `n` bytes on every rank (the length is broadcast
+    // first by the caller); MPIT_BYTE is the header's MPI_BYTE.
+    let rc = call!(
+        api,
+        PMPI_Bcast(buf.as_mut_ptr().cast(), n, sys::MPIT_BYTE, root, comm.0)
+    )?;
+    check(api, "MPI_Bcast", rc)
+}
+
+/// Element-wise sum of doubles onto `root` (`PMPI_Reduce` with MPI_SUM).
+pub(crate) fn reduce_sum(comm: Comm, send: &[f64], recv: &mut [f64], root: i32) -> Result<()> {
+    let api = api()?;
+    debug_assert_eq!(send.len(), recv.len());
+    // SAFETY: both buffers hold send.len() doubles; the count is the same on
+    // every rank (the variable list was broadcast by the caller).
+    let rc = call!(
+        api,
+        PMPI_Reduce(
+            send.as_ptr().cast::<c_void>() as *mut c_void,
+            recv.as_mut_ptr().cast(),
+            send.len() as c_int,
+            sys::MPIT_DOUBLE,
+            sys::MPIT_SUM,
+            root,
+            comm.0
+        )
+    )?;
+    check(api, "MPI_Reduce", rc)
+}
+
+/// A (value, rank) pair laid out as C's `struct { double; int; }`, the
+/// element of MPI_DOUBLE_INT.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct DoubleInt {
+    pub value: f64,
+    pub rank: c_int,
+}
+
+/// MINLOC (`max == false`) or MAXLOC reduction onto `root`.
+pub(crate) fn reduce_loc(
+    comm: Comm,
+    send: &[DoubleInt],
+    recv: &mut [DoubleInt],
+    max: bool,
+    root: i32,
+) -> Result<()> {
+    let api = api()?;
+    debug_assert_eq!(send.len(), recv.len());
+    // SAFETY: reading shim constants.
+    let op = unsafe {
+        if max {
+            sys::MPIT_MAXLOC
+        } else {
+            sys::MPIT_MINLOC
+        }
+    };
+    // SAFETY: both buffers hold send.len() DoubleInt, laid out like the
+    // MPI_DOUBLE_INT pair type; same count on every rank.
+    let rc = call!(
+        api,
+        PMPI_Reduce(
+            send.as_ptr().cast::<c_void>() as *mut c_void,
+            recv.as_mut_ptr().cast(),
+            send.len() as c_int,
+            sys::MPIT_DOUBLE_INT,
+            op,
+            root,
+            comm.0
+        )
+    )?;
+    check(api, "MPI_Reduce", rc)
+}
+
+/// The host name, from the kernel.
+pub fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .or_else(|_| std::env::var("HOSTNAME"))
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+/// Whether every rank of `comm` says yes (`PMPI_Allreduce` of MPI_MIN).
+pub fn all_agree(comm: Comm, yes: bool) -> Result<bool> {
+    let api = api()?;
+    let send: c_int = c_int::from(yes);
+    let mut recv: c_int = 0;
+    // SAFETY: one int in each buffer; collective over `comm`, called by
+    // every rank at the same point.
+    let rc = call!(
+        api,
+        PMPI_Allreduce(
+            (&send as *const c_int).cast::<c_void>() as *mut c_void,
+            (&mut recv as *mut c_int).cast(),
+            1,
+            sys::MPIT_INT,
+            sys::MPIT_MIN,
+            comm.0
+        )
+    )?;
+    check(api, "MPI_Allreduce", rc)?;
+    Ok(recv != 0)
+}

@@ -1,5 +1,5 @@
-//! The safe MPI_T layer of mpit-tuner, and (in later modules) the runtime
-//! that samples, decides and acts on the helper thread.
+//! The safe MPI_T layer of mpit-tuner, and the runtime that samples,
+//! decides and logs on the helper thread of every rank.
 //!
 //! Its place in the flow: **MPI_T** -> sampler -> policies -> actuator -> log.
 //! This crate wraps the raw bindings of `mpit-sys` in owned types:
@@ -14,6 +14,11 @@
 //!   performance variables, bound to communicators and windows when they
 //!   are;
 //! - every failure is an [`Error`] naming the MPI_T error and the variable.
+//!
+//! On top of it, the runtime the interposer drives ([`runtime`]): the
+//! [`sampler`] with class-aware [`metrics`], the lock-free [`objects`] table
+//! of live communicators and windows, the per-rank JSON Lines [`log`], and
+//! the cross-rank [`summary`]. Configuration comes from [`config`].
 //!
 //! All C calls live in one module (`ffi`); MPI functions are resolved at run
 //! time from the library the process already loaded, so nothing here links
@@ -35,12 +40,19 @@
 #![warn(missing_docs)]
 
 mod catalogue;
+pub mod config;
 mod cvar;
 mod error;
 mod ffi;
+pub mod log;
 mod meta;
+pub mod metrics;
+pub mod objects;
 mod pvar;
+pub mod runtime;
+pub mod sampler;
 mod session;
+pub mod summary;
 mod value;
 
 pub use catalogue::{
@@ -48,7 +60,7 @@ pub use catalogue::{
 };
 pub use cvar::Cvar;
 pub use error::{Error, MpiError, Result};
-pub use ffi::{comm_world, is_comm_null, Comm, Object, Raw, ThreadLevel, Win};
+pub use ffi::{comm_world, is_comm_null, Comm, HandleBits, Object, Raw, ThreadLevel, Win};
 pub use meta::{Binding, Datatype, PvarClass, Scope, Verbosity};
 pub use pvar::{Pvar, PvarSession};
 pub use session::{Library, MpiProcess, MpiT};

@@ -1,0 +1,404 @@
+//! The exported MPI functions: the one module of the interposer with
+//! `unsafe` code.
+//!
+//! Each export is one line of glue: it finds the real function (the next
+//! definition after this library, `dlsym(RTLD_NEXT)`, so that other PMPI
+//! tools chain correctly; resolved once and kept in an atomic), runs the
+//! tuner's part inside `catch_unwind` (a panic disables the tuner on this
+//! rank and never reaches the application), and calls the real function
+//! with the application's arguments, returning its result unchanged.
+
+#![allow(non_snake_case, clippy::missing_safety_doc)]
+
+use crate::lifecycle;
+use mpit_sys::{mpit_fint as MPI_Fint, MPI_Aint, MPI_Comm, MPI_Group, MPI_Info, MPI_Win};
+use std::ffi::{c_char, c_int, c_void, CStr};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use tuner_core::Raw;
+
+/// Runs the tuner's part of a wrapper; a panic disables the tuner.
+fn guarded(what: &str, f: impl FnOnce()) {
+    if catch_unwind(AssertUnwindSafe(f)).is_err() {
+        // Even the message must not unwind into the application.
+        let _ = catch_unwind(|| lifecycle::disable(&format!("internal error in {what}")));
+    }
+}
+
+/// Finds the real definition of `name`: the next one after this library,
+/// else any (for applications that call PMPI directly through us).
+fn resolve(name: &CStr, cache: &AtomicUsize) -> usize {
+    let cached = cache.load(Ordering::Relaxed);
+    if cached != 0 {
+        return cached;
+    }
+    // SAFETY: dlsym with a NUL-terminated name; RTLD_NEXT is valid from a
+    // shared object. The result is a function address or null.
+    let mut f = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) } as usize;
+    if f == 0 {
+        // SAFETY: as above, in the global scope.
+        f = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) } as usize;
+    }
+    if f == 0 {
+        let _ = catch_unwind(|| {
+            eprintln!(
+                "mpit-tuner: the MPI library in this process has no {}; cannot continue",
+                name.to_string_lossy()
+            )
+        });
+        std::process::abort();
+    }
+    cache.store(f, Ordering::Relaxed);
+    f
+}
+
+/// Declares the real function `$name` with the type `$ty` and returns it.
+macro_rules! real {
+    ($name:literal, $ty:ty) => {{
+        static CACHE: AtomicUsize = AtomicUsize::new(0);
+        let address = resolve($name, &CACHE);
+        // SAFETY: `address` is the non-null address of the symbol `$name`
+        // in the MPI library, whose C prototype is `$ty` (from mpi.h via
+        // mpit-sys, or the Fortran binding's convention).
+        unsafe { std::mem::transmute::<usize, $ty>(address) }
+    }};
+}
+
+// ---------------------------------------------------------------------------
+// Initialisation and finalisation (C).
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
+    let real = real!(
+        c"MPI_Init",
+        unsafe extern "C" fn(*mut c_int, *mut *mut *mut c_char) -> c_int
+    );
+    init_around(|| {
+        // SAFETY: the application's own arguments, passed through.
+        unsafe { real(argc, argv) }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Init_thread(
+    argc: *mut c_int,
+    argv: *mut *mut *mut c_char,
+    required: c_int,
+    provided: *mut c_int,
+) -> c_int {
+    let real = real!(
+        c"MPI_Init_thread",
+        unsafe extern "C" fn(*mut c_int, *mut *mut *mut c_char, c_int, *mut c_int) -> c_int
+    );
+    init_around(|| {
+        // SAFETY: the application's own arguments, passed through.
+        unsafe { real(argc, argv, required, provided) }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Finalize() -> c_int {
+    let real = real!(c"MPI_Finalize", unsafe extern "C" fn() -> c_int);
+    finalize_around(|| {
+        // SAFETY: no arguments.
+        unsafe { real() }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Abort(comm: MPI_Comm, errorcode: c_int) -> c_int {
+    let real = real!(c"MPI_Abort", unsafe extern "C" fn(MPI_Comm, c_int) -> c_int);
+    guarded("MPI_Abort", lifecycle::before_abort);
+    // SAFETY: the application's own arguments, passed through.
+    unsafe { real(comm, errorcode) }
+}
+
+fn init_around(real: impl FnOnce() -> c_int) -> c_int {
+    let outermost = lifecycle::enter();
+    if outermost {
+        guarded("MPI_Init", lifecycle::before_init);
+    }
+    let rc = real();
+    if outermost && rc == success() {
+        guarded("MPI_Init", lifecycle::after_init);
+    }
+    lifecycle::leave();
+    rc
+}
+
+fn finalize_around(real: impl FnOnce() -> c_int) -> c_int {
+    let outermost = lifecycle::enter();
+    if outermost {
+        guarded("MPI_Finalize", lifecycle::before_finalize);
+    }
+    let rc = real();
+    if outermost {
+        guarded("MPI_Finalize", lifecycle::after_finalize);
+    }
+    lifecycle::leave();
+    rc
+}
+
+fn success() -> c_int {
+    // SAFETY: reading a constant of the C shim.
+    unsafe { mpit_sys::MPIT_SUCCESS }
+}
+
+// ---------------------------------------------------------------------------
+// Initialisation and finalisation (Fortran: every name mangling in use).
+
+macro_rules! fortran_init {
+    ($($sym:ident => $name:literal),+) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $sym(ierr: *mut MPI_Fint) {
+            let real = real!($name, unsafe extern "C" fn(*mut MPI_Fint));
+            init_fortran(|| {
+                // SAFETY: the application's own argument, passed through.
+                unsafe { real(ierr) };
+                // SAFETY: Fortran passes a valid IERROR by reference.
+                unsafe { ierr.as_ref() }.map_or(0, |e| *e)
+            });
+        }
+    )+};
+}
+
+macro_rules! fortran_init_thread {
+    ($($sym:ident => $name:literal),+) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $sym(
+            required: *const MPI_Fint,
+            provided: *mut MPI_Fint,
+            ierr: *mut MPI_Fint,
+        ) {
+            let real = real!(
+                $name,
+                unsafe extern "C" fn(*const MPI_Fint, *mut MPI_Fint, *mut MPI_Fint)
+            );
+            init_fortran(|| {
+                // SAFETY: the application's own arguments, passed through.
+                unsafe { real(required, provided, ierr) };
+                // SAFETY: Fortran passes a valid IERROR by reference.
+                unsafe { ierr.as_ref() }.map_or(0, |e| *e)
+            });
+        }
+    )+};
+}
+
+macro_rules! fortran_finalize {
+    ($($sym:ident => $name:literal),+) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $sym(ierr: *mut MPI_Fint) {
+            let real = real!($name, unsafe extern "C" fn(*mut MPI_Fint));
+            finalize_around(|| {
+                // SAFETY: the application's own argument, passed through.
+                unsafe { real(ierr) };
+                // SAFETY: Fortran passes a valid IERROR by reference.
+                unsafe { ierr.as_ref() }.map_or(0, |e| *e)
+            });
+        }
+    )+};
+}
+
+/// Fortran init: IERROR is MPI_SUCCESS on success, as in C.
+fn init_fortran(real: impl FnOnce() -> MPI_Fint) {
+    init_around(|| real() as c_int);
+}
+
+fortran_init!(mpi_init_ => c"mpi_init_", mpi_init => c"mpi_init",
+              MPI_INIT => c"MPI_INIT", mpi_init__ => c"mpi_init__");
+fortran_init_thread!(mpi_init_thread_ => c"mpi_init_thread_",
+                     mpi_init_thread => c"mpi_init_thread",
+                     MPI_INIT_THREAD => c"MPI_INIT_THREAD",
+                     mpi_init_thread__ => c"mpi_init_thread__");
+fortran_finalize!(mpi_finalize_ => c"mpi_finalize_", mpi_finalize => c"mpi_finalize",
+                  MPI_FINALIZE => c"MPI_FINALIZE", mpi_finalize__ => c"mpi_finalize__");
+
+// ---------------------------------------------------------------------------
+// Communicators and windows: bound variables get handles while the object
+// lives and lose them before it dies.
+
+/// After a creation call: tracks the new communicator (lock-free).
+fn created_comm(rc: c_int, newcomm: *mut MPI_Comm) {
+    if rc == success() {
+        // SAFETY: on success the library wrote a handle through `newcomm`,
+        // a pointer the application gave it.
+        if let Some(comm) = unsafe { newcomm.as_ref() } {
+            let comm = *comm;
+            guarded("communicator creation", || {
+                lifecycle::comm_created(Raw(comm))
+            });
+        }
+    }
+}
+
+fn created_win(rc: c_int, win: *mut MPI_Win) {
+    if rc == success() {
+        // SAFETY: on success the library wrote a handle through `win`.
+        if let Some(w) = unsafe { win.as_ref() } {
+            let w = *w;
+            guarded("window creation", || lifecycle::win_created(Raw(w)));
+        }
+    }
+}
+
+macro_rules! comm_creator {
+    ($($sym:ident => $name:literal ( $($arg:ident : $ty:ty),* ) -> $out:ident;)+) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $sym($($arg: $ty,)* $out: *mut MPI_Comm) -> c_int {
+            let real = real!($name, unsafe extern "C" fn($($ty,)* *mut MPI_Comm) -> c_int);
+            // SAFETY: the application's own arguments, passed through.
+            let rc = unsafe { real($($arg,)* $out) };
+            created_comm(rc, $out);
+            rc
+        }
+    )+};
+}
+
+comm_creator! {
+    MPI_Comm_dup => c"MPI_Comm_dup"(comm: MPI_Comm) -> newcomm;
+    MPI_Comm_dup_with_info => c"MPI_Comm_dup_with_info"(comm: MPI_Comm, info: MPI_Info) -> newcomm;
+    MPI_Comm_split => c"MPI_Comm_split"(comm: MPI_Comm, color: c_int, key: c_int) -> newcomm;
+    MPI_Comm_split_type => c"MPI_Comm_split_type"(comm: MPI_Comm, split_type: c_int, key: c_int, info: MPI_Info) -> newcomm;
+    MPI_Comm_create => c"MPI_Comm_create"(comm: MPI_Comm, group: MPI_Group) -> newcomm;
+    MPI_Comm_create_group => c"MPI_Comm_create_group"(comm: MPI_Comm, group: MPI_Group, tag: c_int) -> newcomm;
+    MPI_Cart_create => c"MPI_Cart_create"(comm: MPI_Comm, ndims: c_int, dims: *const c_int, periods: *const c_int, reorder: c_int) -> newcomm;
+    MPI_Cart_sub => c"MPI_Cart_sub"(comm: MPI_Comm, remain_dims: *const c_int) -> newcomm;
+    MPI_Intercomm_create => c"MPI_Intercomm_create"(local: MPI_Comm, local_leader: c_int, peer: MPI_Comm, remote_leader: c_int, tag: c_int) -> newcomm;
+    MPI_Intercomm_merge => c"MPI_Intercomm_merge"(intercomm: MPI_Comm, high: c_int) -> newcomm;
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
+    let real = real!(
+        c"MPI_Comm_free",
+        unsafe extern "C" fn(*mut MPI_Comm) -> c_int
+    );
+    // SAFETY: the application's pointer to the handle it is freeing.
+    if let Some(c) = unsafe { comm.as_ref() } {
+        let c = *c;
+        guarded("MPI_Comm_free", || lifecycle::comm_freeing(Raw(c)));
+    }
+    // SAFETY: the application's own argument, passed through.
+    unsafe { real(comm) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_disconnect(comm: *mut MPI_Comm) -> c_int {
+    let real = real!(
+        c"MPI_Comm_disconnect",
+        unsafe extern "C" fn(*mut MPI_Comm) -> c_int
+    );
+    // SAFETY: the application's pointer to the handle it is freeing.
+    if let Some(c) = unsafe { comm.as_ref() } {
+        let c = *c;
+        guarded("MPI_Comm_disconnect", || lifecycle::comm_freeing(Raw(c)));
+    }
+    // SAFETY: the application's own argument, passed through.
+    unsafe { real(comm) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_create(
+    base: *mut c_void,
+    size: MPI_Aint,
+    disp_unit: c_int,
+    info: MPI_Info,
+    comm: MPI_Comm,
+    win: *mut MPI_Win,
+) -> c_int {
+    let real = real!(
+        c"MPI_Win_create",
+        unsafe extern "C" fn(
+            *mut c_void,
+            MPI_Aint,
+            c_int,
+            MPI_Info,
+            MPI_Comm,
+            *mut MPI_Win,
+        ) -> c_int
+    );
+    // SAFETY: the application's own arguments, passed through.
+    let rc = unsafe { real(base, size, disp_unit, info, comm, win) };
+    created_win(rc, win);
+    rc
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_allocate(
+    size: MPI_Aint,
+    disp_unit: c_int,
+    info: MPI_Info,
+    comm: MPI_Comm,
+    baseptr: *mut c_void,
+    win: *mut MPI_Win,
+) -> c_int {
+    let real = real!(
+        c"MPI_Win_allocate",
+        unsafe extern "C" fn(
+            MPI_Aint,
+            c_int,
+            MPI_Info,
+            MPI_Comm,
+            *mut c_void,
+            *mut MPI_Win,
+        ) -> c_int
+    );
+    // SAFETY: the application's own arguments, passed through.
+    let rc = unsafe { real(size, disp_unit, info, comm, baseptr, win) };
+    created_win(rc, win);
+    rc
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_allocate_shared(
+    size: MPI_Aint,
+    disp_unit: c_int,
+    info: MPI_Info,
+    comm: MPI_Comm,
+    baseptr: *mut c_void,
+    win: *mut MPI_Win,
+) -> c_int {
+    let real = real!(
+        c"MPI_Win_allocate_shared",
+        unsafe extern "C" fn(
+            MPI_Aint,
+            c_int,
+            MPI_Info,
+            MPI_Comm,
+            *mut c_void,
+            *mut MPI_Win,
+        ) -> c_int
+    );
+    // SAFETY: the application's own arguments, passed through.
+    let rc = unsafe { real(size, disp_unit, info, comm, baseptr, win) };
+    created_win(rc, win);
+    rc
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_create_dynamic(
+    info: MPI_Info,
+    comm: MPI_Comm,
+    win: *mut MPI_Win,
+) -> c_int {
+    let real = real!(
+        c"MPI_Win_create_dynamic",
+        unsafe extern "C" fn(MPI_Info, MPI_Comm, *mut MPI_Win) -> c_int
+    );
+    // SAFETY: the application's own arguments, passed through.
+    let rc = unsafe { real(info, comm, win) };
+    created_win(rc, win);
+    rc
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_free(win: *mut MPI_Win) -> c_int {
+    let real = real!(c"MPI_Win_free", unsafe extern "C" fn(*mut MPI_Win) -> c_int);
+    // SAFETY: the application's pointer to the handle it is freeing.
+    if let Some(w) = unsafe { win.as_ref() } {
+        let w = *w;
+        guarded("MPI_Win_free", || lifecycle::win_freeing(Raw(w)));
+    }
+    // SAFETY: the application's own argument, passed through.
+    unsafe { real(win) }
+}

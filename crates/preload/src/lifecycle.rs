@@ -1,0 +1,178 @@
+//! What the exported MPI functions do around the real calls: safe code,
+//! called through `exports` inside `catch_unwind`.
+//!
+//! States: nothing happens until `MPI_Init`; then the runtime runs until
+//! `MPI_Finalize`. Any failure disables the tuner on this rank with one
+//! message; the application carries on untouched.
+//!
+//! The object wrappers, which may be called often and from any thread, only
+//! read `ACTIVE` and `SHARED` (atomic loads) and then use the lock-free
+//! object table. The mutexes below are taken only inside `MPI_Init` and
+//! `MPI_Finalize`, once each, uncontended.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, Ordering::*};
+use std::sync::{Mutex, OnceLock};
+use tuner_core::config::Config;
+use tuner_core::runtime::{LaunchEnv, NoHooks, PreInit, Runtime, Shared};
+use tuner_core::{Comm, MpiT, Object, Win};
+
+static PRE_INIT: Mutex<Option<Result<PreInit, String>>> = Mutex::new(None);
+static RUNTIME: Mutex<Option<Runtime>> = Mutex::new(None);
+static AFTER_FINALIZE: Mutex<Option<MpiT>> = Mutex::new(None);
+static SHARED: OnceLock<&'static Shared> = OnceLock::new();
+static ACTIVE: AtomicBool = AtomicBool::new(false);
+static DISABLED: AtomicBool = AtomicBool::new(false);
+
+/// Takes the value out of one of the init/finalize slots (a poisoned lock,
+/// after a caught panic, still yields its value).
+fn take<T>(slot: &Mutex<Option<T>>) -> Option<T> {
+    slot.lock().unwrap_or_else(|e| e.into_inner()).take()
+}
+
+fn put<T>(slot: &Mutex<Option<T>>, value: T) {
+    *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(value);
+}
+
+thread_local! {
+    /// Depth of nested init/finalize wrappers on this thread (MPICH's
+    /// Fortran `mpi_init_` calls the C `MPI_Init`).
+    static DEPTH: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Marks entry into an init or finalize wrapper; true for the outermost.
+pub fn enter() -> bool {
+    DEPTH.with(|d| {
+        let depth = d.get();
+        d.set(depth + 1);
+        depth == 0
+    })
+}
+
+/// Marks the exit from an init or finalize wrapper.
+pub fn leave() {
+    DEPTH.with(|d| d.set(d.get().saturating_sub(1)));
+}
+
+fn rank_label() -> String {
+    LaunchEnv::from_env()
+        .rank
+        .map_or_else(|| "?".to_string(), |r| r.to_string())
+}
+
+/// Turns the tuner off on this rank after an internal failure: one message,
+/// then every wrapper passes straight through.
+pub fn disable(why: &str) {
+    if !DISABLED.swap(true, AcqRel) {
+        eprintln!(
+            "mpit-tuner[rank {}]: {why}; the tuner is disabled on this rank, the application continues",
+            rank_label()
+        );
+    }
+    ACTIVE.store(false, Release);
+}
+
+/// Inside `MPI_Init`, before the real call.
+pub fn before_init() {
+    if DISABLED.load(Acquire) {
+        return;
+    }
+    let (config, warnings) = Config::from_env();
+    if !config.enabled {
+        DISABLED.store(true, Release);
+        return;
+    }
+    let pre = PreInit::start(config, warnings, Box::new(NoHooks))
+        .map_err(|e| format!("MPI_T could not be initialised ({e})"));
+    put(&PRE_INIT, pre);
+}
+
+/// Inside `MPI_Init`, after the real call succeeded.
+pub fn after_init() {
+    let Some(pre) = take(&PRE_INIT) else { return };
+    match Runtime::start(pre) {
+        Ok(runtime) => {
+            if SHARED.set(runtime.shared()).is_ok() {
+                ACTIVE.store(true, Release);
+            }
+            put(&RUNTIME, runtime);
+        }
+        Err(disabled) => {
+            DISABLED.store(true, Release);
+            if !disabled.0.is_empty() {
+                eprintln!(
+                    "mpit-tuner[rank {}]: {}; the application continues without the tuner",
+                    rank_label(),
+                    disabled.0
+                );
+            }
+        }
+    }
+}
+
+/// Inside `MPI_Finalize`, before the real call.
+pub fn before_finalize() {
+    ACTIVE.store(false, Release);
+    let Some(runtime) = take(&RUNTIME) else {
+        return;
+    };
+    put(&AFTER_FINALIZE, runtime.finalize());
+}
+
+/// Inside `MPI_Finalize`, after the real call: releases MPI_T (the guard
+/// calls `MPI_T_finalize` only where this library survives it).
+pub fn after_finalize() {
+    drop(take(&AFTER_FINALIZE));
+}
+
+/// Before `MPI_Abort`: asks the helper to flush its log, briefly.
+pub fn before_abort() {
+    if let Some(shared) = shared() {
+        let ticks = shared.ticks();
+        shared.request_flush();
+        // Bounded: the helper flushes at its next wake-up, which the flush
+        // request triggers; never wait long inside an abort.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_millis(200);
+        while shared.ticks() == ticks && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+    }
+}
+
+fn shared() -> Option<&'static Shared> {
+    if ACTIVE.load(Acquire) {
+        SHARED.get().copied()
+    } else {
+        None
+    }
+}
+
+/// A communicator was created (hot-path safe: lock-free, no allocation).
+pub fn comm_created(comm: Comm) {
+    if let Some(shared) = shared() {
+        if !tuner_core::is_comm_null(comm) {
+            shared.objects.register(Object::Comm(comm));
+        }
+    }
+}
+
+/// A communicator is about to be freed: its handles go first.
+pub fn comm_freeing(comm: Comm) {
+    if let Some(shared) = shared() {
+        shared.objects.retire(Object::Comm(comm));
+    }
+}
+
+/// A window was created.
+pub fn win_created(win: Win) {
+    if let Some(shared) = shared() {
+        shared.objects.register(Object::Win(win));
+    }
+}
+
+/// A window is about to be freed.
+pub fn win_freeing(win: Win) {
+    if let Some(shared) = shared() {
+        shared.objects.retire(Object::Win(win));
+    }
+}

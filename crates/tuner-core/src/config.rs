@@ -1,0 +1,284 @@
+//! Configuration of the runtime from `MPIT_TUNER_*` environment variables.
+//!
+//! A bad value never stops the job: it produces one warning naming the
+//! variable and the value, and the default is used.
+
+use regex::Regex;
+use serde::Serialize;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The default sampling interval.
+pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(1);
+/// The shortest sampling interval accepted.
+pub const MIN_INTERVAL: Duration = Duration::from_millis(1);
+
+/// Every environment variable the tuner reads, with its meaning (for docs,
+/// `--help` and the log header).
+pub const VARIABLES: &[(&str, &str)] = &[
+    (
+        "MPIT_TUNER",
+        "`off` (or 0/false/no) disables the tuner entirely",
+    ),
+    (
+        "MPIT_TUNER_DIR",
+        "run directory for logs and summary.json (default: ./mpit-tuner-<date>-<jobid>)",
+    ),
+    (
+        "MPIT_TUNER_INTERVAL",
+        "sampling interval, e.g. 1s, 100ms, 1ms (default 1s, minimum 1ms)",
+    ),
+    (
+        "MPIT_TUNER_PVARS",
+        "comma-separated PVAR names or regexes to sample (default: all)",
+    ),
+    (
+        "MPIT_TUNER_POLICY",
+        "policy file (TOML); default: the embedded policies.toml; `none` for monitor only",
+    ),
+    (
+        "MPIT_TUNER_QUIET",
+        "1 silences the summary table rank 0 prints at finalize",
+    ),
+    (
+        "MPIT_TUNER_REFRESH",
+        "how often to look for new variables, e.g. 10s (default 5s; 0 = never)",
+    ),
+    (
+        "MPIT_TUNER_FLUSH",
+        "how often the log buffer is flushed to disk (default 1s)",
+    ),
+];
+
+/// The runtime's configuration.
+#[derive(Debug, Clone, Serialize)]
+pub struct Config {
+    /// Whether the tuner runs at all.
+    pub enabled: bool,
+    /// The run directory, if the user chose one. (Durations serialise as
+    /// seconds.)
+    pub dir: Option<PathBuf>,
+    /// The sampling interval.
+    #[serde(serialize_with = "seconds")]
+    pub interval: Duration,
+    /// Which PVARs to sample (empty = all).
+    pub pvars: Vec<String>,
+    /// The policy file, `None` for the embedded default, `Some("none")` for
+    /// monitor mode.
+    pub policy: Option<PathBuf>,
+    /// Whether rank 0 stays silent at finalize.
+    pub quiet: bool,
+    /// How often to re-enumerate variables (`None` = never).
+    #[serde(serialize_with = "opt_seconds")]
+    pub refresh: Option<Duration>,
+    /// How often to flush the log.
+    #[serde(serialize_with = "seconds")]
+    pub flush: Duration,
+    /// The compiled PVAR selection.
+    #[serde(skip)]
+    pub pvar_patterns: Vec<Regex>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            enabled: true,
+            dir: None,
+            interval: DEFAULT_INTERVAL,
+            pvars: Vec::new(),
+            policy: None,
+            quiet: false,
+            refresh: Some(Duration::from_secs(5)),
+            flush: Duration::from_secs(1),
+            pvar_patterns: Vec::new(),
+        }
+    }
+}
+
+impl Config {
+    /// Reads the configuration from the process environment. Returns it with
+    /// one message per bad value.
+    pub fn from_env() -> (Config, Vec<String>) {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Reads the configuration through `lookup` (for tests).
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> (Config, Vec<String>) {
+        let mut config = Config::default();
+        let mut warnings = Vec::new();
+        if let Some(v) = lookup("MPIT_TUNER") {
+            match parse_bool(&v) {
+                Some(on) => config.enabled = on,
+                None => warnings.push(format!(
+                    "MPIT_TUNER={v:?} is not on/off (1/0, true/false, yes/no); the tuner stays on"
+                )),
+            }
+        }
+        if let Some(v) = lookup("MPIT_TUNER_DIR").filter(|v| !v.is_empty()) {
+            config.dir = Some(PathBuf::from(v));
+        }
+        if let Some(v) = lookup("MPIT_TUNER_INTERVAL") {
+            match parse_duration(&v) {
+                Some(d) if d >= MIN_INTERVAL => config.interval = d,
+                Some(_) => warnings.push(format!(
+                    "MPIT_TUNER_INTERVAL={v:?} is below the 1ms minimum; using 1s"
+                )),
+                None => warnings.push(format!(
+                    "MPIT_TUNER_INTERVAL={v:?} is not a duration (examples: 1s, 250ms, 1ms); using 1s"
+                )),
+            }
+        }
+        if let Some(v) = lookup("MPIT_TUNER_PVARS").filter(|v| !v.trim().is_empty()) {
+            for item in v.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+                match Regex::new(&format!("^(?:{item})$")) {
+                    Ok(re) => {
+                        config.pvars.push(item.to_string());
+                        config.pvar_patterns.push(re);
+                    }
+                    Err(e) => warnings.push(format!(
+                        "MPIT_TUNER_PVARS: {item:?} is not a valid name or regex ({e}); ignored"
+                    )),
+                }
+            }
+            if config.pvar_patterns.is_empty() {
+                warnings.push("MPIT_TUNER_PVARS selects nothing valid; sampling all PVARs".into());
+            }
+        }
+        if let Some(v) = lookup("MPIT_TUNER_POLICY").filter(|v| !v.is_empty()) {
+            config.policy = Some(PathBuf::from(v));
+        }
+        if let Some(v) = lookup("MPIT_TUNER_QUIET") {
+            match parse_bool(&v) {
+                Some(q) => config.quiet = q,
+                None => warnings.push(format!("MPIT_TUNER_QUIET={v:?} is not 1/0; not quiet")),
+            }
+        }
+        if let Some(v) = lookup("MPIT_TUNER_REFRESH") {
+            match parse_duration(&v) {
+                Some(d) if d.is_zero() => config.refresh = None,
+                Some(d) => config.refresh = Some(d.max(MIN_INTERVAL)),
+                None => warnings.push(format!(
+                    "MPIT_TUNER_REFRESH={v:?} is not a duration; using 5s"
+                )),
+            }
+        }
+        if let Some(v) = lookup("MPIT_TUNER_FLUSH") {
+            match parse_duration(&v) {
+                Some(d) if !d.is_zero() => config.flush = d,
+                _ => warnings.push(format!(
+                    "MPIT_TUNER_FLUSH={v:?} is not a positive duration; using 1s"
+                )),
+            }
+        }
+        (config, warnings)
+    }
+
+    /// Whether a PVAR of this name is selected for sampling.
+    pub fn samples(&self, name: &str) -> bool {
+        self.pvar_patterns.is_empty() || self.pvar_patterns.iter().any(|re| re.is_match(name))
+    }
+}
+
+fn seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64())
+}
+
+fn opt_seconds<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => s.serialize_f64(d.as_secs_f64()),
+        None => s.serialize_none(),
+    }
+}
+
+fn parse_bool(v: &str) -> Option<bool> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "1" | "on" | "true" | "yes" => Some(true),
+        "0" | "off" | "false" | "no" => Some(false),
+        _ => None,
+    }
+}
+
+/// Parses `1s`, `250ms`, `10us`, `2m`, `0.5s`; a bare number is seconds.
+pub fn parse_duration(text: &str) -> Option<Duration> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let n: f64 = number.parse().ok()?;
+    let seconds = match unit.trim() {
+        "" | "s" => n,
+        "ms" => n / 1e3,
+        "us" => n / 1e6,
+        "ns" => n / 1e9,
+        "m" | "min" => n * 60.0,
+        "h" => n * 3600.0,
+        _ => return None,
+    };
+    (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn config(vars: &[(&str, &str)]) -> (Config, Vec<String>) {
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Config::from_lookup(|k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn defaults_without_environment() {
+        let (c, w) = config(&[]);
+        assert!(c.enabled && w.is_empty());
+        assert_eq!(c.interval, Duration::from_secs(1));
+        assert!(c.samples("anything"));
+    }
+
+    #[test]
+    fn good_values_are_taken() {
+        let (c, w) = config(&[
+            ("MPIT_TUNER_INTERVAL", "1ms"),
+            (
+                "MPIT_TUNER_PVARS",
+                "pml_ob1_.*, mpool_hugepage_bytes_allocated",
+            ),
+            ("MPIT_TUNER_QUIET", "1"),
+            ("MPIT_TUNER", "on"),
+        ]);
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!(c.interval, Duration::from_millis(1));
+        assert!(c.samples("pml_ob1_unexpected_msgq_length"));
+        assert!(c.samples("mpool_hugepage_bytes_allocated"));
+        assert!(!c.samples("osc_rdma_put_retry_count"));
+        assert!(c.quiet);
+    }
+
+    #[test]
+    fn bad_values_warn_by_name_and_fall_back() {
+        let (c, w) = config(&[("MPIT_TUNER_INTERVAL", "soon"), ("MPIT_TUNER_PVARS", "(")]);
+        assert_eq!(c.interval, DEFAULT_INTERVAL);
+        assert!(w[0].contains("MPIT_TUNER_INTERVAL=\"soon\""), "{w:?}");
+        assert!(w.iter().any(|m| m.contains("MPIT_TUNER_PVARS")));
+        assert!(c.samples("anything"));
+        let (c, w) = config(&[("MPIT_TUNER_INTERVAL", "10us")]);
+        assert_eq!(c.interval, DEFAULT_INTERVAL);
+        assert!(w[0].contains("1ms minimum"));
+        let (c, _) = config(&[("MPIT_TUNER", "off")]);
+        assert!(!c.enabled);
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("1s"), Some(Duration::from_secs(1)));
+        assert_eq!(parse_duration("250ms"), Some(Duration::from_millis(250)));
+        assert_eq!(parse_duration("0.5"), Some(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2m"), Some(Duration::from_secs(120)));
+        assert_eq!(parse_duration("x"), None);
+        assert_eq!(parse_duration("5parsecs"), None);
+    }
+}

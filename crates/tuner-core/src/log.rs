@@ -1,0 +1,98 @@
+//! Per-rank tuning logs: JSON Lines, one file per rank, written by the
+//! helper thread through a buffer.
+//!
+//! The format is a public interface (documented in the README, versioned by
+//! [`FORMAT_VERSION`]). Every record is one line of JSON with a `"type"`
+//! field: `header`, `sample`, `object`, `warning`, `decision`, `write`,
+//! `note`, `close`. Lines are only ever written whole: the buffer holds
+//! complete lines and is written with a single `write` call, so a file is
+//! valid JSON Lines at every moment, even after `MPI_Abort` or a kill.
+
+use serde::Serialize;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// The version of the log format. Readers must check it.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// The file name of a rank's log within the run directory.
+pub fn rank_file_name(rank: i32) -> String {
+    format!("rank-{rank:05}.jsonl")
+}
+
+/// A buffered JSON Lines writer.
+#[derive(Debug)]
+pub struct LogWriter {
+    path: PathBuf,
+    file: File,
+    buf: Vec<u8>,
+    last_flush: Instant,
+    every: Duration,
+    failed: bool,
+}
+
+impl LogWriter {
+    /// Creates (truncates) the log file.
+    pub fn create(path: &Path, every: Duration) -> io::Result<LogWriter> {
+        let file = OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(true)
+            .open(path)?;
+        Ok(LogWriter {
+            path: path.to_path_buf(),
+            file,
+            buf: Vec::with_capacity(64 * 1024),
+            last_flush: Instant::now(),
+            every,
+            failed: false,
+        })
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends one record (one line) to the buffer; flushes when the flush
+    /// period has passed or the buffer is large.
+    pub fn record<T: Serialize>(&mut self, record: &T) {
+        let start = self.buf.len();
+        if serde_json::to_writer(&mut self.buf, record).is_err() {
+            self.buf.truncate(start);
+            return;
+        }
+        self.buf.push(b'\n');
+        if self.last_flush.elapsed() >= self.every || self.buf.len() > 1 << 20 {
+            self.flush();
+        }
+    }
+
+    /// Writes the buffer out now (whole lines, one `write` call where the
+    /// kernel allows).
+    pub fn flush(&mut self) {
+        self.last_flush = Instant::now();
+        if self.buf.is_empty() || self.failed {
+            self.buf.clear();
+            return;
+        }
+        if self.file.write_all(&self.buf).is_err() {
+            // A full disk: stop writing rather than leave torn lines.
+            self.failed = true;
+        }
+        self.buf.clear();
+    }
+
+    /// Whether a write failed (the log stopped there).
+    pub fn failed(&self) -> bool {
+        self.failed
+    }
+}
+
+impl Drop for LogWriter {
+    fn drop(&mut self) {
+        self.flush();
+    }
+}

@@ -1,0 +1,314 @@
+//! The table of live MPI objects (communicators, windows) whose bound
+//! performance variables the helper thread samples.
+//!
+//! The application's threads and the helper thread share it without locks
+//! or allocation. Creation wrappers [`ObjectTable::register`] an object (a
+//! compare-and-swap on a free slot); the helper allocates PVAR handles for
+//! new objects and reads them. Before the application frees an object,
+//! [`ObjectTable::retire`] marks its slot retired, waits for a read of that
+//! slot already under way to finish (a few `MPI_T_pvar_read` calls at most,
+//! never a whole sampling interval), and frees its handles itself, so no
+//! handle outlives its object and the helper never reads a dead one.
+//!
+//! Each slot's `busy` flag and `state` form a Dekker pair: the helper sets
+//! `busy` and then checks `state`; `retire` sets `state` and then checks
+//! `busy`. With sequentially consistent ordering at least one of them sees
+//! the other, so either the helper backs off or `retire` waits for it.
+
+use crate::ffi::{self, Object};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering::*};
+
+/// How many PVAR handles one object may carry.
+pub const MAX_HANDLES_PER_OBJECT: usize = 32;
+
+const FREE: u8 = 0;
+const CLAIMED: u8 = 1;
+const NEW: u8 = 2;
+const ACTIVE: u8 = 3;
+const RETIRED: u8 = 4;
+const DEAD: u8 = 5;
+
+const KIND_COMM: u8 = 1;
+const KIND_WIN: u8 = 2;
+
+/// One object's slot.
+#[derive(Debug)]
+struct Slot {
+    state: AtomicU8,
+    kind: AtomicU8,
+    raw: AtomicU64,
+    id: AtomicU64,
+    busy: AtomicBool,
+    session: AtomicU64,
+    nhandles: AtomicUsize,
+    handles: [AtomicU64; MAX_HANDLES_PER_OBJECT],
+    started: AtomicU64,
+}
+
+impl Slot {
+    fn new() -> Slot {
+        Slot {
+            state: AtomicU8::new(FREE),
+            kind: AtomicU8::new(0),
+            raw: AtomicU64::new(0),
+            id: AtomicU64::new(0),
+            busy: AtomicBool::new(false),
+            session: AtomicU64::new(0),
+            nhandles: AtomicUsize::new(0),
+            handles: std::array::from_fn(|_| AtomicU64::new(0)),
+            started: AtomicU64::new(0),
+        }
+    }
+}
+
+/// A new or live object as the helper sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tracked {
+    /// The slot number.
+    pub slot: usize,
+    /// A process-unique id (0 is `MPI_COMM_WORLD`).
+    pub id: u64,
+    /// The object.
+    pub object: Object,
+}
+
+/// Fixed-capacity, lock-free table of tracked objects.
+#[derive(Debug)]
+pub struct ObjectTable {
+    slots: Box<[Slot]>,
+    next_id: AtomicU64,
+    dropped: AtomicU64,
+}
+
+impl ObjectTable {
+    /// A table for up to `capacity` live objects (allocated here, once).
+    pub fn new(capacity: usize) -> ObjectTable {
+        ObjectTable {
+            slots: (0..capacity.max(1)).map(|_| Slot::new()).collect(),
+            next_id: AtomicU64::new(0),
+            dropped: AtomicU64::new(0),
+        }
+    }
+
+    /// Records a new object. Lock-free and allocation-free; when the table
+    /// is full the object is not monitored and [`ObjectTable::dropped`]
+    /// counts it.
+    pub fn register(&self, object: Object) {
+        let (kind, raw) = match encode(object) {
+            Some(k) => k,
+            None => return,
+        };
+        for slot in self.slots.iter() {
+            if slot
+                .state
+                .compare_exchange(FREE, CLAIMED, Acquire, Relaxed)
+                .is_ok()
+            {
+                slot.kind.store(kind, Relaxed);
+                slot.raw.store(raw, Relaxed);
+                slot.id.store(self.next_id.fetch_add(1, Relaxed), Relaxed);
+                slot.nhandles.store(0, Relaxed);
+                slot.started.store(0, Relaxed);
+                slot.state.store(NEW, Release);
+                return;
+            }
+        }
+        self.dropped.fetch_add(1, Relaxed);
+    }
+
+    /// Called before the application frees `object`: no read of it is under
+    /// way when this returns, and its PVAR handles are stopped and freed.
+    /// Returns whether the object was tracked.
+    pub fn retire(&self, object: Object) -> bool {
+        let Some((kind, raw)) = encode(object) else {
+            return false;
+        };
+        for slot in self.slots.iter() {
+            let state = slot.state.load(Acquire);
+            if (state == NEW || state == ACTIVE)
+                && slot.kind.load(Relaxed) == kind
+                && slot.raw.load(Relaxed) == raw
+                && slot
+                    .state
+                    .compare_exchange(state, RETIRED, SeqCst, SeqCst)
+                    .is_ok()
+            {
+                let mut spins = 0u32;
+                while slot.busy.load(SeqCst) {
+                    spins += 1;
+                    if spins < 64 {
+                        std::hint::spin_loop();
+                    } else {
+                        std::thread::yield_now();
+                    }
+                }
+                free_handles(slot);
+                slot.state.store(DEAD, Release);
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Objects registered since the helper last looked (state NEW).
+    pub fn new_objects(&self) -> impl Iterator<Item = Tracked> + '_ {
+        self.tracked(NEW)
+    }
+
+    /// Objects whose handles are allocated (state ACTIVE).
+    pub fn active_objects(&self) -> impl Iterator<Item = Tracked> + '_ {
+        self.tracked(ACTIVE)
+    }
+
+    fn tracked(&self, wanted: u8) -> impl Iterator<Item = Tracked> + '_ {
+        self.slots.iter().enumerate().filter_map(move |(i, s)| {
+            (s.state.load(Acquire) == wanted).then(|| Tracked {
+                slot: i,
+                id: s.id.load(Relaxed),
+                object: decode(s.kind.load(Relaxed), s.raw.load(Relaxed)),
+            })
+        })
+    }
+
+    /// Runs `f` on a NEW object while it cannot be retired, to allocate its
+    /// handles: `f` returns (session, handles, started bits). Afterwards the
+    /// object is ACTIVE, or, if the application retired it meanwhile, its
+    /// handles were freed by `retire`. Returns false if the object was
+    /// retired before `f` could run.
+    pub fn activate(
+        &self,
+        tracked: Tracked,
+        f: impl FnOnce() -> (ffi::SessionHandle, Vec<(ffi::PvarHandle, bool)>),
+    ) -> bool {
+        let slot = &self.slots[tracked.slot];
+        slot.busy.store(true, SeqCst);
+        if slot.state.load(SeqCst) != NEW || slot.id.load(Relaxed) != tracked.id {
+            slot.busy.store(false, SeqCst);
+            return false;
+        }
+        let (session, handles) = f();
+        slot.session.store(raw_bits(session.0), Relaxed);
+        let mut started = 0u64;
+        let n = handles.len().min(MAX_HANDLES_PER_OBJECT);
+        for (i, (h, s)) in handles.into_iter().take(n).enumerate() {
+            slot.handles[i].store(raw_bits(h.0), Relaxed);
+            if s {
+                started |= 1 << i;
+            }
+        }
+        slot.started.store(started, Relaxed);
+        slot.nhandles.store(n, Relaxed);
+        let _ = slot.state.compare_exchange(NEW, ACTIVE, SeqCst, SeqCst);
+        slot.busy.store(false, SeqCst);
+        true
+    }
+
+    /// Runs `f` with the handles of an ACTIVE object while it cannot be
+    /// retired. Returns `None` if it was retired (or replaced) meanwhile.
+    pub fn with_handles<R>(
+        &self,
+        tracked: Tracked,
+        f: impl FnOnce(ffi::SessionHandle, &mut dyn Iterator<Item = ffi::PvarHandle>) -> R,
+    ) -> Option<R> {
+        let slot = &self.slots[tracked.slot];
+        slot.busy.store(true, SeqCst);
+        let result = if slot.state.load(SeqCst) == ACTIVE && slot.id.load(Relaxed) == tracked.id {
+            let n = slot.nhandles.load(Relaxed);
+            let session = ffi::Raw(from_bits(slot.session.load(Relaxed)));
+            let mut handles = slot.handles[..n]
+                .iter()
+                .map(|h| ffi::Raw(from_bits(h.load(Relaxed))));
+            Some(f(session, &mut handles))
+        } else {
+            None
+        };
+        slot.busy.store(false, SeqCst);
+        result
+    }
+
+    /// Ids of objects freed by the application since the last call; their
+    /// slots become free again.
+    pub fn reap(&self, out: &mut Vec<u64>) {
+        for slot in self.slots.iter() {
+            if slot.state.load(Acquire) == DEAD {
+                out.push(slot.id.load(Relaxed));
+                slot.state.store(FREE, Release);
+            }
+        }
+    }
+
+    /// Frees the handles of every object still tracked (at finalize, after
+    /// the helper thread stopped).
+    pub fn retire_all(&self) {
+        for slot in self.slots.iter() {
+            let state = slot.state.load(Acquire);
+            if (state == NEW || state == ACTIVE)
+                && slot
+                    .state
+                    .compare_exchange(state, RETIRED, SeqCst, SeqCst)
+                    .is_ok()
+            {
+                while slot.busy.load(SeqCst) {
+                    std::thread::yield_now();
+                }
+                free_handles(slot);
+                slot.state.store(DEAD, Release);
+            }
+        }
+    }
+
+    /// How many objects could not be tracked because the table was full.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Relaxed)
+    }
+
+    /// How many objects are tracked now (NEW or ACTIVE).
+    pub fn live(&self) -> usize {
+        self.slots
+            .iter()
+            .filter(|s| matches!(s.state.load(Relaxed), NEW | ACTIVE))
+            .count()
+    }
+}
+
+fn free_handles(slot: &Slot) {
+    let n = slot.nhandles.swap(0, SeqCst);
+    if n == 0 {
+        return;
+    }
+    let Ok(api) = ffi::api() else { return };
+    let session = ffi::Raw(from_bits(slot.session.load(Relaxed)));
+    let started = slot.started.load(Relaxed);
+    for (i, h) in slot.handles[..n].iter().enumerate() {
+        let handle = ffi::Raw(from_bits(h.load(Relaxed)));
+        if started & (1 << i) != 0 {
+            let _ = ffi::pvar_stop(api, session, handle);
+        }
+        let _ = ffi::pvar_handle_free(api, session, handle);
+    }
+}
+
+fn encode(object: Object) -> Option<(u8, u64)> {
+    match object {
+        Object::None => None,
+        Object::Comm(c) => Some((KIND_COMM, raw_bits(c.0))),
+        Object::Win(w) => Some((KIND_WIN, raw_bits(w.0))),
+    }
+}
+
+fn decode(kind: u8, raw: u64) -> Object {
+    match kind {
+        KIND_COMM => Object::Comm(ffi::Raw(from_bits(raw))),
+        KIND_WIN => Object::Win(ffi::Raw(from_bits(raw))),
+        _ => Object::None,
+    }
+}
+
+/// A handle's bits (an `int` in MPICH's ABI, a pointer in Open MPI's).
+fn raw_bits<T: ffi::HandleBits>(h: T) -> u64 {
+    h.to_bits()
+}
+
+fn from_bits<T: ffi::HandleBits>(bits: u64) -> T {
+    T::from_bits(bits)
+}

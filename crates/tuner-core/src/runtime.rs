@@ -1,0 +1,669 @@
+//! The runtime: one helper thread per rank that samples, decides and logs,
+//! started and stopped by the interposer.
+//!
+//! The interposer calls, in order:
+//! 1. [`PreInit::start`] inside `MPI_Init`, before `PMPI_Init`: MPI_T is
+//!    initialised and the catalogue loaded (the hook point for `pre-init`
+//!    policies);
+//! 2. [`Runtime::start`] right after `PMPI_Init`: rank, size, private
+//!    communicator, run directory, log header, then the helper thread;
+//! 3. [`ObjectTable::register`] / [`ObjectTable::retire`] from the object
+//!    wrappers, lock-free, at any time;
+//! 4. [`Runtime::finalize`] inside `MPI_Finalize`, before `PMPI_Finalize`:
+//!    stop and join the helper (bounded wait), last sample, free handles,
+//!    cross-rank summary, close the log.
+//!
+//! The application's threads never wait on the helper: it publishes its
+//! latest [`Snapshot`] through an `ArcSwap`.
+
+use crate::catalogue::Catalogue;
+use crate::config::Config;
+use crate::error::Result;
+use crate::ffi::{self, Comm, Object};
+use crate::log::{self, LogWriter};
+use crate::objects::ObjectTable;
+use crate::sampler::{Sampler, Snapshot};
+use crate::session::{Library, MpiT};
+use crate::summary;
+use arc_swap::ArcSwap;
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// How many live communicators and windows are tracked at once.
+pub const OBJECT_CAPACITY: usize = 1024;
+
+/// Extension points for the policy engine, called on the helper thread
+/// (`tick`) or the application's thread inside MPI_Init/MPI_Finalize
+/// (the others). The default does nothing: monitor mode.
+pub trait Hooks: Send {
+    /// Before `PMPI_Init` (settings read during init). `rank`/`size` come
+    /// from the launcher's environment when it sets them.
+    fn pre_init(&mut self, _mpit: &MpiT, _catalogue: &Catalogue, _env: &LaunchEnv) {}
+    /// Right after `PMPI_Init`, with the log open.
+    fn init(
+        &mut self,
+        _mpit: &MpiT,
+        _catalogue: &Catalogue,
+        _info: &RunInfo,
+        _log: &mut LogWriter,
+    ) {
+    }
+    /// After every sample.
+    fn tick(&mut self, _mpit: &MpiT, _snapshot: &Snapshot, _info: &RunInfo, _log: &mut LogWriter) {}
+    /// At finalize, after the last sample.
+    fn finalize(
+        &mut self,
+        _mpit: &MpiT,
+        _snapshot: &Snapshot,
+        _info: &RunInfo,
+        _log: &mut LogWriter,
+    ) {
+    }
+    /// Messages (already aggregated or per rank) for the end-of-run report.
+    fn report(&mut self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// The monitor-only hooks.
+#[derive(Debug, Default)]
+pub struct NoHooks;
+impl Hooks for NoHooks {}
+
+/// Rank and size as the launcher announces them in the environment, known
+/// before MPI_Init.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaunchEnv {
+    /// This process's rank, if the launcher said.
+    pub rank: Option<u32>,
+    /// The job size, if the launcher said.
+    pub size: Option<u32>,
+}
+
+impl LaunchEnv {
+    /// Reads the variables MPICH's Hydra (`PMI_RANK`, `PMI_SIZE`), Open MPI
+    /// (`OMPI_COMM_WORLD_RANK`, `OMPI_COMM_WORLD_SIZE`), Slurm and PMIx set.
+    pub fn from_env() -> LaunchEnv {
+        let get = |names: &[&str]| {
+            names
+                .iter()
+                .find_map(|n| std::env::var(n).ok().and_then(|v| v.parse().ok()))
+        };
+        LaunchEnv {
+            rank: get(&[
+                "PMI_RANK",
+                "OMPI_COMM_WORLD_RANK",
+                "PMIX_RANK",
+                "SLURM_PROCID",
+            ]),
+            size: get(&["PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS"]),
+        }
+    }
+}
+
+/// Facts about this rank and run, in every log header.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct RunInfo {
+    /// Rank in `MPI_COMM_WORLD`.
+    pub rank: i32,
+    /// Size of `MPI_COMM_WORLD`.
+    pub size: i32,
+    /// Host name.
+    pub host: String,
+    /// Process id.
+    pub pid: u32,
+    /// `MPI_Get_library_version`.
+    pub library_version: String,
+    /// The library family.
+    pub library: Library,
+    /// The run directory.
+    pub dir: PathBuf,
+    /// Unix time the tuner started, in seconds.
+    pub start_unix: f64,
+}
+
+/// The state between `PreInit::start` and `Runtime::start`.
+pub struct PreInit {
+    config: Config,
+    warnings: Vec<String>,
+    mpit: MpiT,
+    catalogue: Catalogue,
+    hooks: Box<dyn Hooks>,
+    start: Instant,
+}
+
+impl PreInit {
+    /// Initialises MPI_T and loads the catalogue before `PMPI_Init`, then
+    /// runs the `pre_init` hook.
+    pub fn start(
+        config: Config,
+        warnings: Vec<String>,
+        mut hooks: Box<dyn Hooks>,
+    ) -> Result<PreInit> {
+        let mpit = MpiT::init()?;
+        let catalogue = Catalogue::load(&mpit)?;
+        hooks.pre_init(&mpit, &catalogue, &LaunchEnv::from_env());
+        Ok(PreInit {
+            config,
+            warnings,
+            mpit,
+            catalogue,
+            hooks,
+            start: Instant::now(),
+        })
+    }
+}
+
+/// What the helper thread and the wrappers share, without locks.
+#[derive(Debug)]
+pub struct Shared {
+    /// Live communicators and windows.
+    pub objects: ObjectTable,
+    stop: AtomicBool,
+    flush: AtomicBool,
+    ticks: AtomicU64,
+    snapshot: ArcSwap<Snapshot>,
+}
+
+impl Shared {
+    /// The latest snapshot (lock-free).
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.snapshot.load_full()
+    }
+
+    /// Asks the helper to flush its log at its next wake-up (used by the
+    /// `MPI_Abort` wrapper).
+    pub fn request_flush(&self) {
+        self.flush.store(true, Release);
+    }
+
+    /// How many samples the helper took.
+    pub fn ticks(&self) -> u64 {
+        self.ticks.load(Relaxed)
+    }
+}
+
+/// What the helper thread hands back when it stops.
+struct HelperDone {
+    sampler: Sampler,
+    log: LogWriter,
+    hooks: Box<dyn Hooks>,
+    last: Snapshot,
+}
+
+/// The running tuner of one rank.
+pub struct Runtime {
+    shared: &'static Shared,
+    info: RunInfo,
+    config: Config,
+    mpit: MpiT,
+    private: Comm,
+    helper: Option<std::thread::Thread>,
+    done: crossbeam_channel::Receiver<HelperDone>,
+}
+
+/// Why the tuner is not running on this rank (the message was printed).
+#[derive(Debug)]
+pub struct Disabled(pub String);
+
+impl Runtime {
+    /// Starts the tuner right after `PMPI_Init`: a collective over
+    /// `MPI_COMM_WORLD` (every rank calls it inside MPI_Init).
+    ///
+    /// Returns `Err(Disabled)` with a message when the tuner cannot run on
+    /// this rank (it has then released what it took).
+    ///
+    /// `pre` is what [`PreInit::start`] returned on this rank; all ranks
+    /// first agree (one `MPI_Allreduce` on `MPI_COMM_WORLD`) that it
+    /// succeeded everywhere, so that no rank waits in a collective of the
+    /// tool that another rank skips.
+    pub fn start(
+        pre: std::result::Result<PreInit, String>,
+    ) -> std::result::Result<Runtime, Disabled> {
+        let world = ffi::comm_world().map_err(|e| Disabled(format!("no MPI_COMM_WORLD: {e}")))?;
+        let agreed = ffi::all_agree(world, pre.is_ok()).unwrap_or(false);
+        let pre = match pre {
+            Ok(pre) if agreed => pre,
+            Ok(_) => {
+                let rank = ffi::rank_size(world).map(|r| r.0).unwrap_or(0);
+                return Err(Disabled(if rank == 0 {
+                    "the tuner could not start on another rank; disabled on all ranks".into()
+                } else {
+                    String::new()
+                }));
+            }
+            Err(why) => return Err(Disabled(format!("{why}; disabled on all ranks"))),
+        };
+        let PreInit {
+            config,
+            mut warnings,
+            mpit,
+            mut catalogue,
+            mut hooks,
+            start,
+        } = pre;
+        let fail = |what: &str, e: &dyn std::fmt::Display| Disabled(format!("{what}: {e}"));
+        let private =
+            ffi::comm_dup(world).map_err(|e| fail("cannot create the tool's communicator", &e))?;
+        let (rank, size) = ffi::rank_size(private).map_err(|e| fail("MPI_Comm_rank", &e))?;
+
+        // The run directory: rank 0 names and creates it, everyone learns
+        // the name (or that it failed) by broadcast.
+        let mut message = Vec::new();
+        if rank == 0 {
+            let dir = config.dir.clone().unwrap_or_else(default_run_dir);
+            let text = match std::fs::create_dir_all(&dir) {
+                Ok(()) => format!("ok\t{}", dir.display()),
+                Err(e) => format!(
+                    "err\tcannot create run directory {} (MPIT_TUNER_DIR): {e}",
+                    dir.display()
+                ),
+            };
+            message = text.into_bytes();
+        }
+        let mut len = (message.len() as u64).to_le_bytes();
+        let bcast = ffi::bcast_bytes(private, &mut len, 0).and_then(|()| {
+            message.resize(u64::from_le_bytes(len) as usize, 0);
+            ffi::bcast_bytes(private, &mut message, 0)
+        });
+        if let Err(e) = bcast {
+            let _ = ffi::comm_free(private);
+            return Err(fail("cannot agree on the run directory", &e));
+        }
+        let message = String::from_utf8_lossy(&message).into_owned();
+        let dir = match message.split_once('\t') {
+            Some(("ok", dir)) => PathBuf::from(dir),
+            Some((_, why)) => {
+                let _ = ffi::comm_free(private);
+                return Err(Disabled(if rank == 0 {
+                    why.to_string()
+                } else {
+                    String::new()
+                }));
+            }
+            None => {
+                let _ = ffi::comm_free(private);
+                return Err(Disabled("cannot agree on the run directory".into()));
+            }
+        };
+
+        let growth = catalogue.refresh(&mpit).unwrap_or_default();
+        let library_version = mpit.library_version().unwrap_or_default();
+        let info = RunInfo {
+            rank,
+            size,
+            host: ffi::host_name(),
+            pid: std::process::id(),
+            library: Library::from_version(&library_version),
+            library_version,
+            dir: dir.clone(),
+            start_unix: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64()),
+        };
+        let path = dir.join(log::rank_file_name(rank));
+        let opened = LogWriter::create(&path, config.flush)
+            .map_err(|e| format!("cannot write {} (MPIT_TUNER_DIR): {e}", path.display()))
+            .and_then(|log| {
+                Sampler::new(&mpit, catalogue.clone(), &config)
+                    .map(|s| (log, s))
+                    .map_err(|e| format!("cannot create a PVAR session: {e}"))
+            });
+        // Every rank must run the tuner, or none: its finalize is collective.
+        let all_ok = ffi::all_agree(private, opened.is_ok()).unwrap_or(false);
+        let (mut log, mut sampler) = match opened {
+            Ok(pair) if all_ok => pair,
+            Ok(_) => {
+                let _ = ffi::comm_free(private);
+                return Err(Disabled(if rank == 0 {
+                    "the tuner failed to start on another rank; disabled on all ranks".into()
+                } else {
+                    String::new()
+                }));
+            }
+            Err(why) => {
+                let _ = ffi::comm_free(private);
+                return Err(Disabled(format!("{why}; disabled on all ranks")));
+            }
+        };
+        // Configuration problems go to rank 0's terminal; variables that
+        // cannot be sampled (components the library unloaded) only to the log.
+        for w in &warnings {
+            if rank == 0 {
+                eprintln!("mpit-tuner: warning: {w}");
+            }
+        }
+        warnings.extend(sampler.take_warnings());
+        log.record(&json!({
+            "type": "header",
+            "version": log::FORMAT_VERSION,
+            "rank": info.rank,
+            "size": info.size,
+            "host": info.host,
+            "pid": info.pid,
+            "library": info.library,
+            "library_version": info.library_version,
+            "mpi_t_thread_level": mpit.provided(),
+            "start_unix": info.start_unix,
+            "config": config,
+            "catalogue": {
+                "cvars": catalogue.cvars().len(),
+                "pvars": catalogue.pvars().len(),
+                "categories": catalogue.categories().len(),
+                "skipped": catalogue.skipped().len(),
+                "grew_during_init": growth,
+            },
+            "variables": sampler.sampled_variables(),
+        }));
+        for w in &warnings {
+            log.record(&json!({"type": "warning", "t": 0.0, "message": w}));
+        }
+        hooks.init(&mpit, &catalogue, &info, &mut log);
+        log.flush();
+
+        let shared: &'static Shared = Box::leak(Box::new(Shared {
+            objects: ObjectTable::new(OBJECT_CAPACITY),
+            stop: AtomicBool::new(false),
+            flush: AtomicBool::new(false),
+            ticks: AtomicU64::new(0),
+            snapshot: ArcSwap::from_pointee(Snapshot::default()),
+        }));
+        shared.objects.register(Object::Comm(world));
+
+        let (tx, done) = crossbeam_channel::bounded(1);
+        let helper_config = config.clone();
+        let helper_info = info.clone();
+        let spawned = std::thread::Builder::new()
+            .name("mpit-tuner".into())
+            .spawn(move || {
+                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    helper_loop(shared, sampler, log, hooks, &helper_config, &helper_info, start)
+                }));
+                match result {
+                    Ok(done) => {
+                        let _ = tx.send(done);
+                    }
+                    Err(_) => eprintln!(
+                        "mpit-tuner[rank {}]: internal error on the helper thread; the tuner stopped on this rank",
+                        helper_info.rank
+                    ),
+                }
+            });
+        // Without a helper the rank still takes part in the collective
+        // finalize, with nothing to report.
+        let helper = match spawned {
+            Ok(handle) => Some(handle.thread().clone()),
+            Err(e) => {
+                eprintln!("mpit-tuner[rank {rank}]: cannot start the helper thread: {e}");
+                None
+            }
+        };
+        Ok(Runtime {
+            shared,
+            info,
+            config,
+            mpit,
+            private,
+            helper,
+            done,
+        })
+    }
+
+    /// The lock-free state the wrappers use.
+    pub fn shared(&self) -> &'static Shared {
+        self.shared
+    }
+
+    /// Facts about this rank.
+    pub fn info(&self) -> &RunInfo {
+        &self.info
+    }
+
+    /// Messages collected before the rank was known, for rank 0 to print.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Stops the tuner inside `MPI_Finalize`, before `PMPI_Finalize`:
+    /// collective over the private communicator. Returns the `MpiT` guard,
+    /// which the caller drops after `PMPI_Finalize` (it calls
+    /// `MPI_T_finalize` only where that is safe for this library).
+    pub fn finalize(self) -> MpiT {
+        self.shared.stop.store(true, SeqCst);
+        if let Some(helper) = &self.helper {
+            helper.unpark();
+        }
+        let wait = Duration::from_secs(10).max(self.config.interval * 2);
+        let done = match self.helper {
+            Some(_) => self.done.recv_timeout(wait).ok(),
+            None => None,
+        };
+        let snapshot = match &done {
+            Some(d) => d.last.clone(),
+            None => (*self.shared.snapshot()).clone(),
+        };
+        // Handles die before their objects and before MPI does.
+        if done.is_some() {
+            self.shared.objects.retire_all();
+        }
+        let quantities = summary::local_quantities(&snapshot);
+        let stats = summary::reduce(self.private, 0, &quantities);
+        let mut report = Vec::new();
+        if let Some(mut d) = done {
+            d.hooks
+                .finalize(&self.mpit, &snapshot, &self.info, &mut d.log);
+            report = d.hooks.report();
+            d.log.record(&json!({
+                "type": "close",
+                "t": snapshot.t,
+                "reason": "finalize",
+                "samples": snapshot.seq,
+                "objects_untracked": self.shared.objects.dropped(),
+            }));
+            d.log.flush();
+            d.sampler.close();
+        } else {
+            eprintln!(
+                "mpit-tuner[rank {}]: the helper thread did not stop within {:?}; its log may end early",
+                self.info.rank, wait
+            );
+        }
+        match stats {
+            Ok(Some(stats)) => self.write_summary(&stats, &snapshot, &report),
+            Ok(None) => {}
+            Err(e) => eprintln!(
+                "mpit-tuner[rank {}]: cross-rank summary failed: {e}",
+                self.info.rank
+            ),
+        }
+        let _ = ffi::comm_free(self.private);
+        self.mpit
+    }
+
+    fn write_summary(
+        &self,
+        stats: &[summary::VariableStats],
+        snapshot: &Snapshot,
+        report: &[String],
+    ) {
+        let path = self.info.dir.join("summary.json");
+        let doc = json!({
+            "version": log::FORMAT_VERSION,
+            "size": self.info.size,
+            "library": self.info.library,
+            "library_version": self.info.library_version,
+            "samples_rank0": snapshot.seq,
+            "duration_s": snapshot.t,
+            "variables": stats,
+            "messages": report,
+        });
+        let written = serde_json::to_vec_pretty(&doc)
+            .map_err(std::io::Error::other)
+            .and_then(|bytes| std::fs::write(&path, bytes));
+        if let Err(e) = written {
+            eprintln!("mpit-tuner: cannot write {}: {e}", path.display());
+        }
+        if !self.config.quiet {
+            let mut text = format!(
+                "mpit-tuner: {} ranks, {} samples over {:.1}s, {} variables; logs in {}\n",
+                self.info.size,
+                snapshot.seq,
+                snapshot.t,
+                stats.len(),
+                self.info.dir.display()
+            );
+            if !stats.is_empty() {
+                text.push_str(&summary::table(stats, 12));
+            }
+            for line in report {
+                text.push_str(&format!("mpit-tuner: {line}\n"));
+            }
+            eprint!("{text}");
+        }
+    }
+}
+
+fn helper_loop(
+    shared: &'static Shared,
+    mut sampler: Sampler,
+    mut log: LogWriter,
+    mut hooks: Box<dyn Hooks>,
+    config: &Config,
+    info: &RunInfo,
+    start: Instant,
+) -> HelperDone {
+    // The helper's own reference on MPI_T; the application's thread owns
+    // the one that finalizes.
+    let mpit = MpiT::init();
+    let mut mpit = match mpit {
+        Ok(m) => m,
+        Err(e) => {
+            log.record(&json!({"type": "warning", "t": 0.0, "message": format!("MPI_T unavailable on the helper thread: {e}")}));
+            return HelperDone {
+                sampler,
+                log,
+                hooks,
+                last: Snapshot::default(),
+            };
+        }
+    };
+    mpit.set_finalize_on_drop(false);
+    let mut seq = 0u64;
+    let mut next = Instant::now();
+    let mut next_refresh = config.refresh.map(|r| Instant::now() + r);
+    loop {
+        let stopping = shared.stop.load(Acquire);
+        let t = start.elapsed().as_secs_f64();
+        for event in sampler.track_objects(&shared.objects) {
+            log.record(&json!({"type": "object", "t": t, "event": event.event, "object": event.object, "handles": event.handles}));
+        }
+        sampler.sample(&shared.objects, t);
+        seq += 1;
+        let snapshot = sampler.snapshot(t, seq);
+        log.record(&json!({"type": "sample", "t": t, "seq": seq, "vars": snapshot.vars}));
+        hooks.tick(&mpit, &snapshot, info, &mut log);
+        for w in sampler.take_warnings() {
+            log.record(&json!({"type": "warning", "t": t, "message": w}));
+        }
+        shared.snapshot.store(Arc::new(snapshot.clone()));
+        shared.ticks.fetch_add(1, Relaxed);
+        if shared.flush.swap(false, AcqRel) {
+            log.flush();
+        }
+        if stopping {
+            return HelperDone {
+                sampler,
+                log,
+                hooks,
+                last: snapshot,
+            };
+        }
+        if let Some(due) = next_refresh {
+            if Instant::now() >= due {
+                let added = sampler.refresh(&mpit, config);
+                if added > 0 {
+                    log.record(&json!({"type": "catalogue", "t": t, "new_pvars": added, "variables": sampler.sampled_variables()}));
+                }
+                next_refresh = config.refresh.map(|r| Instant::now() + r);
+            }
+        }
+        next += config.interval;
+        let now = Instant::now();
+        if next < now {
+            // Overran (a slow sample or a descheduled thread): skip ahead
+            // rather than sample in a burst.
+            next = now + config.interval;
+        }
+        while !shared.stop.load(Acquire) && !shared.flush.load(Acquire) {
+            let now = Instant::now();
+            if now >= next {
+                break;
+            }
+            std::thread::park_timeout(next - now);
+        }
+        if shared.flush.swap(false, AcqRel) {
+            log.record(&json!({"type": "warning", "t": start.elapsed().as_secs_f64(), "message": "MPI_Abort called; flushing"}));
+            log.flush();
+        }
+    }
+}
+
+/// `mpit-tuner-<UTC date>-<time>-<job id>` in the working directory; the job
+/// id comes from the batch system or the launcher, else rank 0's pid.
+fn default_run_dir() -> PathBuf {
+    let job = [
+        "SLURM_JOB_ID",
+        "PBS_JOBID",
+        "LSB_JOBID",
+        "OMPI_MCA_ess_base_jobid",
+        "PMI_JOBID",
+    ]
+    .iter()
+    .find_map(|v| std::env::var(v).ok().filter(|s| !s.is_empty()))
+    .map(|s| {
+        s.replace(
+            |c: char| !c.is_ascii_alphanumeric() && c != '.' && c != '-',
+            "_",
+        )
+    })
+    .unwrap_or_else(|| std::process::id().to_string());
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (y, m, d) = civil_from_days((secs / 86400) as i64);
+    let s = secs % 86400;
+    Path::new(".").join(format!(
+        "mpit-tuner-{y:04}{m:02}{d:02}-{:02}{:02}{:02}-{job}",
+        s / 3600,
+        (s / 60) % 60,
+        s % 60
+    ))
+}
+
+/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian.
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(20_779), (2026, 11, 22));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+    }
+}

@@ -1,0 +1,422 @@
+//! The sampler: chooses PVARs, allocates handles (unbound ones once, bound
+//! ones for every tracked communicator and window), starts non-continuous
+//! ones, reads them on every tick into class-aware [`Metric`]s, and picks up
+//! variables that appear later.
+//!
+//! It runs on the helper thread and calls only MPI_T routines.
+
+use crate::catalogue::{Catalogue, PvarInfo};
+use crate::config::Config;
+use crate::error::Result;
+use crate::ffi::{self, Object};
+use crate::meta::{Binding, PvarClass};
+use crate::metrics::Metric;
+use crate::objects::{ObjectTable, Tracked, MAX_HANDLES_PER_OBJECT};
+use crate::session::MpiT;
+use crate::value::Value;
+use serde::Serialize;
+use std::collections::{BTreeMap, HashSet};
+
+/// One variable in a snapshot: the latest value and derived metrics.
+///
+/// In the log it is written compactly, with the fields that mean something
+/// for its class: `value` always; `delta` and `rate` for counters,
+/// aggregates and timers; `changes` and `change_total` for watermarks;
+/// `min`, `max` and `mean` for the others.
+#[derive(Debug, Clone)]
+pub struct SampledVar {
+    /// The PVAR's name.
+    pub name: String,
+    /// The object it is bound to (`world`, `comm3`, `win1`), if bound.
+    pub object: Option<String>,
+    /// Its class.
+    pub class: PvarClass,
+    /// The metrics.
+    pub metric: Metric,
+}
+
+impl Serialize for SampledVar {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let m = &self.metric;
+        let mut map = s.serialize_map(None)?;
+        map.serialize_entry("name", &self.name)?;
+        if let Some(o) = &self.object {
+            map.serialize_entry("object", o)?;
+        }
+        map.serialize_entry("class", &self.class)?;
+        map.serialize_entry("value", &m.value)?;
+        if self.class.is_accumulating() {
+            map.serialize_entry("delta", &m.delta)?;
+            map.serialize_entry("rate", &m.rate)?;
+        } else if self.class.is_watermark() {
+            map.serialize_entry("changes", &m.changes)?;
+            map.serialize_entry("change_total", &m.change_total)?;
+        } else {
+            map.serialize_entry("min", &m.min)?;
+            map.serialize_entry("max", &m.max)?;
+            map.serialize_entry("mean", &m.mean())?;
+        }
+        map.end()
+    }
+}
+
+/// Everything the sampler knows at one tick, published lock-free for other
+/// readers (policies, tests).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Snapshot {
+    /// Seconds since the tuner started.
+    pub t: f64,
+    /// Sample number (0 before the first sample).
+    pub seq: u64,
+    /// The variables, in a stable order.
+    pub vars: Vec<SampledVar>,
+}
+
+impl Snapshot {
+    /// The variable named `name` (unbound, or bound to `world`).
+    pub fn get(&self, name: &str) -> Option<&SampledVar> {
+        self.vars
+            .iter()
+            .find(|v| v.name == name && v.object.as_deref().is_none_or(|o| o == "world"))
+    }
+}
+
+/// A handle on an unbound variable.
+#[derive(Debug)]
+struct Unbound {
+    info: PvarInfo,
+    handle: ffi::PvarHandle,
+    count: usize,
+    started: bool,
+    metric: Metric,
+}
+
+/// Per tracked object: the bound variables whose handles it carries (in the
+/// order of its handles), their counts and metrics.
+#[derive(Debug)]
+struct ObjectVars {
+    label: String,
+    vars: Vec<(usize, usize, Metric)>,
+}
+
+/// What happened to objects during a tick, for the log.
+#[derive(Debug, Clone, Serialize)]
+pub struct ObjectEvent {
+    /// `created` or `freed`.
+    pub event: &'static str,
+    /// `world`, `comm3`, `win1`.
+    pub object: String,
+    /// Handles allocated (created) for bound variables.
+    pub handles: usize,
+}
+
+/// The sampler's state.
+#[derive(Debug)]
+pub struct Sampler {
+    session: ffi::SessionHandle,
+    catalogue: Catalogue,
+    unbound: Vec<Unbound>,
+    bound: Vec<PvarInfo>,
+    objects: BTreeMap<u64, ObjectVars>,
+    considered: HashSet<i32>,
+    warnings: Vec<String>,
+    buf: Vec<u64>,
+    reaped: Vec<u64>,
+}
+
+impl Sampler {
+    /// Creates the session and allocates handles for every selected unbound
+    /// variable of `catalogue`.
+    pub fn new(_mpit: &MpiT, catalogue: Catalogue, config: &Config) -> Result<Sampler> {
+        let api = ffi::api()?;
+        let mut sampler = Sampler {
+            session: ffi::pvar_session_create(api)?,
+            catalogue,
+            unbound: Vec::new(),
+            bound: Vec::new(),
+            objects: BTreeMap::new(),
+            considered: HashSet::new(),
+            warnings: Vec::new(),
+            buf: vec![0; 64],
+            reaped: Vec::new(),
+        };
+        sampler.adopt_new_variables(config);
+        Ok(sampler)
+    }
+
+    /// The catalogue the sampler works from.
+    pub fn catalogue(&self) -> &Catalogue {
+        &self.catalogue
+    }
+
+    /// Messages about variables that could not be sampled, since the last
+    /// call.
+    pub fn take_warnings(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.warnings)
+    }
+
+    /// Names of the variables sampled, with their binding, for the log
+    /// header.
+    pub fn sampled_variables(&self) -> Vec<serde_json::Value> {
+        let mut out: Vec<serde_json::Value> = self
+            .unbound
+            .iter()
+            .map(|u| {
+                serde_json::json!({
+                    "name": u.info.name, "class": u.info.class, "datatype": u.info.datatype,
+                    "count": u.count, "binding": u.info.binding,
+                    "continuous": u.info.continuous,
+                })
+            })
+            .collect();
+        out.extend(self.bound.iter().map(|b| {
+            serde_json::json!({
+                "name": b.name, "class": b.class, "datatype": b.datatype,
+                "binding": b.binding, "continuous": b.continuous,
+            })
+        }));
+        out
+    }
+
+    /// Re-enumerates the library's variables and starts sampling new ones.
+    /// Returns how many PVARs were added to the catalogue.
+    pub fn refresh(&mut self, mpit: &MpiT, config: &Config) -> usize {
+        match self.catalogue.refresh(mpit) {
+            Ok(growth) => {
+                if growth.pvars > 0 {
+                    self.adopt_new_variables(config);
+                }
+                growth.pvars
+            }
+            Err(e) => {
+                self.warnings
+                    .push(format!("re-enumerating variables failed: {e}"));
+                0
+            }
+        }
+    }
+
+    fn adopt_new_variables(&mut self, config: &Config) {
+        let Ok(api) = ffi::api() else { return };
+        let fresh: Vec<PvarInfo> = self
+            .catalogue
+            .pvars()
+            .iter()
+            .filter(|p| !self.considered.contains(&p.index) && config.samples(&p.name))
+            .cloned()
+            .collect();
+        for info in fresh {
+            self.considered.insert(info.index);
+            match info.binding {
+                Binding::NoObject => {
+                    match ffi::pvar_handle_alloc(api, self.session, info.index, Object::None) {
+                        Ok((handle, count)) => {
+                            let started = !info.continuous
+                                && match ffi::pvar_start(api, self.session, handle) {
+                                    Ok(()) => true,
+                                    Err(e) => {
+                                        self.warnings
+                                            .push(format!("cannot start `{}`: {}", info.name, e));
+                                        let _ = ffi::pvar_handle_free(api, self.session, handle);
+                                        continue;
+                                    }
+                                };
+                            self.unbound.push(Unbound {
+                                metric: Metric::new(info.class),
+                                count: usize::try_from(count).unwrap_or(0),
+                                info,
+                                handle,
+                                started,
+                            });
+                        }
+                        Err(e) => self.warnings.push(format!(
+                            "cannot sample `{}`: {}",
+                            info.name,
+                            e.about(&info.name)
+                        )),
+                    }
+                }
+                Binding::Comm | Binding::Win => self.bound.push(info),
+                other => self.warnings.push(format!(
+                    "`{}` is bound to {} objects, which the tuner does not track; not sampled",
+                    info.name,
+                    other.short()
+                )),
+            }
+        }
+    }
+
+    /// Allocates handles for objects created since the last tick and forgets
+    /// objects the application freed. Returns what happened.
+    pub fn track_objects(&mut self, table: &ObjectTable) -> Vec<ObjectEvent> {
+        let mut events = Vec::new();
+        self.reaped.clear();
+        table.reap(&mut self.reaped);
+        for id in &self.reaped {
+            if let Some(obj) = self.objects.remove(id) {
+                events.push(ObjectEvent {
+                    event: "freed",
+                    object: obj.label,
+                    handles: 0,
+                });
+            }
+        }
+        let Ok(api) = ffi::api() else { return events };
+        let new: Vec<Tracked> = table.new_objects().collect();
+        for tracked in new {
+            let label = match tracked.object {
+                Object::Comm(_) if tracked.id == 0 => "world".to_string(),
+                Object::Comm(_) => format!("comm{}", tracked.id),
+                Object::Win(_) => format!("win{}", tracked.id),
+                Object::None => continue,
+            };
+            let binding = tracked.object.binding();
+            let session = self.session;
+            let mut vars = Vec::new();
+            let mut warnings = Vec::new();
+            let bound = &self.bound;
+            let activated = table.activate(tracked, || {
+                let mut handles = Vec::new();
+                for (i, info) in bound.iter().enumerate() {
+                    if info.binding != binding || handles.len() >= MAX_HANDLES_PER_OBJECT {
+                        continue;
+                    }
+                    match ffi::pvar_handle_alloc(api, session, info.index, tracked.object) {
+                        Ok((handle, count)) => {
+                            let started =
+                                !info.continuous && ffi::pvar_start(api, session, handle).is_ok();
+                            if !info.continuous && !started {
+                                let _ = ffi::pvar_handle_free(api, session, handle);
+                                warnings.push(format!("cannot start `{}` on {label}", info.name));
+                                continue;
+                            }
+                            vars.push((
+                                i,
+                                usize::try_from(count).unwrap_or(0),
+                                Metric::new(info.class),
+                            ));
+                            handles.push((handle, started));
+                        }
+                        Err(e) => warnings.push(format!(
+                            "cannot sample `{}` on {label}: {}",
+                            info.name,
+                            e.about(&info.name)
+                        )),
+                    }
+                }
+                (session, handles)
+            });
+            self.warnings.extend(warnings);
+            if activated {
+                events.push(ObjectEvent {
+                    event: "created",
+                    object: label.clone(),
+                    handles: vars.len(),
+                });
+                self.objects.insert(tracked.id, ObjectVars { label, vars });
+            }
+        }
+        events
+    }
+
+    /// Reads every handle and updates the metrics; `time` is seconds since
+    /// start.
+    pub fn sample(&mut self, table: &ObjectTable, time: f64) {
+        let Ok(api) = ffi::api() else { return };
+        let mut values = Vec::new();
+        for u in &mut self.unbound {
+            if read(
+                api,
+                self.session,
+                u.handle,
+                &u.info,
+                u.count,
+                &mut self.buf,
+                &mut values,
+            ) {
+                u.metric.update(&values, time);
+            }
+        }
+        let active: Vec<Tracked> = table.active_objects().collect();
+        for tracked in active {
+            let Some(obj) = self.objects.get_mut(&tracked.id) else {
+                continue;
+            };
+            let bound = &self.bound;
+            let buf = &mut self.buf;
+            table.with_handles(tracked, |session, handles| {
+                for ((i, count, metric), handle) in obj.vars.iter_mut().zip(handles) {
+                    if read(api, session, handle, &bound[*i], *count, buf, &mut values) {
+                        metric.update(&values, time);
+                    }
+                }
+            });
+        }
+    }
+
+    /// The current metrics as a snapshot.
+    pub fn snapshot(&self, time: f64, seq: u64) -> Snapshot {
+        let mut vars: Vec<SampledVar> = self
+            .unbound
+            .iter()
+            .filter(|u| u.metric.samples > 0)
+            .map(|u| SampledVar {
+                name: u.info.name.clone(),
+                object: None,
+                class: u.info.class,
+                metric: u.metric.clone(),
+            })
+            .collect();
+        for obj in self.objects.values() {
+            for (i, _, metric) in &obj.vars {
+                if metric.samples > 0 {
+                    vars.push(SampledVar {
+                        name: self.bound[*i].name.clone(),
+                        object: Some(obj.label.clone()),
+                        class: self.bound[*i].class,
+                        metric: metric.clone(),
+                    });
+                }
+            }
+        }
+        Snapshot { t: time, seq, vars }
+    }
+
+    /// Stops and frees the unbound handles and the session. Bound handles
+    /// must have been freed first ([`ObjectTable::retire_all`]).
+    pub fn close(self) {
+        let Ok(api) = ffi::api() else { return };
+        for u in &self.unbound {
+            if u.started {
+                let _ = ffi::pvar_stop(api, self.session, u.handle);
+            }
+            let _ = ffi::pvar_handle_free(api, self.session, u.handle);
+        }
+        let _ = ffi::pvar_session_free(api, self.session);
+    }
+}
+
+/// Reads one handle into `values`; false (and nothing changed) on error.
+fn read(
+    api: &ffi::Api,
+    session: ffi::SessionHandle,
+    handle: ffi::PvarHandle,
+    info: &PvarInfo,
+    count: usize,
+    buf: &mut Vec<u64>,
+    values: &mut Vec<f64>,
+) -> bool {
+    if count == 0 || info.datatype == crate::meta::Datatype::Char {
+        return false;
+    }
+    let words = (count * info.datatype.size()).div_ceil(8) + 1;
+    if buf.len() < words {
+        buf.resize(words, 0);
+    }
+    if ffi::pvar_read(api, session, handle, &mut buf[..words]).is_err() {
+        return false;
+    }
+    values.resize(count, 0.0);
+    Value::decode_f64_into(info.datatype, count, &buf[..words], values) == count
+}
