@@ -14,7 +14,8 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering::*};
 use std::sync::{Mutex, OnceLock};
 use tuner_core::config::Config;
-use tuner_core::runtime::{LaunchEnv, NoHooks, PreInit, Runtime, Shared};
+use tuner_core::engine::PolicyHooks;
+use tuner_core::runtime::{Hooks, LaunchEnv, NoHooks, PreInit, Runtime, Shared};
 use tuner_core::{Comm, MpiT, Object, Win};
 
 static PRE_INIT: Mutex<Option<Result<PreInit, String>>> = Mutex::new(None);
@@ -82,7 +83,18 @@ pub fn before_init() {
         DISABLED.store(true, Release);
         return;
     }
-    let pre = PreInit::start(config, warnings, Box::new(NoHooks))
+    let (policies, problem) = PolicyHooks::from_config(&config);
+    if let Some(problem) = problem {
+        // Before MPI_Init the rank is known only from the launcher.
+        if LaunchEnv::from_env().rank.unwrap_or(0) == 0 {
+            eprintln!("mpit-tuner: {problem}");
+        }
+    }
+    let hooks: Box<dyn Hooks> = match policies {
+        Some(p) => Box::new(p),
+        None => Box::new(NoHooks),
+    };
+    let pre = PreInit::start(config, warnings, hooks)
         .map_err(|e| format!("MPI_T could not be initialised ({e})"));
     put(&PRE_INIT, pre);
 }

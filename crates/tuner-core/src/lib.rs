@@ -39,9 +39,11 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod actuator;
 mod catalogue;
 pub mod config;
 mod cvar;
+pub mod engine;
 mod error;
 mod ffi;
 pub mod log;

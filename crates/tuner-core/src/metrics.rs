@@ -82,8 +82,8 @@ impl Metric {
             return;
         }
         let dt = time - self.last_time;
-        for i in 0..n {
-            let (old, new) = (self.value[i], values[i]);
+        for (i, &new) in values.iter().enumerate() {
+            let old = self.value[i];
             let d = new - old;
             self.delta[i] = d;
             self.rate[i] = if dt > 0.0 { d / dt } else { 0.0 };

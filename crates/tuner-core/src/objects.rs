@@ -161,13 +161,15 @@ impl ObjectTable {
     }
 
     fn tracked(&self, wanted: u8) -> impl Iterator<Item = Tracked> + '_ {
-        self.slots.iter().enumerate().filter_map(move |(i, s)| {
-            (s.state.load(Acquire) == wanted).then(|| Tracked {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter(move |(_, s)| s.state.load(Acquire) == wanted)
+            .map(|(i, s)| Tracked {
                 slot: i,
                 id: s.id.load(Relaxed),
                 object: decode(s.kind.load(Relaxed), s.raw.load(Relaxed)),
             })
-        })
     }
 
     /// Runs `f` on a NEW object while it cannot be retired, to allocate its

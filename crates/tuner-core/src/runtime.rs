@@ -42,28 +42,40 @@ pub trait Hooks: Send {
     /// Before `PMPI_Init` (settings read during init). `rank`/`size` come
     /// from the launcher's environment when it sets them.
     fn pre_init(&mut self, _mpit: &MpiT, _catalogue: &Catalogue, _env: &LaunchEnv) {}
-    /// Right after `PMPI_Init`, with the log open.
+    /// Right after `PMPI_Init`, with the log open; `comm` is the tool's
+    /// private communicator (for collective agreement; every rank calls
+    /// this at the same point).
     fn init(
         &mut self,
         _mpit: &MpiT,
         _catalogue: &Catalogue,
         _info: &RunInfo,
         _log: &mut LogWriter,
+        _comm: Comm,
     ) {
     }
-    /// After every sample.
-    fn tick(&mut self, _mpit: &MpiT, _snapshot: &Snapshot, _info: &RunInfo, _log: &mut LogWriter) {}
+    /// After every sample, on the helper thread.
+    fn tick(
+        &mut self,
+        _mpit: &MpiT,
+        _catalogue: &Catalogue,
+        _snapshot: &Snapshot,
+        _log: &mut LogWriter,
+    ) {
+    }
     /// At finalize, after the last sample.
     fn finalize(
         &mut self,
         _mpit: &MpiT,
+        _catalogue: &Catalogue,
         _snapshot: &Snapshot,
-        _info: &RunInfo,
         _log: &mut LogWriter,
     ) {
     }
-    /// Messages (already aggregated or per rank) for the end-of-run report.
-    fn report(&mut self) -> Vec<String> {
+    /// Lines for the end-of-run report, each with its kind
+    /// (`"disabled"`, `"recommendation"`): rank 0's are written to
+    /// summary.json, and its recommendations printed.
+    fn report(&mut self) -> Vec<(&'static str, String)> {
         Vec::new()
     }
 }
@@ -361,7 +373,7 @@ impl Runtime {
         for w in &warnings {
             log.record(&json!({"type": "warning", "t": 0.0, "message": w}));
         }
-        hooks.init(&mpit, &catalogue, &info, &mut log);
+        hooks.init(&mpit, &catalogue, &info, &mut log, private);
         log.flush();
 
         let shared: &'static Shared = Box::leak(Box::new(Shared {
@@ -380,7 +392,7 @@ impl Runtime {
             .name("mpit-tuner".into())
             .spawn(move || {
                 let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    helper_loop(shared, sampler, log, hooks, &helper_config, &helper_info, start)
+                    helper_loop(shared, sampler, log, hooks, &helper_config, start)
                 }));
                 match result {
                     Ok(done) => {
@@ -445,17 +457,20 @@ impl Runtime {
             Some(d) => d.last.clone(),
             None => (*self.shared.snapshot()).clone(),
         };
+        let mut done = done;
+        let mut report = Vec::new();
+        if let Some(d) = &mut done {
+            d.hooks
+                .finalize(&self.mpit, d.sampler.catalogue(), &snapshot, &mut d.log);
+            report = d.hooks.report();
+        }
         // Handles die before their objects and before MPI does.
         if done.is_some() {
             self.shared.objects.retire_all();
         }
         let quantities = summary::local_quantities(&snapshot);
         let stats = summary::reduce(self.private, 0, &quantities);
-        let mut report = Vec::new();
         if let Some(mut d) = done {
-            d.hooks
-                .finalize(&self.mpit, &snapshot, &self.info, &mut d.log);
-            report = d.hooks.report();
             d.log.record(&json!({
                 "type": "close",
                 "t": snapshot.t,
@@ -487,7 +502,7 @@ impl Runtime {
         &self,
         stats: &[summary::VariableStats],
         snapshot: &Snapshot,
-        report: &[String],
+        report: &[(&'static str, String)],
     ) {
         let path = self.info.dir.join("summary.json");
         let doc = json!({
@@ -498,7 +513,7 @@ impl Runtime {
             "samples_rank0": snapshot.seq,
             "duration_s": snapshot.t,
             "variables": stats,
-            "messages": report,
+            "messages": report.iter().map(|(kind, text)| json!({"kind": kind, "text": text})).collect::<Vec<_>>(),
         });
         let written = serde_json::to_vec_pretty(&doc)
             .map_err(std::io::Error::other)
@@ -518,8 +533,10 @@ impl Runtime {
             if !stats.is_empty() {
                 text.push_str(&summary::table(stats, 12));
             }
-            for line in report {
-                text.push_str(&format!("mpit-tuner: {line}\n"));
+            for (kind, line) in report {
+                if *kind == "recommendation" {
+                    text.push_str(&format!("mpit-tuner: {line}\n"));
+                }
             }
             eprint!("{text}");
         }
@@ -532,7 +549,6 @@ fn helper_loop(
     mut log: LogWriter,
     mut hooks: Box<dyn Hooks>,
     config: &Config,
-    info: &RunInfo,
     start: Instant,
 ) -> HelperDone {
     // The helper's own reference on MPI_T; the application's thread owns
@@ -564,7 +580,7 @@ fn helper_loop(
         seq += 1;
         let snapshot = sampler.snapshot(t, seq);
         log.record(&json!({"type": "sample", "t": t, "seq": seq, "vars": snapshot.vars}));
-        hooks.tick(&mpit, &snapshot, info, &mut log);
+        hooks.tick(&mpit, sampler.catalogue(), &snapshot, &mut log);
         for w in sampler.take_warnings() {
             log.record(&json!({"type": "warning", "t": t, "message": w}));
         }

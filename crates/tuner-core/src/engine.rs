@@ -1,0 +1,813 @@
+//! The policy engine: runs compiled policies (crate `policies`) for this
+//! rank in each phase, against a [`Backend`] that serves variable values and
+//! performs writes: MPI_T in a running job ([`MpiBackend`]), recorded logs
+//! in `mpit-tuner replay` (`crate::replay`).
+//!
+//! Every decision and every write attempt becomes a log record (`decision`,
+//! `write`, `note`, `recommendation`, `policy_disabled`).
+
+use crate::actuator::{self, Outcome, Request, When, WriteRecord};
+use crate::catalogue::Catalogue as MpiCatalogue;
+use crate::cvar::Cvar;
+use crate::ffi::Object;
+use crate::meta::{Datatype, PvarClass as MpiClass, Scope as MpiScope};
+use crate::sampler::Snapshot;
+use crate::session::MpiT;
+use policies::{
+    ActionView, Catalogue, CompiledPolicy, CvarInfo, CvarType, Decision, Env, Phase, PolicySet,
+    PvarClass, PvarInfo, Scope, SetValue, Severity, Skip, Value, Values, VarKind,
+};
+use serde_json::{json, Value as Json};
+use std::time::Duration;
+
+/// The default policy set, embedded in the library (the repository's
+/// top-level `policies.toml`).
+pub const DEFAULT_POLICIES: &str =
+    include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../policies.toml"));
+
+/// Where values come from and where writes go.
+pub trait Backend {
+    /// The latest value of a performance variable (unbound, or bound to
+    /// `MPI_COMM_WORLD`), element-wise.
+    fn pvar(&self, name: &str) -> Option<&[f64]>;
+    /// The current value of a numeric control variable.
+    fn cvar(&mut self, name: &str) -> Option<Vec<f64>>;
+    /// Writes a control variable and reports what happened.
+    fn write(
+        &mut self,
+        name: &str,
+        index: Option<u32>,
+        request: &Request,
+        when: When,
+        dry_run: bool,
+    ) -> WriteRecord;
+    /// Sets an environment variable of this process (phase pre-init).
+    fn setenv(&mut self, name: &str, value: &str, dry_run: bool) -> Result<(), String>;
+    /// Seconds since the tuner started.
+    fn time(&self) -> f64;
+}
+
+/// Loads a policy file (`None`: the embedded default set).
+pub fn load(path: Option<&std::path::Path>) -> Result<PolicySet, String> {
+    match path {
+        None => PolicySet::parse(DEFAULT_POLICIES, "policies.toml (embedded)")
+            .map_err(|e| format!("{e:#}")),
+        Some(p) => {
+            let source = std::fs::read_to_string(p).map_err(|e| {
+                format!(
+                    "cannot read policy file {} (MPIT_TUNER_POLICY): {e}",
+                    p.display()
+                )
+            })?;
+            PolicySet::parse(&source, &p.display().to_string()).map_err(|e| format!("{e:#}"))
+        }
+    }
+}
+
+/// The policies of this rank and their bookkeeping.
+#[derive(Debug)]
+pub struct Engine {
+    policies: Vec<CompiledPolicy>,
+    set: PolicySet,
+    /// Why a policy is off, if it is.
+    disabled: Vec<Option<String>>,
+    /// Which slots read PVARs (true) or CVARs (false), decided at bind time.
+    slot_is_pvar: Vec<bool>,
+    /// Slot values gathered for the current evaluation.
+    values: Vec<Vec<f64>>,
+    present: Vec<bool>,
+    /// Last skip reason logged per policy (to log changes, not repeats).
+    last_skip: Vec<Option<std::mem::Discriminant<Skip>>>,
+    recommendations: Vec<String>,
+    /// How many times each policy wrote, and how many writes were refused.
+    pub(crate) counts: Vec<(u64, u64)>,
+}
+
+impl Engine {
+    /// An engine over a parsed set; call [`Engine::bind`] before running.
+    pub fn new(set: PolicySet) -> Engine {
+        let n = set.policies().len();
+        let slots = set.variables().len();
+        Engine {
+            policies: set.policies().to_vec(),
+            disabled: vec![None; n],
+            slot_is_pvar: vec![false; slots],
+            values: vec![Vec::new(); slots],
+            present: vec![false; slots],
+            last_skip: vec![None; n],
+            recommendations: Vec::new(),
+            counts: vec![(0, 0); n],
+            set,
+        }
+    }
+
+    /// The policies.
+    pub fn policies(&self) -> &[CompiledPolicy] {
+        &self.policies
+    }
+
+    /// Why policy `i` is disabled, if it is.
+    pub fn disabled(&self, i: usize) -> Option<&str> {
+        self.disabled[i].as_deref()
+    }
+
+    /// Recommendations emitted so far.
+    pub fn recommendations(&self) -> &[String] {
+        &self.recommendations
+    }
+
+    /// Checks the policies whose phase is in `phases` against what the
+    /// library exports: a policy that names a missing variable, or breaks a
+    /// rule (a read-only or *_EQ CVAR written per rank), is disabled with a
+    /// reason. Returns (policy index, reason, is-missing) for each newly
+    /// disabled policy.
+    pub fn bind(
+        &mut self,
+        catalogue: &dyn Catalogue,
+        phases: &[Phase],
+    ) -> Vec<(usize, String, bool)> {
+        for (i, var) in self.set.variables().iter().enumerate() {
+            self.slot_is_pvar[i] = match var.kind {
+                VarKind::Pvar => true,
+                VarKind::Cvar => false,
+                VarKind::Tool => true,
+                VarKind::Auto => {
+                    catalogue.pvar(&var.name).is_some() || catalogue.cvar(&var.name).is_none()
+                }
+            };
+        }
+        let mut newly = Vec::new();
+        for d in self.set.check(catalogue) {
+            let i = d.policy;
+            if i >= self.policies.len()
+                || !phases.contains(&self.policies[i].phase())
+                || self.disabled[i].is_some()
+                || d.severity == Severity::Warning
+            {
+                continue;
+            }
+            let missing = d.severity == Severity::Missing;
+            let reason = match (missing, d.slot.and_then(|s| self.set.variable(s))) {
+                (true, Some(var)) => format!("MPI library does not export {}", var.name),
+                _ => format!("{}: {}", d.location, d.message),
+            };
+            self.disabled[i] = Some(reason.clone());
+            newly.push((i, reason, missing));
+        }
+        newly
+    }
+
+    /// Runs every enabled policy of `phase` once.
+    pub fn run(
+        &mut self,
+        phase: Phase,
+        backend: &mut dyn Backend,
+        env: &Env,
+        out: &mut dyn FnMut(Json),
+    ) {
+        let when = match phase {
+            Phase::PreInit | Phase::Init => When::Collective,
+            Phase::Periodic | Phase::Finalize => When::RankLocal,
+        };
+        for i in 0..self.policies.len() {
+            if self.policies[i].phase() != phase || self.disabled[i].is_some() {
+                continue;
+            }
+            self.gather(i, backend);
+            let values = SlotValues {
+                values: &self.values,
+                present: &self.present,
+            };
+            let policy = &mut self.policies[i];
+            let decision = policy.evaluate(&values, env);
+            let t = backend.time();
+            match decision {
+                Decision::Skipped(skip) => {
+                    let kind = std::mem::discriminant(&skip);
+                    if !matches!(skip, Skip::NotDue | Skip::NotSelected)
+                        && self.last_skip[i] != Some(kind)
+                    {
+                        out(json!({
+                            "type": "decision", "t": t, "policy": policy.name(), "phase": phase.name(),
+                            "fired": false, "reason": skip.to_string(),
+                        }));
+                    }
+                    self.last_skip[i] = Some(kind);
+                }
+                Decision::Fired { branch, write } => {
+                    self.last_skip[i] = None;
+                    let inputs: serde_json::Map<String, Json> = policy
+                        .condition_inputs()
+                        .map(|(name, v)| {
+                            (
+                                name.to_string(),
+                                v.map_or(Json::Null, |v| json!(v.as_slice())),
+                            )
+                        })
+                        .collect();
+                    out(json!({
+                        "type": "decision", "t": t, "policy": policy.name(), "phase": phase.name(),
+                        "fired": true, "branch": branch.to_string(), "write": write,
+                        "condition": policy.condition_value().map(|v| json!(v.as_slice())),
+                        "inputs": inputs,
+                    }));
+                    let dry_run = !write;
+                    let actions: Vec<ActionView<'_>> = policy.actions(branch).collect();
+                    for action in actions {
+                        match action {
+                            ActionView::Set {
+                                cvar,
+                                index,
+                                value,
+                                source,
+                                ..
+                            } => {
+                                let request = match value {
+                                    SetValue::Number(x) => Request::Number(x),
+                                    SetValue::Numbers(xs) => Request::Numbers(xs.to_vec()),
+                                    SetValue::Text(t) => Request::Text(t.to_string()),
+                                };
+                                let record = backend.write(cvar, index, &request, when, dry_run);
+                                let refused = refused(record.outcome);
+                                self.counts[i].0 += u64::from(!refused && !dry_run);
+                                self.counts[i].1 += u64::from(refused);
+                                let mut rec = serde_json::to_value(&record).unwrap_or(Json::Null);
+                                if let Json::Object(m) = &mut rec {
+                                    m.insert("type".into(), json!("write"));
+                                    m.insert("t".into(), json!(backend.time()));
+                                    m.insert("policy".into(), json!(policy.name()));
+                                    m.insert("phase".into(), json!(phase.name()));
+                                    m.insert("source".into(), json!(source));
+                                    m.insert("dry_run".into(), json!(dry_run));
+                                }
+                                out(rec);
+                            }
+                            ActionView::SetEnv { name, value } => {
+                                let result = backend.setenv(name, value, dry_run);
+                                out(json!({
+                                    "type": "setenv", "t": backend.time(), "policy": policy.name(),
+                                    "phase": phase.name(), "name": name, "value": value,
+                                    "dry_run": dry_run, "error": result.err(),
+                                }));
+                            }
+                            ActionView::Note(text) => out(json!({
+                                "type": "note", "t": t, "policy": policy.name(), "text": text,
+                            })),
+                            ActionView::Recommend(text) => {
+                                let line = format!("{}: {text}", policy.name());
+                                if !self.recommendations.contains(&line) {
+                                    self.recommendations.push(line);
+                                }
+                                out(json!({
+                                    "type": "recommendation", "t": t, "policy": policy.name(), "text": text,
+                                }));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Fills the slot values policy `i` reads.
+    fn gather(&mut self, i: usize, backend: &mut dyn Backend) {
+        for &slot in self.policies[i].slots() {
+            let s = slot.index();
+            let name = match self.set.variables().get(s) {
+                Some(v) => v.name.as_str(),
+                None => continue,
+            };
+            let buf = &mut self.values[s];
+            buf.clear();
+            self.present[s] = if self.slot_is_pvar[s] {
+                match backend.pvar(name) {
+                    Some(v) => {
+                        buf.extend_from_slice(v);
+                        true
+                    }
+                    None => false,
+                }
+            } else {
+                match backend.cvar(name) {
+                    Some(v) => {
+                        buf.extend_from_slice(&v);
+                        true
+                    }
+                    None => false,
+                }
+            };
+        }
+    }
+}
+
+/// The gathered values, served by slot.
+struct SlotValues<'a> {
+    values: &'a [Vec<f64>],
+    present: &'a [bool],
+}
+
+impl Values for SlotValues<'_> {
+    fn get(&self, slot: policies::VarSlot) -> Option<Value<'_>> {
+        let i = slot.index();
+        if !*self.present.get(i)? {
+            return None;
+        }
+        let v = &self.values[i];
+        Some(if v.len() == 1 {
+            Value::Scalar(v[0])
+        } else {
+            Value::Array(v)
+        })
+    }
+}
+
+/// The MPI library's catalogue as the policy checker sees it.
+pub struct CatalogueView<'a> {
+    catalogue: &'a MpiCatalogue,
+    mpit: &'a MpiT,
+}
+
+impl<'a> CatalogueView<'a> {
+    /// A view of `catalogue`; CVAR element counts are asked of the library
+    /// (a handle is opened and freed; no value is read).
+    pub fn new(mpit: &'a MpiT, catalogue: &'a MpiCatalogue) -> Self {
+        CatalogueView { catalogue, mpit }
+    }
+}
+
+impl Catalogue for CatalogueView<'_> {
+    fn pvar(&self, name: &str) -> Option<PvarInfo> {
+        let p = self.catalogue.pvars_named(name).next()?;
+        Some(PvarInfo {
+            class: convert_class(p.class),
+            count: 1,
+        })
+    }
+
+    fn cvar(&self, name: &str) -> Option<CvarInfo> {
+        let c = self.catalogue.cvar(name)?;
+        let count = if c.binding == crate::meta::Binding::NoObject {
+            Cvar::open(self.mpit, c, Object::None)
+                .map(|h| h.count())
+                .unwrap_or(1)
+        } else {
+            1
+        };
+        Some(CvarInfo {
+            scope: convert_scope(c.scope)?,
+            count: count.max(1),
+            ty: match (&c.enumeration, c.datatype) {
+                (Some(e), _) => CvarType::Enum(e.items.iter().map(|i| i.name.clone()).collect()),
+                (None, Datatype::Char) => CvarType::String,
+                (None, Datatype::Double) => CvarType::Double,
+                _ => CvarType::Int,
+            },
+        })
+    }
+
+    fn names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .catalogue
+            .cvars()
+            .iter()
+            .map(|c| c.name.clone())
+            .collect();
+        names.extend(self.catalogue.pvars().iter().map(|p| p.name.clone()));
+        names
+    }
+
+    fn has_tool_metric(&self, _name: &str) -> bool {
+        false
+    }
+}
+
+pub(crate) fn convert_scope(s: MpiScope) -> Option<Scope> {
+    Some(match s {
+        MpiScope::Constant => Scope::Constant,
+        MpiScope::Readonly => Scope::Readonly,
+        MpiScope::Local => Scope::Local,
+        MpiScope::Group => Scope::Group,
+        MpiScope::GroupEq => Scope::GroupEq,
+        MpiScope::All => Scope::All,
+        MpiScope::AllEq => Scope::AllEq,
+        MpiScope::Unknown => return None,
+    })
+}
+
+pub(crate) fn convert_class(c: MpiClass) -> PvarClass {
+    match c {
+        MpiClass::State => PvarClass::State,
+        MpiClass::Level => PvarClass::Level,
+        MpiClass::Size => PvarClass::Size,
+        MpiClass::Percentage => PvarClass::Percentage,
+        MpiClass::Highwatermark => PvarClass::HighWatermark,
+        MpiClass::Lowwatermark => PvarClass::LowWatermark,
+        MpiClass::Counter => PvarClass::Counter,
+        MpiClass::Aggregate => PvarClass::Aggregate,
+        MpiClass::Timer => PvarClass::Timer,
+        MpiClass::Generic | MpiClass::Unknown => PvarClass::Generic,
+    }
+}
+
+/// The backend of a running job: values from the sampler's snapshot and
+/// MPI_T, writes through the [`actuator`].
+pub struct MpiBackend<'a> {
+    /// The MPI_T guard.
+    pub mpit: &'a MpiT,
+    /// The library's catalogue.
+    pub catalogue: &'a MpiCatalogue,
+    /// The latest snapshot (empty before the first sample).
+    pub snapshot: &'a Snapshot,
+    /// Seconds since start.
+    pub now: f64,
+}
+
+impl Backend for MpiBackend<'_> {
+    fn pvar(&self, name: &str) -> Option<&[f64]> {
+        self.snapshot.get(name).map(|v| v.metric.value.as_slice())
+    }
+
+    fn cvar(&mut self, name: &str) -> Option<Vec<f64>> {
+        let info = self.catalogue.cvar(name)?;
+        let cvar = Cvar::open(self.mpit, info, Object::None).ok()?;
+        let v = cvar.read().ok()?.to_f64s();
+        (!v.is_empty()).then_some(v)
+    }
+
+    fn write(
+        &mut self,
+        name: &str,
+        index: Option<u32>,
+        request: &Request,
+        when: When,
+        dry_run: bool,
+    ) -> WriteRecord {
+        actuator::write(
+            self.mpit,
+            self.catalogue,
+            name,
+            index,
+            request,
+            when,
+            dry_run,
+        )
+    }
+
+    fn setenv(&mut self, name: &str, value: &str, dry_run: bool) -> Result<(), String> {
+        set_environment(name, value, dry_run)
+    }
+
+    fn time(&self) -> f64 {
+        self.now
+    }
+}
+
+/// Sets an environment variable before the MPI library reads it (pre-init).
+/// Refuses empty names and values with `=` or NUL in the name, and empty
+/// values (MPICH over UCX aborts MPI_Init on an empty `UCX_*` value).
+pub fn set_environment(name: &str, value: &str, dry_run: bool) -> Result<(), String> {
+    if name.is_empty() || name.contains(['=', '\0']) || value.contains('\0') {
+        return Err(format!("`{name}` is not a valid environment variable name"));
+    }
+    if value.trim().is_empty() {
+        return Err(format!("refusing to set {name} to an empty value"));
+    }
+    if !dry_run {
+        // Runs inside MPI_Init before PMPI_Init, before the tuner starts any
+        // thread; the application's own threads do not read the
+        // environment of an MPI library that is not initialised yet.
+        std::env::set_var(name, value);
+    }
+    Ok(())
+}
+
+/// An environment for the policies: rank, size and time since start.
+pub fn env(rank: u32, size: u32, seconds: f64) -> Env {
+    Env::new(rank, size, Duration::from_secs_f64(seconds.max(0.0)))
+}
+
+/// Which phases a branch of checks covers.
+pub const RUNTIME_PHASES: &[Phase] = &[Phase::Init, Phase::Periodic, Phase::Finalize];
+
+/// Helper for logs and reports: "0-3,8".
+pub fn format_ranks(ranks: &[u32]) -> String {
+    let mut sorted = ranks.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < sorted.len() {
+        let start = sorted[i];
+        let mut end = start;
+        while i + 1 < sorted.len() && sorted[i + 1] == end + 1 {
+            i += 1;
+            end = sorted[i];
+        }
+        out.push(if start == end {
+            start.to_string()
+        } else {
+            format!("{start}-{end}")
+        });
+        i += 1;
+    }
+    out.join(",")
+}
+
+/// True when a branch's writes were all refused.
+pub fn refused(outcome: Outcome) -> bool {
+    !matches!(
+        outcome,
+        Outcome::Written | Outcome::WrittenDiffers | Outcome::DryRun
+    )
+}
+
+/// The policy engine as the runtime's [`Hooks`](crate::runtime::Hooks).
+pub struct PolicyHooks {
+    engine: Engine,
+    /// Whether the user chose the file (messages go to the terminal) or it
+    /// is the embedded default (one summary line).
+    user_file: bool,
+    rank: u32,
+    size: u32,
+    pending: Vec<Json>,
+    messages: Vec<String>,
+    pre_catalogue_names: usize,
+}
+
+impl PolicyHooks {
+    /// Loads the policies the configuration names (`None` = the embedded
+    /// default, `none` = monitor only). A file that does not parse is
+    /// reported and the tuner runs in monitor mode: the returned message
+    /// (with `file:line:column`) is for rank 0 to print.
+    pub fn from_config(config: &crate::config::Config) -> (Option<PolicyHooks>, Option<String>) {
+        let path = config.policy.as_deref();
+        if path.is_some_and(|p| p.as_os_str() == "none") {
+            return (None, None);
+        }
+        match load(path) {
+            Ok(set) => (
+                Some(PolicyHooks {
+                    engine: Engine::new(set),
+                    user_file: path.is_some(),
+                    rank: 0,
+                    size: 1,
+                    pending: Vec::new(),
+                    messages: Vec::new(),
+                    pre_catalogue_names: 0,
+                }),
+                None,
+            ),
+            Err(e) => (
+                None,
+                Some(format!("policies not loaded, monitoring only:\n{e}")),
+            ),
+        }
+    }
+
+    /// The engine.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+}
+
+impl crate::runtime::Hooks for PolicyHooks {
+    fn pre_init(
+        &mut self,
+        mpit: &MpiT,
+        catalogue: &MpiCatalogue,
+        launch: &crate::runtime::LaunchEnv,
+    ) {
+        self.rank = launch.rank.unwrap_or(0);
+        self.size = launch.size.unwrap_or(1);
+        self.pre_catalogue_names = catalogue.cvars().len();
+        let has_pre_init = self
+            .engine
+            .policies()
+            .iter()
+            .any(|p| p.phase() == Phase::PreInit);
+        if !has_pre_init {
+            return;
+        }
+        if launch.rank.is_none() {
+            self.pending.push(json!({"type": "warning", "t": 0.0,
+                "message": "the launcher did not say this process's rank before MPI_Init; pre-init policies see rank 0 of 1"}));
+        }
+        let view = CatalogueView::new(mpit, catalogue);
+        for (i, reason, _) in self.engine.bind(&view, &[Phase::PreInit]) {
+            let name = self.engine.policies()[i].name().to_string();
+            self.pending.push(
+                json!({"type": "policy_disabled", "t": 0.0, "policy": name, "reason": reason}),
+            );
+            self.messages
+                .push(format!("policy {name} disabled: {reason}"));
+        }
+        let snapshot = Snapshot::default();
+        let mut backend = MpiBackend {
+            mpit,
+            catalogue,
+            snapshot: &snapshot,
+            now: 0.0,
+        };
+        let env = env(self.rank, self.size, 0.0);
+        let pending = &mut self.pending;
+        self.engine
+            .run(Phase::PreInit, &mut backend, &env, &mut |r| pending.push(r));
+    }
+
+    fn init(
+        &mut self,
+        mpit: &MpiT,
+        catalogue: &MpiCatalogue,
+        info: &crate::runtime::RunInfo,
+        log: &mut crate::log::LogWriter,
+        comm: crate::ffi::Comm,
+    ) {
+        self.rank = info.rank.max(0) as u32;
+        self.size = info.size.max(1) as u32;
+        for r in self.pending.drain(..) {
+            log.record(&r);
+        }
+        let view = CatalogueView::new(mpit, catalogue);
+        let newly = self.engine.bind(&view, RUNTIME_PHASES);
+        for (i, reason, _) in &newly {
+            log.record(&json!({"type": "policy_disabled", "t": 0.0,
+                "policy": self.engine.policies()[*i].name(), "reason": reason}));
+        }
+        // One message per disabled policy for the whole job, on rank 0.
+        let n = self.engine.policies().len();
+        let mine: Vec<bool> = (0..n).map(|i| self.engine.disabled(i).is_some()).collect();
+        match aggregate_disabled(comm, info.rank, &mine) {
+            Ok(Some(per_policy)) => {
+                let mut lines = Vec::new();
+                for (i, (count, lo, hi)) in per_policy.into_iter().enumerate() {
+                    if count == 0 {
+                        continue;
+                    }
+                    let name = self.engine.policies()[i].name();
+                    let where_ = if count as i64 == i64::from(hi - lo + 1) {
+                        format!(
+                            "ranks {}",
+                            format_ranks(&(lo as u32..=hi as u32).collect::<Vec<_>>())
+                        )
+                    } else {
+                        format!("{count} ranks between {lo} and {hi}")
+                    };
+                    let reason = self
+                        .engine
+                        .disabled(i)
+                        .map(str::to_string)
+                        .unwrap_or_else(|| "see the logs of those ranks".into());
+                    lines.push(format!("policy {name} disabled on {where_}: {reason}"));
+                }
+                if self.user_file {
+                    for l in &lines {
+                        eprintln!("mpit-tuner: {l}");
+                    }
+                } else if !lines.is_empty() {
+                    eprintln!(
+                        "mpit-tuner: {} of {} default policies do not apply to this MPI library (see summary.json)",
+                        lines.len(),
+                        n
+                    );
+                }
+                self.messages.extend(lines);
+            }
+            Ok(None) => {}
+            Err(e) => log.record(&json!({"type": "warning", "t": 0.0,
+                "message": format!("could not aggregate disabled policies: {e}")})),
+        }
+        let snapshot = Snapshot::default();
+        let mut backend = MpiBackend {
+            mpit,
+            catalogue,
+            snapshot: &snapshot,
+            now: 0.0,
+        };
+        let env = env(self.rank, self.size, 0.0);
+        self.engine
+            .run(Phase::Init, &mut backend, &env, &mut |r| log.record(&r));
+    }
+
+    fn tick(
+        &mut self,
+        mpit: &MpiT,
+        catalogue: &MpiCatalogue,
+        snapshot: &Snapshot,
+        log: &mut crate::log::LogWriter,
+    ) {
+        let mut backend = MpiBackend {
+            mpit,
+            catalogue,
+            snapshot,
+            now: snapshot.t,
+        };
+        let env = env(self.rank, self.size, snapshot.t);
+        self.engine
+            .run(Phase::Periodic, &mut backend, &env, &mut |r| log.record(&r));
+    }
+
+    fn finalize(
+        &mut self,
+        mpit: &MpiT,
+        catalogue: &MpiCatalogue,
+        snapshot: &Snapshot,
+        log: &mut crate::log::LogWriter,
+    ) {
+        let mut backend = MpiBackend {
+            mpit,
+            catalogue,
+            snapshot,
+            now: snapshot.t,
+        };
+        let env = env(self.rank, self.size, snapshot.t);
+        self.engine
+            .run(Phase::Finalize, &mut backend, &env, &mut |r| log.record(&r));
+        for (i, (writes, refused)) in self.engine.counts.iter().enumerate() {
+            log.record(&json!({"type": "policy_summary", "t": snapshot.t,
+                "policy": self.engine.policies()[i].name(), "writes": writes, "refused": refused,
+                "firings": self.engine.policies()[i].state().firings,
+                "disabled": self.engine.disabled(i)}));
+        }
+    }
+
+    fn report(&mut self) -> Vec<(&'static str, String)> {
+        let mut out: Vec<(&'static str, String)> = self
+            .messages
+            .iter()
+            .map(|m| ("disabled", m.clone()))
+            .collect();
+        out.extend(self.engine.recommendations().iter().map(|r| {
+            (
+                "recommendation",
+                format!("recommendation (rank {}) from {r}", self.rank),
+            )
+        }));
+        out
+    }
+}
+
+/// Per policy: (how many ranks disabled it, lowest such rank, highest), on
+/// rank 0; `None` elsewhere. O(log P) reductions.
+fn aggregate_disabled(
+    comm: crate::ffi::Comm,
+    rank: i32,
+    mine: &[bool],
+) -> crate::Result<Option<Vec<(u32, i32, i32)>>> {
+    use crate::ffi::{reduce_loc, reduce_sum, DoubleInt};
+    let n = mine.len();
+    if n == 0 {
+        return Ok(Some(Vec::new()));
+    }
+    let counts: Vec<f64> = mine.iter().map(|d| f64::from(u8::from(*d))).collect();
+    let mut total = vec![0.0; n];
+    reduce_sum(comm, &counts, &mut total, 0)?;
+    let pairs = |fill: f64| -> Vec<DoubleInt> {
+        mine.iter()
+            .map(|d| DoubleInt {
+                value: if *d { f64::from(rank) } else { fill },
+                rank,
+            })
+            .collect()
+    };
+    let mut lo = vec![DoubleInt::default(); n];
+    let mut hi = vec![DoubleInt::default(); n];
+    reduce_loc(comm, &pairs(f64::INFINITY), &mut lo, false, 0)?;
+    reduce_loc(comm, &pairs(f64::NEG_INFINITY), &mut hi, true, 0)?;
+    if rank != 0 {
+        return Ok(None);
+    }
+    Ok(Some(
+        (0..n)
+            .map(|i| (total[i] as u32, lo[i].value as i32, hi[i].value as i32))
+            .collect(),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rank_ranges() {
+        assert_eq!(format_ranks(&[0, 1, 2, 3]), "0-3");
+        assert_eq!(format_ranks(&[5, 0, 1, 3]), "0-1,3,5");
+        assert_eq!(format_ranks(&[]), "");
+    }
+
+    #[test]
+    fn the_default_policies_parse() {
+        let set = load(None).unwrap();
+        assert!(set
+            .policies()
+            .iter()
+            .any(|p| p.name() == "free-unused-vbufs"));
+    }
+
+    #[test]
+    fn environment_values_are_validated() {
+        assert!(set_environment("", "x", true).is_err());
+        assert!(set_environment("A=B", "x", true).is_err());
+        assert!(set_environment("UCX_RNDV_THRESH", "", true).is_err());
+        assert!(set_environment("UCX_RNDV_THRESH", "65536", true).is_ok());
+    }
+}

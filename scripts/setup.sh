@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs what mpit-tuner needs on a fresh Debian machine: both MPI
+# libraries (MPICH and Open MPI, with their compilers and launchers),
+# libclang for bindgen, gfortran for the Fortran example, patchelf for the
+# relinking test. Idempotent; installs only what is missing. Needs root (or
+# sudo) for apt-get, and an existing Rust toolchain (cargo >= 1.85).
+set -euo pipefail
+
+need=()
+have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+for pkg in libmpich-dev mpich libopenmpi-dev openmpi-bin libclang-dev clang gfortran patchelf pkg-config make binutils; do
+  have_pkg "$pkg" || need+=("$pkg")
+done
+
+if ((${#need[@]})); then
+  echo "setup: installing ${need[*]}" >&2
+  SUDO=""
+  if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq </dev/null
+  $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" </dev/null >/dev/null
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "setup: cargo not found; install Rust (https://rustup.rs) and run again" >&2
+  exit 1
+fi
+for tool in mpicc.mpich mpiexec.mpich mpicc.openmpi mpiexec.openmpi gfortran patchelf; do
+  command -v "$tool" >/dev/null 2>&1 || { echo "setup: $tool still missing after install" >&2; exit 1; }
+done
+echo "setup: ok ($(cargo --version), $(mpichversion 2>/dev/null | head -1 | tr -s ' \t' ' '), Open MPI $(ompi_info --version 2>/dev/null | head -1 | awk '{print $NF}'))" >&2
