@@ -804,6 +804,20 @@ mod tests {
     }
 
     #[test]
+    fn every_example_policy_file_parses() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/policies");
+        let mut n = 0;
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "toml") {
+                load(Some(&path)).unwrap_or_else(|e| panic!("{e}"));
+                n += 1;
+            }
+        }
+        assert!(n >= 5, "{n} example policy files");
+    }
+
+    #[test]
     fn environment_values_are_validated() {
         assert!(set_environment("", "x", true).is_err());
         assert!(set_environment("A=B", "x", true).is_err());

@@ -83,6 +83,15 @@ pub enum Error {
         /// What was wrong.
         message: String,
     },
+    /// The tool will not touch this variable now, because the MPI library
+    /// would crash (see `quirks`).
+    #[error("`{variable}`: {message}")]
+    Unavailable {
+        /// The variable.
+        variable: String,
+        /// Why.
+        message: String,
+    },
     /// The variable is bound to an MPI object and needs one, or is not bound
     /// and was given one.
     #[error("`{variable}`: {message}")]
@@ -103,6 +112,7 @@ impl Error {
             | Error::SetNever { variable, .. }
             | Error::NotWritable { variable, .. }
             | Error::BadValue { variable, .. }
+            | Error::Unavailable { variable, .. }
             | Error::Binding { variable, .. } => Some(variable),
             Error::NotFound { name, .. } => Some(name),
             Error::NoMpi | Error::MissingFunction(_) => None,

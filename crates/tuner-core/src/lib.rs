@@ -51,6 +51,7 @@ mod meta;
 pub mod metrics;
 pub mod objects;
 mod pvar;
+pub mod quirks;
 pub mod runtime;
 pub mod sampler;
 mod session;

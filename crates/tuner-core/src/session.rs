@@ -82,9 +82,7 @@ impl MpiT {
     /// Which family the library in this process belongs to, from its version
     /// string (an MPICH-ABI build also runs MVAPICH2 and Intel MPI).
     pub fn library(&self) -> Library {
-        self.library_version()
-            .map(|v| Library::from_version(&v))
-            .unwrap_or(Library::Unknown)
+        library_of_process()
     }
 }
 
@@ -111,6 +109,17 @@ impl Drop for MpiT {
             }
         }
     }
+}
+
+/// The library family of this process (asked once).
+pub(crate) fn library_of_process() -> Library {
+    static LIBRARY: std::sync::OnceLock<Library> = std::sync::OnceLock::new();
+    *LIBRARY.get_or_init(|| {
+        ffi::api()
+            .and_then(ffi::library_version)
+            .map(|v| Library::from_version(&v))
+            .unwrap_or(Library::Unknown)
+    })
 }
 
 /// The MPI library family, told from `MPI_Get_library_version`.
