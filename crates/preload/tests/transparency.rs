@@ -1,0 +1,131 @@
+//! The application cannot tell the tool is there: the C, Fortran and Rust
+//! examples print exactly what they print without it (and the tool did
+//! run: its logs are there), at both thread levels; `MPIT_TUNER=off`
+//! leaves no trace at all.
+//!
+//! Run one job at a time: `cargo test -p mpit-tuner-preload -- --test-threads=1`.
+
+mod common;
+
+use common::*;
+use std::path::Path;
+
+/// Runs `program args` with and without the preload: the same standard
+/// output (except lines `ignore` drops), and a complete log per rank.
+fn unchanged_and_logged(program: &Path, args: &[&str], ignore: impl Fn(&str) -> bool) -> String {
+    let tmp = tempdir();
+    let (plain, tooled, dir) = run_both(RANKS, program, args, tmp.path());
+    assert_same_stdout(&plain, &tooled, ignore);
+    for log in read_run_dir(&dir, RANKS) {
+        check_complete_log(&log, RANKS);
+    }
+    check_summary(&dir, RANKS);
+    plain.stdout()
+}
+
+/// C: communicators and windows created and freed every iteration.
+#[test]
+fn c_example_output_unchanged() {
+    let out = unchanged_and_logged(&example("comm_churn"), &["3"], |_| false);
+    assert!(out.contains("checksum="), "{out}");
+}
+
+/// Fortran, through `MPI_INIT`.
+#[test]
+fn fortran_example_output_unchanged() {
+    let out = unchanged_and_logged(&example("basics"), &[], |_| false);
+    assert!(out.starts_with("basics: ranks=4 init=MPI_INIT "), "{out}");
+}
+
+/// Rust (rsmpi): the 3-D stencil; only its `time:` line may differ.
+#[test]
+fn rust_example_output_unchanged() {
+    let out = unchanged_and_logged(&stencil3d(), &["--iters", "20"], |l| l.starts_with("time:"));
+    assert!(out.contains("\nresult: sum="), "{out}");
+}
+
+/// An application that initialises with `MPI_THREAD_SINGLE` works under the
+/// tool (whose helper thread then calls only MPI_T routines).
+#[test]
+fn thread_single_works() {
+    let out = unchanged_and_logged(&example("comm_churn"), &["single", "2"], |_| false);
+    assert!(out.contains("thread_level=single"), "{out}");
+}
+
+/// An application that initialises with `MPI_THREAD_MULTIPLE` works too.
+#[test]
+fn thread_multiple_works() {
+    let out = unchanged_and_logged(&example("comm_churn"), &["multiple", "2"], |_| false);
+    assert!(out.contains("thread_level=multiple"), "{out}");
+}
+
+/// Names of the entries of a directory.
+fn entries(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// `MPIT_TUNER=off`: the preload is loaded but does nothing. No run
+/// directory, neither the one `MPIT_TUNER_DIR` names nor the default one in
+/// the working directory (which a run without `off` does create), nothing
+/// on stderr, the same output.
+#[test]
+fn tuner_off_leaves_no_trace() {
+    let tmp = tempdir();
+    let program = example("comm_churn");
+    let args = ["2"];
+    let plain = mpit_testkit::run(mpi_job(RANKS, &program, &args));
+    plain.assert_success();
+
+    // With MPIT_TUNER_DIR.
+    let dir = tmp.path().join("run");
+    let mut cmd = mpi_job(RANKS, &program, &args);
+    preload(&mut cmd, &dir);
+    cmd.env("MPIT_TUNER", "off");
+    let off = mpit_testkit::run(cmd);
+    off.assert_success();
+    assert_same_stdout(&plain, &off, |_| false);
+    assert!(!dir.exists(), "MPIT_TUNER=off created {}", dir.display());
+    assert!(
+        !off.stderr().contains("mpit-tuner"),
+        "MPIT_TUNER=off printed:\n{}",
+        off.stderr()
+    );
+
+    // Without: the default run directory would go to the working directory.
+    let cwd = tmp.path().join("cwd");
+    std::fs::create_dir(&cwd).unwrap();
+    let mut cmd = mpi_job(RANKS, &program, &args);
+    preload(&mut cmd, &dir);
+    cmd.env_remove("MPIT_TUNER_DIR")
+        .env("MPIT_TUNER", "off")
+        .current_dir(&cwd);
+    let off = mpit_testkit::run(cmd);
+    off.assert_success();
+    assert_same_stdout(&plain, &off, |_| false);
+    assert_eq!(
+        entries(&cwd),
+        Vec::<String>::new(),
+        "MPIT_TUNER=off wrote to the working directory"
+    );
+
+    // The control: the same run with the tuner on creates the default
+    // directory `mpit-tuner-<date>-<jobid>` there.
+    let mut cmd = mpi_job(RANKS, &program, &args);
+    preload(&mut cmd, &dir);
+    cmd.env_remove("MPIT_TUNER_DIR").current_dir(&cwd);
+    let on = mpit_testkit::run(cmd);
+    on.assert_success();
+    assert_same_stdout(&plain, &on, |_| false);
+    let created = entries(&cwd);
+    assert!(
+        created.len() == 1 && created[0].starts_with("mpit-tuner-"),
+        "expected one default run directory in {}: {created:?}",
+        cwd.display()
+    );
+    for log in read_run_dir(&cwd.join(&created[0]), RANKS) {
+        check_complete_log(&log, RANKS);
+    }
+}
