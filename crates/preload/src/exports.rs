@@ -11,10 +11,14 @@
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
 use crate::lifecycle;
-use mpit_sys::{mpit_fint as MPI_Fint, MPI_Aint, MPI_Comm, MPI_Group, MPI_Info, MPI_Win};
+use mpit_sys::{
+    mpit_fint as MPI_Fint, MPI_Aint, MPI_Comm, MPI_Datatype, MPI_Group, MPI_Info, MPI_Op,
+    MPI_Status, MPI_Win,
+};
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use tuner_core::toolmetrics::{self, Family};
 use tuner_core::Raw;
 
 /// Runs the tuner's part of a wrapper; a panic disables the tuner.
@@ -401,4 +405,119 @@ pub unsafe extern "C" fn MPI_Win_free(win: *mut MPI_Win) -> c_int {
     }
     // SAFETY: the application's own argument, passed through.
     unsafe { real(win) }
+}
+
+// ---------------------------------------------------------------------------
+// Point-to-point and collective calls: counted on the hot path with relaxed
+// atomics only (no lock, no allocation, no I/O); one call in
+// toolmetrics::TIMING_PERIOD is timed.
+
+/// Bytes of `count` elements of `datatype` (`PMPI_Type_size`); 0 for an
+/// empty message, without asking the library.
+#[inline]
+fn bytes(count: c_int, datatype: MPI_Datatype) -> u64 {
+    if count <= 0 {
+        return 0;
+    }
+    let type_size = real!(
+        c"PMPI_Type_size",
+        unsafe extern "C" fn(MPI_Datatype, *mut c_int) -> c_int
+    );
+    let mut size: c_int = 0;
+    // SAFETY: the datatype the application passed with a non-empty message
+    // (valid by the MPI standard) and a valid out-pointer.
+    if unsafe { type_size(datatype, &mut size) } != success() {
+        return 0;
+    }
+    count as u64 * size.max(0) as u64
+}
+
+fn in_place() -> *const c_void {
+    // SAFETY: reading a constant of the C shim.
+    unsafe { mpit_sys::MPIT_IN_PLACE }.cast_const()
+}
+
+/// Counts a call (panics cannot escape) and runs it, timing it when its
+/// turn comes.
+#[inline]
+fn counted(family: Family, bytes: impl FnOnce() -> u64, call: impl FnOnce() -> c_int) -> c_int {
+    if !lifecycle::metrics_on() {
+        return call();
+    }
+    let timed =
+        catch_unwind(AssertUnwindSafe(|| toolmetrics::record(family, bytes()))).unwrap_or(false);
+    if !timed {
+        return call();
+    }
+    let start = std::time::Instant::now();
+    let rc = call();
+    toolmetrics::record_time(family, start.elapsed().as_nanos() as u64);
+    rc
+}
+
+macro_rules! counted_call {
+    ($($sym:ident => $name:literal ( $($arg:ident : $ty:ty),* ) as $family:ident bytes $bytes:expr;)+) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $sym($($arg: $ty),*) -> c_int {
+            let real = real!($name, unsafe extern "C" fn($($ty),*) -> c_int);
+            counted(Family::$family, || $bytes, || {
+                // SAFETY: the application's own arguments, passed through.
+                unsafe { real($($arg),*) }
+            })
+        }
+    )+};
+}
+
+counted_call! {
+    MPI_Send => c"MPI_Send"(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm)
+        as Send bytes bytes(count, datatype);
+    MPI_Ssend => c"MPI_Ssend"(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm)
+        as Send bytes bytes(count, datatype);
+    MPI_Rsend => c"MPI_Rsend"(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm)
+        as Send bytes bytes(count, datatype);
+    MPI_Bsend => c"MPI_Bsend"(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm)
+        as Send bytes bytes(count, datatype);
+    MPI_Isend => c"MPI_Isend"(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut mpit_sys::MPI_Request)
+        as Isend bytes bytes(count, datatype);
+    MPI_Issend => c"MPI_Issend"(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut mpit_sys::MPI_Request)
+        as Isend bytes bytes(count, datatype);
+    MPI_Irsend => c"MPI_Irsend"(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut mpit_sys::MPI_Request)
+        as Isend bytes bytes(count, datatype);
+    MPI_Ibsend => c"MPI_Ibsend"(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut mpit_sys::MPI_Request)
+        as Isend bytes bytes(count, datatype);
+    MPI_Recv => c"MPI_Recv"(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status)
+        as Recv bytes bytes(count, datatype);
+    MPI_Irecv => c"MPI_Irecv"(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut mpit_sys::MPI_Request)
+        as Irecv bytes bytes(count, datatype);
+    MPI_Sendrecv => c"MPI_Sendrecv"(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, dest: c_int, sendtag: c_int,
+        recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, source: c_int, recvtag: c_int, comm: MPI_Comm, status: *mut MPI_Status)
+        as Sendrecv bytes bytes(sendcount, sendtype);
+    MPI_Wait => c"MPI_Wait"(request: *mut mpit_sys::MPI_Request, status: *mut MPI_Status)
+        as Wait bytes 0;
+    MPI_Waitall => c"MPI_Waitall"(count: c_int, requests: *mut mpit_sys::MPI_Request, statuses: *mut MPI_Status)
+        as Wait bytes 0;
+    MPI_Waitany => c"MPI_Waitany"(count: c_int, requests: *mut mpit_sys::MPI_Request, index: *mut c_int, status: *mut MPI_Status)
+        as Wait bytes 0;
+    MPI_Waitsome => c"MPI_Waitsome"(incount: c_int, requests: *mut mpit_sys::MPI_Request, outcount: *mut c_int, indices: *mut c_int, statuses: *mut MPI_Status)
+        as Wait bytes 0;
+    MPI_Allreduce => c"MPI_Allreduce"(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm)
+        as Allreduce bytes bytes(count, datatype);
+    MPI_Reduce => c"MPI_Reduce"(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm)
+        as Reduce bytes bytes(count, datatype);
+    MPI_Bcast => c"MPI_Bcast"(buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm)
+        as Bcast bytes bytes(count, datatype);
+    MPI_Barrier => c"MPI_Barrier"(comm: MPI_Comm)
+        as Barrier bytes 0;
+    MPI_Allgather => c"MPI_Allgather"(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
+        recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm)
+        as Allgather bytes bytes(recvcount, recvtype);
+    MPI_Alltoall => c"MPI_Alltoall"(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
+        recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm)
+        as Alltoall bytes bytes(recvcount, recvtype);
+    MPI_Gather => c"MPI_Gather"(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
+        recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm)
+        as Gather bytes if sendbuf == in_place() { bytes(recvcount, recvtype) } else { bytes(sendcount, sendtype) };
+    MPI_Scatter => c"MPI_Scatter"(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
+        recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm)
+        as Scatter bytes if recvbuf.cast_const() == in_place() { bytes(sendcount, sendtype) } else { bytes(recvcount, recvtype) };
 }

@@ -151,6 +151,13 @@ pub fn before_abort() {
     }
 }
 
+/// Whether the call counters are on: the tuner runs on this rank (one
+/// relaxed load on the hot path).
+#[inline]
+pub fn metrics_on() -> bool {
+    ACTIVE.load(Relaxed)
+}
+
 fn shared() -> Option<&'static Shared> {
     if ACTIVE.load(Acquire) {
         SHARED.get().copied()

@@ -181,7 +181,7 @@ pub fn scope_refusal(info: &CvarInfo, when: When) -> Option<String> {
 }
 
 /// Converts a request to a value of the variable's type and count.
-fn convert(
+pub(crate) fn convert(
     info: &CvarInfo,
     count: usize,
     index: Option<u32>,

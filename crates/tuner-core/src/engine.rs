@@ -376,8 +376,8 @@ impl Catalogue for CatalogueView<'_> {
         names
     }
 
-    fn has_tool_metric(&self, _name: &str) -> bool {
-        false
+    fn has_tool_metric(&self, name: &str) -> bool {
+        crate::toolmetrics::metric_names().iter().any(|n| n == name)
     }
 }
 
@@ -532,6 +532,7 @@ pub struct PolicyHooks {
     pending: Vec<Json>,
     messages: Vec<String>,
     pre_catalogue_names: usize,
+    quiet: bool,
 }
 
 impl PolicyHooks {
@@ -554,6 +555,7 @@ impl PolicyHooks {
                     pending: Vec::new(),
                     messages: Vec::new(),
                     pre_catalogue_names: 0,
+                    quiet: config.quiet,
                 }),
                 None,
             ),
@@ -663,7 +665,7 @@ impl crate::runtime::Hooks for PolicyHooks {
                     for l in &lines {
                         eprintln!("mpit-tuner: {l}");
                     }
-                } else if !lines.is_empty() {
+                } else if !lines.is_empty() && !self.quiet {
                     eprintln!(
                         "mpit-tuner: {} of {} default policies do not apply to this MPI library (see summary.json)",
                         lines.len(),
@@ -728,6 +730,16 @@ impl crate::runtime::Hooks for PolicyHooks {
                 "firings": self.engine.policies()[i].state().firings,
                 "disabled": self.engine.disabled(i)}));
         }
+    }
+
+    fn quantities(&self) -> Vec<(String, &'static str, f64)> {
+        let mut out = Vec::new();
+        for (i, (writes, refused)) in self.engine.counts.iter().enumerate() {
+            let name = self.engine.policies()[i].name();
+            out.push((format!("policy.{name}.writes"), "total", *writes as f64));
+            out.push((format!("policy.{name}.refused"), "total", *refused as f64));
+        }
+        out
     }
 
     fn report(&mut self) -> Vec<(&'static str, String)> {

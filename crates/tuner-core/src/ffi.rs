@@ -1079,3 +1079,34 @@ pub fn all_agree(comm: Comm, yes: bool) -> Result<bool> {
     check(api, "MPI_Allreduce", rc)?;
     Ok(recv != 0)
 }
+
+/// Element-wise reduction of signed 64-bit integers to every rank
+/// (`PMPI_Allreduce` of MPI_INT64_T); `op` is "min", "max" or "sum".
+/// (Signed on purpose: MPICH 4.0.2 compares MPI_UINT64_T as signed in
+/// MPI_MIN, so values of 2^63 and above would come out wrong.)
+pub(crate) fn allreduce_i64(comm: Comm, send: &[i64], recv: &mut [i64], op: &str) -> Result<()> {
+    let api = api()?;
+    debug_assert_eq!(send.len(), recv.len());
+    // SAFETY: reading shim constants.
+    let op = unsafe {
+        match op {
+            "min" => sys::MPIT_MIN,
+            "max" => sys::MPIT_MAX,
+            _ => sys::MPIT_SUM,
+        }
+    };
+    // SAFETY: both buffers hold send.len() i64; same count on every rank;
+    // collective over `comm`, called by every rank at the same point.
+    let rc = call!(
+        api,
+        PMPI_Allreduce(
+            send.as_ptr().cast::<c_void>() as *mut c_void,
+            recv.as_mut_ptr().cast(),
+            send.len() as c_int,
+            sys::MPIT_INT64_T,
+            op,
+            comm.0
+        )
+    )?;
+    check(api, "MPI_Allreduce", rc)
+}

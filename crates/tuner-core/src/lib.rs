@@ -52,10 +52,13 @@ pub mod metrics;
 pub mod objects;
 mod pvar;
 pub mod quirks;
+pub mod recommend;
+pub mod replay;
 pub mod runtime;
 pub mod sampler;
 mod session;
 pub mod summary;
+pub mod toolmetrics;
 mod value;
 
 pub use catalogue::{

@@ -22,6 +22,7 @@ use crate::error::Result;
 use crate::ffi::{self, Comm, Object};
 use crate::log::{self, LogWriter};
 use crate::objects::ObjectTable;
+use crate::recommend;
 use crate::sampler::{Sampler, Snapshot};
 use crate::session::{Library, MpiT};
 use crate::summary;
@@ -76,6 +77,11 @@ pub trait Hooks: Send {
     /// (`"disabled"`, `"recommendation"`): rank 0's are written to
     /// summary.json, and its recommendations printed.
     fn report(&mut self) -> Vec<(&'static str, String)> {
+        Vec::new()
+    }
+    /// Per-rank numbers for the cross-rank summary (such as
+    /// `policy.<name>.writes`).
+    fn quantities(&self) -> Vec<(String, &'static str, f64)> {
         Vec::new()
     }
 }
@@ -468,8 +474,13 @@ impl Runtime {
         if done.is_some() {
             self.shared.objects.retire_all();
         }
-        let quantities = summary::local_quantities(&snapshot);
-        let stats = summary::reduce(self.private, 0, &quantities);
+        let mut quantities = summary::local_quantities(&snapshot);
+        if let Some(d) = &done {
+            quantities.extend(d.hooks.quantities());
+        }
+        let (signature, description) = summary::signature(&snapshot);
+        let stats = summary::reduce(self.private, 0, &quantities, signature, &description);
+        let catalogue = done.as_ref().map(|d| d.sampler.catalogue().clone());
         if let Some(mut d) = done {
             d.log.record(&json!({
                 "type": "close",
@@ -487,7 +498,19 @@ impl Runtime {
             );
         }
         match stats {
-            Ok(Some(stats)) => self.write_summary(&stats, &snapshot, &report),
+            Ok(Some(summary)) => {
+                let ctx = recommend::Context {
+                    library: Some(self.info.library),
+                    eager_limit: eager_limit(&self.mpit, catalogue.as_ref()),
+                    has_hcoll: catalogue.as_ref().is_some_and(|c| {
+                        c.cvars().iter().any(|v| {
+                            v.name.starts_with("coll_hcoll") || v.name == "MPIR_CVAR_ENABLE_HCOLL"
+                        })
+                    }),
+                };
+                let advice = recommend::recommend(&summary, &ctx);
+                self.write_summary(&summary, &snapshot, &report, &advice)
+            }
             Ok(None) => {}
             Err(e) => eprintln!(
                 "mpit-tuner[rank {}]: cross-rank summary failed: {e}",
@@ -500,9 +523,10 @@ impl Runtime {
 
     fn write_summary(
         &self,
-        stats: &[summary::VariableStats],
+        summary: &summary::Summary,
         snapshot: &Snapshot,
         report: &[(&'static str, String)],
+        advice: &[recommend::Recommendation],
     ) {
         let path = self.info.dir.join("summary.json");
         let doc = json!({
@@ -512,7 +536,10 @@ impl Runtime {
             "library_version": self.info.library_version,
             "samples_rank0": snapshot.seq,
             "duration_s": snapshot.t,
-            "variables": stats,
+            "variables": summary.variables,
+            "classes": summary.classes,
+            "size_histograms": summary.size_histograms,
+            "recommendations": advice,
             "messages": report.iter().map(|(kind, text)| json!({"kind": kind, "text": text})).collect::<Vec<_>>(),
         });
         let written = serde_json::to_vec_pretty(&doc)
@@ -527,16 +554,31 @@ impl Runtime {
                 self.info.size,
                 snapshot.seq,
                 snapshot.t,
-                stats.len(),
+                summary.variables.len(),
                 self.info.dir.display()
             );
-            if !stats.is_empty() {
-                text.push_str(&summary::table(stats, 12));
+            if !summary.variables.is_empty() {
+                text.push_str(&summary::table(&summary.variables, 12));
+            }
+            if summary.classes.len() > 1 {
+                text.push_str(&format!(
+                    "mpit-tuner: {} classes of ranks:\n",
+                    summary.classes.len()
+                ));
+                for c in &summary.classes {
+                    text.push_str(&format!("  ranks {}: {}\n", c.ranks, c.signature));
+                }
             }
             for (kind, line) in report {
                 if *kind == "recommendation" {
                     text.push_str(&format!("mpit-tuner: {line}\n"));
                 }
+            }
+            for r in advice {
+                text.push_str(&format!(
+                    "mpit-tuner: recommendation [{}]: {}\n    evidence: {}\n    set: {}\n",
+                    r.id, r.advice, r.evidence, r.setting
+                ));
             }
             eprint!("{text}");
         }
@@ -577,6 +619,7 @@ fn helper_loop(
             log.record(&json!({"type": "object", "t": t, "event": event.event, "object": event.object, "handles": event.handles}));
         }
         sampler.sample(&shared.objects, t);
+        sampler.sample_tool_metrics(t);
         seq += 1;
         let snapshot = sampler.snapshot(t, seq);
         log.record(&json!({"type": "sample", "t": t, "seq": seq, "vars": snapshot.vars}));
@@ -625,6 +668,30 @@ fn helper_loop(
             log.flush();
         }
     }
+}
+
+/// The shared-memory eager limit of the library, where it can be known: an
+/// environment setting the library reads at init, or Open MPI's CVAR.
+fn eager_limit(mpit: &MpiT, catalogue: Option<&Catalogue>) -> Option<(u64, String)> {
+    for var in [
+        "OMPI_MCA_btl_vader_eager_limit",
+        "UCX_RNDV_THRESH",
+        "MV2_SMP_EAGERSIZE",
+    ] {
+        if let Some(v) = std::env::var(var)
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+        {
+            return Some((v, format!("{var}={v}")));
+        }
+    }
+    let info = catalogue?.cvar("btl_vader_eager_limit")?;
+    let value = crate::cvar::Cvar::open(mpit, info, Object::None)
+        .ok()?
+        .read()
+        .ok()?;
+    let v = value.as_i64()?;
+    Some((v.max(0) as u64, "btl_vader_eager_limit".into()))
 }
 
 /// `mpit-tuner-<UTC date>-<time>-<job id>` in the working directory; the job

@@ -123,6 +123,8 @@ pub struct Sampler {
     warnings: Vec<String>,
     buf: Vec<u64>,
     reaped: Vec<u64>,
+    /// The interposer's own counters (`tool.*`), for families with calls.
+    tool: BTreeMap<String, (PvarClass, Metric)>,
 }
 
 impl Sampler {
@@ -140,6 +142,7 @@ impl Sampler {
             warnings: Vec::new(),
             buf: vec![0; 64],
             reaped: Vec::new(),
+            tool: BTreeMap::new(),
         };
         sampler.adopt_new_variables(config);
         Ok(sampler)
@@ -355,6 +358,52 @@ impl Sampler {
         }
     }
 
+    /// Reads the interposer's counters into `tool.*` metrics.
+    pub fn sample_tool_metrics(&mut self, time: f64) {
+        let mut mpi_time = 0.0;
+        let mut any = false;
+        for f in crate::toolmetrics::snapshot() {
+            if f.calls == 0 {
+                continue;
+            }
+            any = true;
+            mpi_time += f.seconds;
+            let name = f.family.name();
+            let hist: Vec<f64> = f.hist.iter().map(|&n| n as f64).collect();
+            let entries: [(&str, PvarClass, &[f64]); 6] = [
+                ("calls", PvarClass::Counter, &[f.calls as f64]),
+                ("bytes", PvarClass::Counter, &[f.bytes as f64]),
+                ("time", PvarClass::Timer, &[f.seconds]),
+                (
+                    "bytes_p50",
+                    PvarClass::Level,
+                    &[f.quantile_bytes(0.5) as f64],
+                ),
+                (
+                    "bytes_p90",
+                    PvarClass::Level,
+                    &[f.quantile_bytes(0.9) as f64],
+                ),
+                ("hist", PvarClass::Counter, &hist),
+            ];
+            for (metric, class, values) in entries {
+                let key = format!("tool.{name}.{metric}");
+                self.tool
+                    .entry(key)
+                    .or_insert_with(|| (class, Metric::new(class)))
+                    .1
+                    .update(values, time);
+            }
+        }
+        if any {
+            self.tool
+                .entry("tool.mpi.time".into())
+                .or_insert_with(|| (PvarClass::Timer, Metric::new(PvarClass::Timer)))
+                .1
+                .update(&[mpi_time], time);
+        }
+    }
+
     /// The current metrics as a snapshot.
     pub fn snapshot(&self, time: f64, seq: u64) -> Snapshot {
         let mut vars: Vec<SampledVar> = self
@@ -379,6 +428,14 @@ impl Sampler {
                     });
                 }
             }
+        }
+        for (name, (class, metric)) in &self.tool {
+            vars.push(SampledVar {
+                name: name.clone(),
+                object: None,
+                class: *class,
+                metric: metric.clone(),
+            });
         }
         Snapshot { t: time, seq, vars }
     }

@@ -34,29 +34,110 @@ pub struct VariableStats {
     pub mean: f64,
     /// Population standard deviation over those ranks.
     pub stddev: f64,
+    /// How many ranks fall in each of [`HISTOGRAM_BINS`] equal bins from
+    /// `min` to `max` (all in the first when they are equal).
+    pub histogram: Vec<u32>,
 }
 
-/// One rank's contribution: (name, kind, value), a value per quantity.
+/// Bins of the cross-rank histograms.
+pub const HISTOGRAM_BINS: usize = 8;
+
+/// A functional class of ranks: ranks whose behaviour signature (calls and
+/// bytes per MPI call family) is the same.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RankClass {
+    /// How many ranks.
+    pub count: u32,
+    /// The members, compactly: `0-7`, `0-6:2` (every second rank), or
+    /// `12 ranks in 3-40` when they follow no pattern.
+    pub ranks: String,
+    /// The members, when they can be listed (a pattern, or few ranks).
+    pub members: Option<Vec<u32>>,
+    /// What the class does, from its lowest rank.
+    pub signature: String,
+}
+
+/// At most this many classes are told apart; the rest are counted as one.
+pub const MAX_CLASSES: usize = 16;
+
+/// The cross-rank summary, as rank 0 gets it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Per quantity statistics.
+    pub variables: Vec<VariableStats>,
+    /// Functional classes of ranks.
+    pub classes: Vec<RankClass>,
+    /// Message-size histograms summed over all ranks, per MPI call family
+    /// with calls (bucket `b`: `[2^(b-1), 2^b)` bytes; see `toolmetrics`).
+    pub size_histograms: std::collections::BTreeMap<String, Vec<u64>>,
+}
+
+/// One rank's contribution: (name, kind, value), a value per quantity: the
+/// class's headline number of each variable (arrays summed over their
+/// elements), and for levels and sizes also their maximum over the run.
 pub fn local_quantities(snapshot: &Snapshot) -> Vec<(String, &'static str, f64)> {
-    snapshot
+    let mut out = Vec::new();
+    for v in snapshot
         .vars
         .iter()
         .filter(|v| v.object.as_deref().is_none_or(|o| o == "world"))
-        .map(|v| {
-            let name = match &v.object {
-                Some(o) => format!("{}@{o}", v.name),
-                None => v.name.clone(),
-            };
-            // Arrays are summed element-wise into one number per rank.
-            let value: f64 = v.metric.headline().iter().sum();
-            (name, v.metric.headline_kind(), value)
-        })
-        .collect()
+        .filter(|v| !v.name.ends_with(".hist"))
+    {
+        let name = match &v.object {
+            Some(o) => format!("{}@{o}", v.name),
+            None => v.name.clone(),
+        };
+        let value: f64 = v.metric.headline().iter().sum();
+        out.push((name.clone(), v.metric.headline_kind(), value));
+        if !v.class.is_accumulating() && !v.class.is_watermark() && !v.name.starts_with("tool.") {
+            out.push((format!("{name}:max"), "max", v.metric.max.iter().sum()));
+        }
+    }
+    out
 }
 
-/// Computes the statistics; every rank must call this with the same
-/// communicator. Only `root` gets the result (`None` elsewhere).
+/// Computes the statistics and the classes; every rank must call this with
+/// the same communicator. Only `root` gets the result (`None` elsewhere).
+/// `signature` and `description` characterise this rank's behaviour.
 pub fn reduce(
+    comm: Comm,
+    root: i32,
+    local: &[(String, &'static str, f64)],
+    signature: u64,
+    description: &str,
+) -> Result<Option<Summary>> {
+    let variables = reduce_variables(comm, root, local)?;
+    let classes = classes(comm, root, signature, description)?;
+    // Size histograms: every family, every bucket, summed onto the root.
+    let families = crate::toolmetrics::snapshot();
+    let mine: Vec<f64> = families
+        .iter()
+        .flat_map(|f| f.hist.iter().map(|&n| n as f64))
+        .collect();
+    let mut all = vec![0.0; mine.len()];
+    ffi::reduce_sum(comm, &mine, &mut all, root)?;
+    let size_histograms = families
+        .iter()
+        .enumerate()
+        .filter_map(|(i, f)| {
+            let h: Vec<u64> = all
+                [i * crate::toolmetrics::BUCKETS..(i + 1) * crate::toolmetrics::BUCKETS]
+                .iter()
+                .map(|&n| n as u64)
+                .collect();
+            h.iter()
+                .any(|&n| n > 0)
+                .then(|| (f.family.name().to_string(), h))
+        })
+        .collect();
+    Ok(variables.map(|variables| Summary {
+        variables,
+        classes,
+        size_histograms,
+    }))
+}
+
+fn reduce_variables(
     comm: Comm,
     root: i32,
     local: &[(String, &'static str, f64)],
@@ -110,6 +191,23 @@ pub fn reduce(
     let mut maxs = vec![DoubleInt::default(); n];
     ffi::reduce_loc(comm, &pairs(f64::INFINITY), &mut mins, false, root)?;
     ffi::reduce_loc(comm, &pairs(f64::NEG_INFINITY), &mut maxs, true, root)?;
+    // The histogram across ranks: everyone learns the range, bins its own
+    // value, and the counts are summed.
+    let mut range: Vec<u8> = mins
+        .iter()
+        .chain(&maxs)
+        .flat_map(|p| p.value.to_le_bytes())
+        .collect();
+    ffi::bcast_bytes(comm, &mut range, root)?;
+    let bound = |i: usize| f64::from_le_bytes(range[8 * i..8 * i + 8].try_into().unwrap_or([0; 8]));
+    let mut bins = vec![0.0; n * HISTOGRAM_BINS];
+    for (i, v) in values.iter().enumerate() {
+        if v.is_finite() {
+            bins[i * HISTOGRAM_BINS + bin(*v, bound(i), bound(n + i))] = 1.0;
+        }
+    }
+    let mut hist = vec![0.0; n * HISTOGRAM_BINS];
+    ffi::reduce_sum(comm, &bins, &mut hist, root)?;
     if rank != root {
         return Ok(None);
     }
@@ -134,10 +232,161 @@ pub fn reduce(
                 max_rank: maxs[i].rank,
                 mean,
                 stddev: var.sqrt(),
+                histogram: hist[i * HISTOGRAM_BINS..(i + 1) * HISTOGRAM_BINS]
+                    .iter()
+                    .map(|c| *c as u32)
+                    .collect(),
             }
         })
         .collect();
     Ok(Some(stats))
+}
+
+/// The bin of `v` among [`HISTOGRAM_BINS`] equal bins from `lo` to `hi`.
+fn bin(v: f64, lo: f64, hi: f64) -> usize {
+    if !(hi > lo) {
+        return 0;
+    }
+    (((v - lo) / (hi - lo) * HISTOGRAM_BINS as f64) as usize).min(HISTOGRAM_BINS - 1)
+}
+
+/// Finds the classes of ranks with equal signatures, lowest signature
+/// first: a few reductions of scalars per class, O(log P) each.
+fn classes(comm: Comm, root: i32, signature: u64, description: &str) -> Result<Vec<RankClass>> {
+    const NONE: i64 = i64::MAX;
+    let (rank, _) = ffi::rank_size(comm)?;
+    let me = i64::from(rank);
+    // Signatures are kept below 2^62 so that NONE is never one.
+    let signature = (signature >> 2) as i64;
+    let mut assigned = false;
+    let mut out = Vec::new();
+    for _ in 0..MAX_CLASSES {
+        let mut next = [0i64];
+        ffi::allreduce_i64(
+            comm,
+            &[if assigned { NONE } else { signature }],
+            &mut next,
+            "min",
+        )?;
+        if next[0] == NONE {
+            break;
+        }
+        let member = !assigned && signature == next[0];
+        // Lowest rank, highest rank (as -rank, so one MIN does both).
+        let mut stats = [0i64; 2];
+        ffi::allreduce_i64(
+            comm,
+            &[
+                if member { me } else { NONE },
+                if member { -me } else { NONE },
+            ],
+            &mut stats,
+            "min",
+        )?;
+        let mut count = [0i64];
+        ffi::allreduce_i64(comm, &[i64::from(member)], &mut count, "sum")?;
+        let (lo, hi, count) = (stats[0], -stats[1], count[0].max(1));
+        // The second lowest member gives the stride of a regular pattern.
+        let mut second = [0i64];
+        ffi::allreduce_i64(
+            comm,
+            &[if member && me > lo { me } else { NONE }],
+            &mut second,
+            "min",
+        )?;
+        // Every rank goes through the same collectives whatever the
+        // values: the arithmetic between them must never panic.
+        let stride = if count > 1 {
+            second[0].saturating_sub(lo).max(1)
+        } else {
+            1
+        };
+        let mut off = [0i64];
+        ffi::allreduce_i64(
+            comm,
+            &[i64::from(member && me.saturating_sub(lo) % stride != 0)],
+            &mut off,
+            "max",
+        )?;
+        let regular = off[0] == 0 && hi >= lo && count == (hi - lo) / stride + 1;
+        // The lowest member describes the class to the root.
+        let mut text = if me == lo {
+            description.as_bytes().to_vec()
+        } else {
+            Vec::new()
+        };
+        let mut len = (text.len() as u64).to_le_bytes();
+        let describer = i32::try_from(lo).unwrap_or(0);
+        ffi::bcast_bytes(comm, &mut len, describer)?;
+        text.resize(u64::from_le_bytes(len).min(1 << 16) as usize, 0);
+        ffi::bcast_bytes(comm, &mut text, describer)?;
+        if rank == root {
+            let (ranks, members) = if regular {
+                let members: Vec<u32> = (0..count)
+                    .map(|k| lo.saturating_add(k.saturating_mul(stride)) as u32)
+                    .collect();
+                let ranks = match (count, stride) {
+                    (1, _) => lo.to_string(),
+                    (_, 1) => format!("{lo}-{hi}"),
+                    _ => format!("{lo}-{hi}:{stride}"),
+                };
+                (ranks, Some(members))
+            } else {
+                (format!("{count} ranks in {lo}-{hi}"), None)
+            };
+            out.push(RankClass {
+                count: count as u32,
+                ranks,
+                members,
+                signature: String::from_utf8_lossy(&text).into_owned(),
+            });
+        }
+        assigned |= member;
+    }
+    let mut left = [0i64];
+    ffi::allreduce_i64(comm, &[i64::from(!assigned)], &mut left, "sum")?;
+    if rank == root && left[0] > 0 {
+        out.push(RankClass {
+            count: left[0] as u32,
+            ranks: format!("{} more ranks", left[0]),
+            members: None,
+            signature: format!("more than {MAX_CLASSES} classes: the rest"),
+        });
+    }
+    Ok(out)
+}
+
+/// A rank's behaviour signature from its tool metrics: calls and bytes per
+/// MPI call family (FNV-1a), and a readable description.
+pub fn signature(snapshot: &Snapshot) -> (u64, String) {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut parts = Vec::new();
+    for f in crate::toolmetrics::Family::ALL {
+        let get = |m: &str| {
+            snapshot
+                .get(&format!("tool.{}.{m}", f.name()))
+                .and_then(|v| v.metric.value.first().copied())
+                .unwrap_or(0.0)
+        };
+        let (calls, bytes) = (get("calls"), get("bytes"));
+        if calls == 0.0 {
+            continue;
+        }
+        for b in f
+            .name()
+            .bytes()
+            .chain((calls as u64).to_le_bytes())
+            .chain((bytes as u64).to_le_bytes())
+        {
+            hash ^= u64::from(b);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+        parts.push(format!("{} {} calls {} B", f.name(), calls, bytes));
+    }
+    if parts.is_empty() {
+        parts.push("no counted MPI calls".into());
+    }
+    (hash, parts.join(", "))
 }
 
 /// A short table of the statistics for the terminal: the `limit` quantities

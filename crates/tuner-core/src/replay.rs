@@ -1,0 +1,1596 @@
+//! Offline replay: runs a policy set against recorded per-rank logs, or a
+//! small hand-written trace, and returns the records a live run would have
+//! written: decisions, writes (with old, requested and read-back values),
+//! refusals, notes, recommendations. This is what `mpit-tuner replay` prints:
+//! an engineer tries a policy on last night's run before deploying it.
+//!
+//! In the flow `MPI_T -> sampler -> policies -> actuator -> log`, replay
+//! swaps the first and the fourth steps: samples come from a file, and the
+//! actuator is [`ReplayBackend`], which applies the same scope and type rules
+//! as the live one ([`actuator::scope_refusal`], the same value conversion)
+//! to a simulated set of CVAR values. The policy engine ([`Engine`]) is the
+//! live one, so cooldown, hysteresis, `every` and `max_writes` behave exactly
+//! as in a job.
+//!
+//! # Inputs
+//!
+//! **Per-rank logs** (`rank-NNNNN.jsonl`, format version
+//! [`log::FORMAT_VERSION`]): the header gives rank and size; every `sample`
+//! record gives PVAR values by name (unbound variables, and bound ones for
+//! the object `world`); the header's `variables` give their classes. A log
+//! holds no CVAR values of its own, so CVARs start unknown, except those
+//! the recorded run wrote: their value before its first write (`old`) is
+//! the starting value. A `cvars` object in the header, if a log has one,
+//! gives starting values too.
+//!
+//! **Traces** (JSON Lines, written by hand or by a script; blank lines and
+//! lines starting with `#` are ignored). A sample line:
+//!
+//! ```text
+//! {"t": 0.0, "rank": 0, "pvars": {"mv2_vbuf_allocated_array": [64, 32, 32, 16]}, "cvars": {"MPIR_CVAR_VBUF_POOL_CONTROL": 0}}
+//! ```
+//!
+//! `t` (seconds) is required; `rank` defaults to 0; `size` may be given on
+//! any line (default: the highest rank plus one). A sample need only give
+//! the values that changed: the others keep their last value. Its `cvars`
+//! set the simulated CVAR values at that moment (starting values, or a
+//! change made outside the policies). Values are numbers, arrays of numbers
+//! or, for string CVARs, text. An optional catalogue line declares variables:
+//!
+//! ```text
+//! {"catalogue": {"cvars": {"MPIR_CVAR_VBUF_POOL_REDUCED_VALUE": {"scope": "local", "count": 4, "type": "int"}},
+//!                "pvars": {"mv2_vbuf_max_use_array": {"class": "highwatermark", "count": 4}}}}
+//! ```
+//!
+//! (on one line). CVAR `scope` is an MPI_T scope (`local`, `all_eq`, ...;
+//! default `local`), `type` one of `int`, `unsigned`, `double`, `string`,
+//! `enum` (with `items`: a list of names, valued 0, 1, ..., or an object of
+//! names and values) or an MPI datatype name; PVAR `class` an MPI_T class
+//! (default `generic`). A catalogue line in a file without samples applies
+//! to every rank of the replay, so one catalogue file can go with logs.
+//!
+//! Undeclared variables: a PVAR exists if some sample gives it; a CVAR
+//! exists if its value is known or a policy writes it, with scope LOCAL.
+//! A policy naming a variable that does not exist is disabled, as the live
+//! runtime disables it.
+//!
+//! # Phases
+//!
+//! `pre-init` and `init` policies run once at the time of the first sample
+//! and, as in a live run, see CVARs but no PVAR values (nothing has been
+//! sampled yet at that point); `periodic` policies are evaluated at every
+//! sample (their own `every` decides when they are due); `finalize`
+//! policies run at the end (the log's `close` record, else the last
+//! sample).
+//!
+//! ```
+//! use tuner_core::replay::{parse_trace, replay};
+//! let set = policies::PolicySet::parse(r#"
+//! [[policy]]
+//! name = "poll"
+//! when = "queue > 10"
+//! then = [ { set = "POLL_FREQ", value = 8 } ]
+//! "#, "p.toml").unwrap();
+//! let traces = parse_trace(r#"{"t": 0, "pvars": {"queue": 20}, "cvars": {"POLL_FREQ": 32}}"#, "t.jsonl").unwrap();
+//! let out = replay(&set, &traces);
+//! let write = out[0].records.iter().find(|r| r["type"] == "write").unwrap();
+//! assert_eq!((write["old"].clone(), write["readback"].clone()), (serde_json::json!([32]), serde_json::json!([8])));
+//! ```
+
+use crate::actuator::{self, Outcome, Request, When, WriteRecord};
+use crate::catalogue::{CvarInfo as MpiCvarInfo, EnumItem, Enumeration};
+use crate::engine::{self, convert_class, convert_scope, Backend, Engine};
+use crate::log;
+use crate::meta::{Binding, Datatype, PvarClass, Scope, Verbosity};
+use crate::value::Value;
+use policies::{
+    ActionView, Branch, Catalogue, CvarInfo, CvarType, Phase, PolicySet, PvarInfo, SetValue,
+    Severity,
+};
+use serde::Deserialize;
+use serde_json::{json, Value as Json};
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+/// Why inputs could not be read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReplayError {
+    /// A file or directory could not be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A line is not what the format allows.
+    #[error("{source_name}:{line}: {message}")]
+    Format {
+        /// The file, as given.
+        source_name: String,
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// A file or directory holds nothing to replay.
+    #[error("{source_name}: {message}")]
+    Empty {
+        /// The file or directory, as given.
+        source_name: String,
+        /// What is missing.
+        message: String,
+    },
+}
+
+/// What the inputs declare (or show) about a control variable.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CvarDecl {
+    /// Its scope (`Local` unless declared).
+    pub scope: Scope,
+    /// Number of elements, if declared.
+    pub count: Option<usize>,
+    /// Element type.
+    pub datatype: Datatype,
+    /// Enumeration items, for enum CVARs.
+    pub enumeration: Option<Enumeration>,
+}
+
+/// What the inputs declare (or show) about a performance variable.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PvarDecl {
+    /// Its class.
+    pub class: PvarClass,
+    /// Number of elements, if known.
+    pub count: Option<usize>,
+}
+
+/// Variables declared by a trace's catalogue line or seen in a log header.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Declarations {
+    /// Control variables by name.
+    pub cvars: BTreeMap<String, CvarDecl>,
+    /// Performance variables by name.
+    pub pvars: BTreeMap<String, PvarDecl>,
+}
+
+impl Declarations {
+    /// Adds what `other` declares that `self` does not.
+    fn fill_from(&mut self, other: &Declarations) {
+        for (k, v) in &other.cvars {
+            self.cvars.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+        for (k, v) in &other.pvars {
+            self.pvars.entry(k.clone()).or_insert(*v);
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.cvars.is_empty() && self.pvars.is_empty()
+    }
+}
+
+/// One moment of a rank's recorded run.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Sample {
+    /// Seconds since the tuner started.
+    pub t: f64,
+    /// PVAR values that this sample gives, element-wise.
+    pub pvars: Vec<(String, Vec<f64>)>,
+    /// CVAR values set at this moment (outside the policies).
+    pub cvars: Vec<(String, Value)>,
+}
+
+/// Everything recorded about one rank.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RankTrace {
+    /// The file it comes from.
+    pub source: String,
+    /// Rank in `MPI_COMM_WORLD`.
+    pub rank: u32,
+    /// Size of `MPI_COMM_WORLD`.
+    pub size: u32,
+    /// The MPI library family of a log (`mpich`, `openmpi`), if known.
+    pub library: Option<String>,
+    /// The samples, in time order.
+    pub samples: Vec<Sample>,
+    /// CVAR values before the first sample.
+    pub initial_cvars: BTreeMap<String, Value>,
+    /// Declared or observed variables.
+    pub declared: Declarations,
+    /// When the recorded run ended (a log's `close` record), if known.
+    pub end: Option<f64>,
+}
+
+/// The replay of one rank: the records a live run would have logged.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RankReplay {
+    /// Rank in `MPI_COMM_WORLD`.
+    pub rank: u32,
+    /// Size of `MPI_COMM_WORLD`.
+    pub size: u32,
+    /// The input file.
+    pub source: String,
+    /// The records, in order: a `replay` header, then `policy_disabled`,
+    /// `decision`, `write`, `setenv`, `note`, `recommendation` records as
+    /// in a live log, `policy_summary` per policy, and a closing `close`
+    /// record with the simulated values of the CVARs written.
+    pub records: Vec<Json>,
+}
+
+/// Reads logs and traces: files, and run directories (every
+/// `rank-*.jsonl` inside). Catalogue-only trace files apply to every rank.
+/// The result is sorted by rank (then by file).
+pub fn read_paths(paths: &[PathBuf]) -> Result<Vec<RankTrace>, ReplayError> {
+    let mut traces = Vec::new();
+    let mut shared = Declarations::default();
+    for path in paths {
+        let files = if path.is_dir() {
+            rank_logs_in(path)?
+        } else {
+            vec![path.clone()]
+        };
+        for file in files {
+            let name = file.display().to_string();
+            let text = std::fs::read_to_string(&file).map_err(|source| ReplayError::Io {
+                path: file.clone(),
+                source,
+            })?;
+            let (ranks, declared) = parse_any(&text, &name)?;
+            if ranks.is_empty() {
+                shared.fill_from(&declared);
+            }
+            traces.extend(ranks);
+        }
+    }
+    if traces.is_empty() {
+        return Err(ReplayError::Empty {
+            source_name: paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            message: "no samples to replay (give per-rank logs, a run directory or a trace)".into(),
+        });
+    }
+    for t in &mut traces {
+        t.declared.fill_from(&shared);
+    }
+    traces.sort_by(|a, b| (a.rank, &a.source).cmp(&(b.rank, &b.source)));
+    Ok(traces)
+}
+
+/// The per-rank logs of a run directory, by name.
+fn rank_logs_in(dir: &Path) -> Result<Vec<PathBuf>, ReplayError> {
+    let io = |source| ReplayError::Io {
+        path: dir.to_path_buf(),
+        source,
+    };
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(io)? {
+        let path = entry.map_err(io)?.path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if name.starts_with("rank-") && name.ends_with(".jsonl") {
+            files.push(path);
+        }
+    }
+    if files.is_empty() {
+        return Err(ReplayError::Empty {
+            source_name: dir.display().to_string(),
+            message: "this directory holds no per-rank logs (rank-*.jsonl)".into(),
+        });
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// Parses one file, a log or a trace (told apart by its first record:
+/// logs have a `"type"`). Returns its ranks, and its declarations when it
+/// has no samples (a catalogue-only trace).
+fn parse_any(text: &str, source: &str) -> Result<(Vec<RankTrace>, Declarations), ReplayError> {
+    let first = lines(text).next();
+    let is_log = match first {
+        Some((_, line)) => serde_json::from_str::<Json>(line)
+            .map(|v| v.get("type").is_some())
+            .unwrap_or(false),
+        None => {
+            return Err(ReplayError::Empty {
+                source_name: source.into(),
+                message: "the file is empty".into(),
+            })
+        }
+    };
+    if is_log {
+        return Ok((vec![parse_log(text, source)?], Declarations::default()));
+    }
+    let (ranks, declared) = parse_trace_parts(text, source)?;
+    Ok((ranks, declared))
+}
+
+/// Non-blank, non-comment lines with their 1-based numbers.
+fn lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    text.lines()
+        .enumerate()
+        .map(|(i, l)| (i + 1, l.trim()))
+        .filter(|(_, l)| !l.is_empty() && !l.starts_with('#'))
+}
+
+fn format_error(source: &str, line: usize, message: impl Into<String>) -> ReplayError {
+    ReplayError::Format {
+        source_name: source.to_string(),
+        line,
+        message: message.into(),
+    }
+}
+
+/// Parses one rank's log (the JSON Lines format of [`log`]).
+pub fn parse_log(text: &str, source: &str) -> Result<RankTrace, ReplayError> {
+    let mut trace = RankTrace {
+        source: source.to_string(),
+        ..RankTrace::default()
+    };
+    let mut header = false;
+    for (n, line) in lines(text) {
+        let record: Json = serde_json::from_str(line)
+            .map_err(|e| format_error(source, n, format!("not a JSON record: {e}")))?;
+        let kind = record.get("type").and_then(Json::as_str).unwrap_or("");
+        if !header {
+            if kind != "header" {
+                return Err(format_error(
+                    source,
+                    n,
+                    "a tuning log starts with its header record",
+                ));
+            }
+            read_header(&record, &mut trace).map_err(|m| format_error(source, n, m))?;
+            header = true;
+            continue;
+        }
+        match kind {
+            "sample" => {
+                let sample = read_sample(&record).map_err(|m| format_error(source, n, m))?;
+                trace.samples.push(sample);
+            }
+            // The recorded run's own writes: the value before its first
+            // write of a CVAR is that CVAR's starting value.
+            "write" => {
+                if let (Some(cvar), Some(old)) = (
+                    record.get("cvar").and_then(Json::as_str),
+                    record.get("old").filter(|o| !o.is_null()),
+                ) {
+                    if let Ok(value) = serde_json::from_value::<Value>(old.clone()) {
+                        trace.initial_cvars.entry(cvar.to_string()).or_insert(value);
+                    }
+                }
+            }
+            "close" => trace.end = record.get("t").and_then(Json::as_f64),
+            _ => {}
+        }
+    }
+    Ok(trace)
+}
+
+fn read_header(record: &Json, trace: &mut RankTrace) -> Result<(), String> {
+    let version = record
+        .get("version")
+        .and_then(Json::as_u64)
+        .ok_or("the header has no format version")?;
+    if version != u64::from(log::FORMAT_VERSION) {
+        return Err(format!(
+            "log format version {version}; this mpit-tuner reads version {}",
+            log::FORMAT_VERSION
+        ));
+    }
+    let number = |key: &str| -> Result<u32, String> {
+        record
+            .get(key)
+            .and_then(Json::as_u64)
+            .and_then(|v| u32::try_from(v).ok())
+            .ok_or(format!("the header has no `{key}`"))
+    };
+    trace.rank = number("rank")?;
+    trace.size = number("size")?.max(trace.rank + 1);
+    trace.library = record
+        .get("library")
+        .and_then(Json::as_str)
+        .map(str::to_string);
+    if let Some(vars) = record.get("variables").and_then(Json::as_array) {
+        for v in vars {
+            let Some(name) = v.get("name").and_then(Json::as_str) else {
+                continue;
+            };
+            let class = v
+                .get("class")
+                .and_then(Json::as_str)
+                .and_then(PvarClass::parse)
+                .unwrap_or(PvarClass::Generic);
+            let count = v
+                .get("count")
+                .and_then(Json::as_u64)
+                .map(|c| c as usize)
+                .filter(|c| *c > 0);
+            trace
+                .declared
+                .pvars
+                .insert(name.to_string(), PvarDecl { class, count });
+        }
+    }
+    if let Some(cvars) = record.get("cvars").and_then(Json::as_object) {
+        for (name, v) in cvars {
+            let value = json_value(v).map_err(|m| format!("header cvar `{name}`: {m}"))?;
+            trace.initial_cvars.insert(name.clone(), value);
+        }
+    }
+    Ok(())
+}
+
+fn read_sample(record: &Json) -> Result<Sample, String> {
+    let t = record
+        .get("t")
+        .and_then(Json::as_f64)
+        .ok_or("a sample record without `t`")?;
+    let mut sample = Sample {
+        t,
+        ..Sample::default()
+    };
+    let vars = record
+        .get("vars")
+        .and_then(Json::as_array)
+        .ok_or("a sample record without `vars`")?;
+    for v in vars {
+        let (Some(name), Some(value)) = (
+            v.get("name").and_then(Json::as_str),
+            v.get("value").and_then(Json::as_array),
+        ) else {
+            continue;
+        };
+        // As the live engine reads them: unbound, or bound to MPI_COMM_WORLD.
+        if v.get("object")
+            .and_then(Json::as_str)
+            .is_some_and(|o| o != "world")
+        {
+            continue;
+        }
+        // NaN is written as null.
+        let values = value
+            .iter()
+            .map(|x| x.as_f64().unwrap_or(f64::NAN))
+            .collect();
+        sample.pvars.push((name.to_string(), values));
+    }
+    Ok(sample)
+}
+
+/// A CVAR value from JSON: a number, an array of numbers, or text.
+fn json_value(v: &Json) -> Result<Value, String> {
+    let numbers: Vec<f64> = match v {
+        Json::Number(n) => vec![n.as_f64().unwrap_or(f64::NAN)],
+        Json::Array(a) => a
+            .iter()
+            .map(|x| x.as_f64().ok_or("an array of numbers"))
+            .collect::<Result<_, _>>()?,
+        Json::String(s) => return Ok(Value::Str(s.clone())),
+        Json::Bool(b) => vec![f64::from(u8::from(*b))],
+        _ => return Err("expected a number, an array of numbers or a text".into()),
+    };
+    Ok(numbers_value(numbers))
+}
+
+/// Whole numbers as integers, others as doubles.
+fn numbers_value(numbers: Vec<f64>) -> Value {
+    if numbers.iter().all(|x| x.fract() == 0.0 && x.abs() < 9.0e15) {
+        Value::Int(numbers.iter().map(|x| *x as i64).collect())
+    } else {
+        Value::Double(numbers)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TraceLine {
+    catalogue: Option<RawCatalogue>,
+    t: Option<f64>,
+    rank: Option<u32>,
+    size: Option<u32>,
+    #[serde(default)]
+    pvars: BTreeMap<String, Json>,
+    #[serde(default)]
+    cvars: BTreeMap<String, Json>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCatalogue {
+    #[serde(default)]
+    cvars: BTreeMap<String, RawCvar>,
+    #[serde(default)]
+    pvars: BTreeMap<String, RawPvar>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCvar {
+    scope: Option<String>,
+    count: Option<usize>,
+    #[serde(rename = "type")]
+    ty: Option<String>,
+    items: Option<RawItems>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawItems {
+    Names(Vec<String>),
+    Values(BTreeMap<String, i32>),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPvar {
+    class: Option<String>,
+    count: Option<usize>,
+}
+
+fn cvar_decl(raw: RawCvar) -> Result<CvarDecl, String> {
+    let scope = match raw.scope.as_deref() {
+        None => Scope::Local,
+        Some(s) => Scope::parse(s).ok_or(format!(
+            "unknown scope {s:?}; expected one of {}",
+            names(Scope::ALL)
+        ))?,
+    };
+    let enumeration = raw.items.map(|items| Enumeration {
+        name: String::new(),
+        items: match items {
+            RawItems::Names(n) => n
+                .into_iter()
+                .enumerate()
+                .map(|(i, name)| EnumItem {
+                    value: i as i32,
+                    name,
+                })
+                .collect(),
+            RawItems::Values(m) => m
+                .into_iter()
+                .map(|(name, value)| EnumItem { value, name })
+                .collect(),
+        },
+    });
+    let datatype = match raw.ty.as_deref().map(str::to_ascii_lowercase).as_deref() {
+        None | Some("int" | "integer" | "enum") => Datatype::Int,
+        Some("string" | "text" | "char") => Datatype::Char,
+        Some("double" | "float") => Datatype::Double,
+        Some("unsigned") => Datatype::Unsigned,
+        Some(other) => Datatype::parse(other).ok_or(format!(
+            "unknown type {other:?}; expected int, unsigned, double, string, enum or an MPI datatype name"
+        ))?,
+    };
+    if raw.ty.as_deref() == Some("enum") && enumeration.is_none() {
+        return Err("an enum CVAR needs `items`".into());
+    }
+    if enumeration.is_some() && datatype == Datatype::Char {
+        return Err("a string CVAR can not have `items`".into());
+    }
+    Ok(CvarDecl {
+        scope,
+        count: raw.count.filter(|c| *c > 0),
+        datatype,
+        enumeration,
+    })
+}
+
+fn names<T: std::fmt::Display>(all: &[T]) -> String {
+    all.iter()
+        .map(|v| v.to_string().to_ascii_lowercase())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn declarations(raw: RawCatalogue) -> Result<Declarations, String> {
+    let mut d = Declarations::default();
+    for (name, c) in raw.cvars {
+        let decl = cvar_decl(c).map_err(|m| format!("CVAR `{name}`: {m}"))?;
+        d.cvars.insert(name, decl);
+    }
+    for (name, p) in raw.pvars {
+        let class = match p.class.as_deref() {
+            None => PvarClass::Generic,
+            Some(c) => PvarClass::parse(c).ok_or(format!(
+                "PVAR `{name}`: unknown class {c:?}; expected one of {}",
+                names(PvarClass::ALL)
+            ))?,
+        };
+        d.pvars.insert(
+            name,
+            PvarDecl {
+                class,
+                count: p.count.filter(|c| *c > 0),
+            },
+        );
+    }
+    Ok(d)
+}
+
+/// Parses a hand-written trace (format in the [module docs](self)): one
+/// [`RankTrace`] per rank that has samples, in rank order.
+pub fn parse_trace(text: &str, source: &str) -> Result<Vec<RankTrace>, ReplayError> {
+    let (ranks, declared) = parse_trace_parts(text, source)?;
+    if ranks.is_empty() && declared.is_empty() {
+        return Err(ReplayError::Empty {
+            source_name: source.into(),
+            message: "no samples".into(),
+        });
+    }
+    Ok(ranks)
+}
+
+fn parse_trace_parts(
+    text: &str,
+    source: &str,
+) -> Result<(Vec<RankTrace>, Declarations), ReplayError> {
+    let mut declared = Declarations::default();
+    let mut size: Option<u32> = None;
+    let mut by_rank: BTreeMap<u32, Vec<Sample>> = BTreeMap::new();
+    for (n, line) in lines(text) {
+        let err = |m: String| format_error(source, n, m);
+        let raw: TraceLine =
+            serde_json::from_str(line).map_err(|e| err(format!("not a trace line: {e}")))?;
+        if let Some(s) = raw.size {
+            if s == 0 {
+                return Err(err("`size` must be at least 1".into()));
+            }
+            size = Some(s);
+        }
+        if let Some(c) = raw.catalogue {
+            if raw.t.is_some() || !raw.pvars.is_empty() || !raw.cvars.is_empty() {
+                return Err(err(
+                    "a catalogue line declares variables only; give samples on lines of their own"
+                        .into(),
+                ));
+            }
+            declared.fill_from(&declarations(c).map_err(err)?);
+            continue;
+        }
+        let Some(t) = raw.t.filter(|t| t.is_finite() && *t >= 0.0) else {
+            return Err(err(
+                "a sample line needs a time `t` (seconds, at least 0); a catalogue line is {\"catalogue\": {...}}"
+                    .into(),
+            ));
+        };
+        let mut sample = Sample {
+            t,
+            ..Sample::default()
+        };
+        for (name, v) in raw.pvars {
+            let value = json_value(&v).map_err(|m| err(format!("PVAR `{name}`: {m}")))?;
+            if matches!(value, Value::Str(_)) {
+                return Err(err(format!("PVAR `{name}`: expected numbers, not text")));
+            }
+            sample.pvars.push((name, value.to_f64s()));
+        }
+        for (name, v) in raw.cvars {
+            let value = json_value(&v).map_err(|m| err(format!("CVAR `{name}`: {m}")))?;
+            sample.cvars.push((name, value));
+        }
+        by_rank
+            .entry(raw.rank.unwrap_or(0))
+            .or_default()
+            .push(sample);
+    }
+    let highest = by_rank.keys().next_back().copied().unwrap_or(0);
+    let size = size.unwrap_or(highest + 1).max(highest + 1);
+    let ranks = by_rank
+        .into_iter()
+        .map(|(rank, mut samples)| {
+            samples.sort_by(|a, b| a.t.total_cmp(&b.t));
+            RankTrace {
+                source: source.to_string(),
+                rank,
+                size,
+                library: None,
+                samples,
+                initial_cvars: BTreeMap::new(),
+                declared: declared.clone(),
+                end: None,
+            }
+        })
+        .collect();
+    Ok((ranks, declared))
+}
+
+/// How a policy set writes a CVAR: the largest element count its literal
+/// values and indices imply, and whether it writes text.
+#[derive(Debug, Clone, Copy, Default)]
+struct Written {
+    count: usize,
+    text: bool,
+}
+
+fn written_by(set: &PolicySet) -> BTreeMap<String, Written> {
+    let mut out: BTreeMap<String, Written> = BTreeMap::new();
+    for p in set.policies() {
+        for branch in [Branch::Then, Branch::Otherwise] {
+            for action in p.actions(branch) {
+                let ActionView::Set {
+                    cvar, index, value, ..
+                } = action
+                else {
+                    continue;
+                };
+                let (count, text) = match (index, value) {
+                    (Some(i), _) => (i as usize + 1, false),
+                    (None, SetValue::Numbers(xs)) => (xs.len().max(1), false),
+                    (None, SetValue::Text(_)) => (1, true),
+                    (None, SetValue::Number(_)) => (1, false),
+                };
+                let w = out.entry(cvar.to_string()).or_default();
+                w.count = w.count.max(count);
+                w.text |= text;
+            }
+        }
+    }
+    out
+}
+
+/// The variables of one rank's replay, as the policy checker sees them.
+#[derive(Debug, Clone)]
+struct ReplayCatalogue {
+    declared: Declarations,
+    /// PVARs the samples give, with their element count.
+    observed: BTreeMap<String, usize>,
+    /// CVARs with a known value, with it.
+    known: BTreeMap<String, Value>,
+    written: BTreeMap<String, Written>,
+}
+
+impl ReplayCatalogue {
+    fn new(trace: &RankTrace, set: &PolicySet) -> ReplayCatalogue {
+        let mut observed = BTreeMap::new();
+        let mut known = trace.initial_cvars.clone();
+        for s in &trace.samples {
+            for (name, v) in &s.pvars {
+                observed.entry(name.clone()).or_insert(v.len());
+            }
+            for (name, v) in &s.cvars {
+                known.entry(name.clone()).or_insert_with(|| v.clone());
+            }
+        }
+        ReplayCatalogue {
+            declared: trace.declared.clone(),
+            observed,
+            known,
+            written: written_by(set),
+        }
+    }
+
+    /// The CVAR `name` in the actuator's terms, if it exists.
+    fn mpi_cvar(&self, name: &str) -> Option<(MpiCvarInfo, Option<usize>)> {
+        let (scope, count, datatype, enumeration) = match self.declared.cvars.get(name) {
+            Some(d) => (d.scope, d.count, d.datatype, d.enumeration.clone()),
+            None => {
+                let known = self.known.get(name);
+                let written = self.written.get(name);
+                if known.is_none() && written.is_none() {
+                    return None;
+                }
+                let datatype = match known {
+                    Some(Value::Str(_)) => Datatype::Char,
+                    Some(Value::Double(_)) => Datatype::Double,
+                    Some(_) => Datatype::Int,
+                    None if written.is_some_and(|w| w.text) => Datatype::Char,
+                    None => Datatype::Int,
+                };
+                (Scope::Local, None, datatype, None)
+            }
+        };
+        Some((
+            MpiCvarInfo {
+                index: -1,
+                name: name.to_string(),
+                description: String::new(),
+                verbosity: Verbosity::UserBasic,
+                datatype,
+                enumeration,
+                binding: Binding::NoObject,
+                scope,
+            },
+            count,
+        ))
+    }
+}
+
+impl Catalogue for ReplayCatalogue {
+    fn pvar(&self, name: &str) -> Option<PvarInfo> {
+        let declared = self.declared.pvars.get(name);
+        let observed = self.observed.get(name);
+        if declared.is_none() && observed.is_none() {
+            return None;
+        }
+        Some(PvarInfo {
+            class: convert_class(declared.map_or(PvarClass::Generic, |d| d.class)),
+            count: declared
+                .and_then(|d| d.count)
+                .or(observed.copied())
+                .unwrap_or(1)
+                .max(1),
+        })
+    }
+
+    fn cvar(&self, name: &str) -> Option<CvarInfo> {
+        let (info, count) = self.mpi_cvar(name)?;
+        let count = count
+            .or_else(|| self.known.get(name).map(Value::len))
+            .or_else(|| self.written.get(name).map(|w| w.count))
+            .unwrap_or(1);
+        Some(CvarInfo {
+            // UNKNOWN cannot be declared (Scope::parse does not accept it).
+            scope: convert_scope(info.scope).unwrap_or(policies::Scope::Local),
+            count: if info.datatype == Datatype::Char {
+                count.max(4096)
+            } else {
+                count.max(1)
+            },
+            ty: match (&info.enumeration, info.datatype) {
+                (Some(e), _) => CvarType::Enum(e.items.iter().map(|i| i.name.clone()).collect()),
+                (None, Datatype::Char) => CvarType::String,
+                (None, Datatype::Double) => CvarType::Double,
+                _ => CvarType::Int,
+            },
+        })
+    }
+
+    fn names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .declared
+            .cvars
+            .keys()
+            .chain(self.declared.pvars.keys())
+            .chain(self.observed.keys())
+            .chain(self.known.keys())
+            .cloned()
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+
+    fn has_tool_metric(&self, name: &str) -> bool {
+        self.observed.contains_key(name) || self.declared.pvars.contains_key(name)
+    }
+}
+
+/// The backend of a replay: PVAR values from the current sample, CVAR
+/// values simulated (written values read back as written), environment
+/// variables recorded, nothing touched in this process.
+#[derive(Debug, Clone)]
+pub struct ReplayBackend {
+    catalogue: ReplayCatalogue,
+    pvars: HashMap<String, Vec<f64>>,
+    cvars: BTreeMap<String, Value>,
+    environment: BTreeMap<String, String>,
+    /// Whether PVAR values are visible (not in pre-init and init).
+    sampling: bool,
+    now: f64,
+}
+
+impl ReplayBackend {
+    /// A backend for `trace` under `set` (which tells which CVARs exist
+    /// without being declared: those the policies write), before its first
+    /// sample. The CVARs start at the trace's starting values and at those
+    /// its first sample gives.
+    pub fn new(trace: &RankTrace, set: &PolicySet) -> ReplayBackend {
+        let mut cvars = trace.initial_cvars.clone();
+        if let Some(first) = trace.samples.first() {
+            cvars.extend(first.cvars.iter().cloned());
+        }
+        ReplayBackend {
+            catalogue: ReplayCatalogue::new(trace, set),
+            pvars: HashMap::new(),
+            cvars,
+            environment: BTreeMap::new(),
+            sampling: false,
+            now: trace.samples.first().map_or(0.0, |s| s.t),
+        }
+    }
+
+    /// Moves to `sample`: its time, its PVAR values (the others keep
+    /// theirs), its CVAR values.
+    pub fn advance(&mut self, sample: &Sample) {
+        self.sampling = true;
+        self.now = sample.t;
+        for (name, v) in &sample.pvars {
+            self.pvars.insert(name.clone(), v.clone());
+        }
+        for (name, v) in &sample.cvars {
+            self.cvars.insert(name.clone(), v.clone());
+        }
+    }
+
+    /// The simulated value of a CVAR.
+    pub fn cvar_value(&self, name: &str) -> Option<&Value> {
+        self.cvars.get(name)
+    }
+
+    /// The environment variables `setenv` actions set.
+    pub fn environment(&self) -> &BTreeMap<String, String> {
+        &self.environment
+    }
+
+    /// Sets the time (for the final phase).
+    pub fn set_time(&mut self, t: f64) {
+        self.now = t;
+    }
+}
+
+impl Backend for ReplayBackend {
+    fn pvar(&self, name: &str) -> Option<&[f64]> {
+        if !self.sampling {
+            return None;
+        }
+        self.pvars.get(name).map(Vec::as_slice)
+    }
+
+    fn cvar(&mut self, name: &str) -> Option<Vec<f64>> {
+        let v = self.cvars.get(name)?.to_f64s();
+        (!v.is_empty()).then_some(v)
+    }
+
+    fn write(
+        &mut self,
+        name: &str,
+        index: Option<u32>,
+        request: &Request,
+        when: When,
+        dry_run: bool,
+    ) -> WriteRecord {
+        let mut record = WriteRecord {
+            cvar: name.to_string(),
+            index,
+            old: None,
+            requested: None,
+            readback: None,
+            outcome: Outcome::Missing,
+            error: None,
+        };
+        let Some((info, declared_count)) = self.catalogue.mpi_cvar(name) else {
+            record.error = Some(format!("the replayed data has no CVAR named `{name}`"));
+            return record;
+        };
+        if let Some(why) = actuator::scope_refusal(&info, when) {
+            record.outcome = Outcome::Refused;
+            record.error = Some(why);
+            return record;
+        }
+        record.old = self.cvars.get(name).cloned();
+        let count = declared_count
+            .or_else(|| record.old.as_ref().map(Value::len))
+            .unwrap_or(match request {
+                Request::Numbers(xs) => xs.len(),
+                _ => 1,
+            });
+        let value = match actuator::convert(&info, count, index, request, record.old.as_ref()) {
+            Ok(v) => v,
+            Err(why) => {
+                record.outcome = Outcome::Invalid;
+                record.error = Some(format!("`{name}`: {why}"));
+                return record;
+            }
+        };
+        record.requested = Some(value.clone());
+        if dry_run {
+            record.outcome = Outcome::DryRun;
+            record.readback = record.old.clone();
+            return record;
+        }
+        self.cvars.insert(name.to_string(), value.clone());
+        record.readback = Some(value);
+        record.outcome = Outcome::Written;
+        record
+    }
+
+    fn setenv(&mut self, name: &str, value: &str, dry_run: bool) -> Result<(), String> {
+        // Validation only: a replay never changes its own environment.
+        engine::set_environment(name, value, true)?;
+        if !dry_run {
+            self.environment.insert(name.to_string(), value.to_string());
+        }
+        Ok(())
+    }
+
+    fn time(&self) -> f64 {
+        self.now
+    }
+}
+
+/// Every phase, for binding.
+const ALL_PHASES: &[Phase] = &[
+    Phase::PreInit,
+    Phase::Init,
+    Phase::Periodic,
+    Phase::Finalize,
+];
+
+/// Replays `set` on each rank of `traces`, independently, from the
+/// policies' initial state.
+pub fn replay(set: &PolicySet, traces: &[RankTrace]) -> Vec<RankReplay> {
+    traces.iter().map(|t| replay_rank(set, t)).collect()
+}
+
+fn replay_rank(set: &PolicySet, trace: &RankTrace) -> RankReplay {
+    let mut records = Vec::new();
+    let t0 = trace.samples.first().map_or(0.0, |s| s.t);
+    let last = trace.samples.last().map_or(t0, |s| s.t);
+    let end = trace.end.map_or(last, |e| e.max(last));
+    let (rank, size) = (trace.rank, trace.size.max(trace.rank + 1));
+    records.push(json!({
+        "type": "replay", "t": t0, "rank": rank, "size": size, "source": trace.source,
+        "library": trace.library, "policies": set.file_name(),
+        "samples": trace.samples.len(), "end": end,
+    }));
+
+    let mut engine = Engine::new(set.clone());
+    let mut backend = ReplayBackend::new(trace, set);
+    let diagnostics = set.check(&backend.catalogue);
+    let mut disabled: Vec<Option<String>> = vec![None; set.policies().len()];
+    for (i, reason, missing) in engine.bind(&backend.catalogue, ALL_PHASES) {
+        let reason = if missing {
+            missing_reason(set, &diagnostics, i).unwrap_or(reason)
+        } else {
+            reason
+        };
+        records.push(json!({
+            "type": "policy_disabled", "t": t0, "policy": set.policies()[i].name(), "reason": reason,
+        }));
+        disabled[i] = Some(reason);
+    }
+
+    let mut out = |r: Json| records.push(r);
+    let env = engine::env(rank, size, t0);
+    engine.run(Phase::PreInit, &mut backend, &env, &mut out);
+    engine.run(Phase::Init, &mut backend, &env, &mut out);
+    for sample in &trace.samples {
+        backend.advance(sample);
+        let env = engine::env(rank, size, sample.t);
+        engine.run(Phase::Periodic, &mut backend, &env, &mut out);
+    }
+    backend.set_time(end);
+    engine.run(
+        Phase::Finalize,
+        &mut backend,
+        &engine::env(rank, size, end),
+        &mut out,
+    );
+
+    for (i, (writes, refused)) in engine.counts.iter().enumerate() {
+        let p = &engine.policies()[i];
+        records.push(json!({
+            "type": "policy_summary", "t": end, "policy": p.name(), "writes": writes,
+            "refused": refused, "firings": p.state().firings, "disabled": disabled[i],
+        }));
+    }
+    let written: BTreeMap<&str, &Value> = backend
+        .catalogue
+        .written
+        .keys()
+        .filter_map(|name| Some((name.as_str(), backend.cvars.get(name)?)))
+        .collect();
+    records.push(json!({
+        "type": "close", "t": end, "reason": "end of replay", "cvars": written,
+        "environment": backend.environment,
+    }));
+    RankReplay {
+        rank,
+        size,
+        source: trace.source.clone(),
+        records,
+    }
+}
+
+/// Why policy `i` is disabled when it names a variable the replayed data
+/// lacks, with the closest names the data has.
+fn missing_reason(
+    set: &PolicySet,
+    diagnostics: &[policies::Diagnostic],
+    i: usize,
+) -> Option<String> {
+    let d = diagnostics
+        .iter()
+        .find(|d| d.policy == i && d.severity == Severity::Missing)?;
+    let name = &set.variable(d.slot?)?.name;
+    let closest = d
+        .message
+        .find("; closest known names")
+        .map_or("", |at| &d.message[at..]);
+    Some(format!(
+        "the replayed data has no variable `{name}` (the run did not sample it, or its MPI library does not export it){closest}"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The thesis' policy (crates/policies/README.md), with extra keys.
+    fn vbuf_policy(extra: &str) -> PolicySet {
+        let text = format!(
+            r#"
+[[policy]]
+name  = "free-unused-vbufs"
+every = "1s"
+when  = "any(mv2_vbuf_allocated_array - mv2_vbuf_max_use_array > 10)"
+then  = [ {{ set = "MPIR_CVAR_VBUF_POOL_CONTROL", value = 1 }},
+          {{ set = "MPIR_CVAR_VBUF_POOL_REDUCED_VALUE", value = "mv2_vbuf_max_use_array" }} ]
+otherwise = [ {{ set = "MPIR_CVAR_VBUF_POOL_CONTROL", value = 0 }} ]
+{extra}
+"#
+        );
+        PolicySet::parse(&text, "vbuf.toml").unwrap_or_else(|e| panic!("{e:#}"))
+    }
+
+    const CATALOGUE: &str = r#"{"catalogue": {"cvars": {"MPIR_CVAR_VBUF_POOL_CONTROL": {"scope": "local", "count": 1, "type": "int"}, "MPIR_CVAR_VBUF_POOL_REDUCED_VALUE": {"scope": "local", "count": 4, "type": "int"}}, "pvars": {"mv2_vbuf_allocated_array": {"class": "level", "count": 4}, "mv2_vbuf_max_use_array": {"class": "highwatermark", "count": 4}}}}"#;
+
+    /// Four VBUF pools, one in use: one sample per second; `max_use[t]`
+    /// gives the max-use array at each second (allocated stays
+    /// [64, 32, 32, 16]).
+    fn trace(max_use: &[[u32; 4]]) -> Vec<RankTrace> {
+        let mut text = format!("{CATALOGUE}\n");
+        for (t, m) in max_use.iter().enumerate() {
+            let cvars = if t == 0 {
+                r#", "cvars": {"MPIR_CVAR_VBUF_POOL_CONTROL": 0, "MPIR_CVAR_VBUF_POOL_REDUCED_VALUE": [64, 32, 32, 16]}"#
+            } else {
+                ""
+            };
+            text.push_str(&format!(
+                "{{\"t\": {t}, \"pvars\": {{\"mv2_vbuf_allocated_array\": [64, 32, 32, 16], \"mv2_vbuf_max_use_array\": {m:?}}}{cvars}}}\n"
+            ));
+        }
+        parse_trace(&text, "thesis.jsonl").unwrap()
+    }
+
+    const WASTEFUL: [u32; 4] = [60, 5, 2, 1];
+    const BUSY: [u32; 4] = [60, 30, 28, 14];
+
+    fn of_type<'a>(r: &'a RankReplay, kind: &'a str) -> impl Iterator<Item = &'a Json> + 'a {
+        r.records.iter().filter(move |x| x["type"] == kind)
+    }
+
+    /// (time, CVAR, written value) of every successful write.
+    fn writes(r: &RankReplay) -> Vec<(f64, String, Json)> {
+        of_type(r, "write")
+            .map(|w| {
+                assert_eq!(w["outcome"], "written", "{w}");
+                (
+                    w["t"].as_f64().unwrap(),
+                    w["cvar"].as_str().unwrap().to_string(),
+                    w["readback"].clone(),
+                )
+            })
+            .collect()
+    }
+
+    fn reasons(r: &RankReplay) -> Vec<(f64, String)> {
+        of_type(r, "decision")
+            .filter(|d| d["fired"] == false)
+            .map(|d| {
+                (
+                    d["t"].as_f64().unwrap(),
+                    d["reason"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    }
+
+    const CONTROL: &str = "MPIR_CVAR_VBUF_POOL_CONTROL";
+    const REDUCED: &str = "MPIR_CVAR_VBUF_POOL_REDUCED_VALUE";
+
+    #[test]
+    fn the_thesis_policy_frees_unused_pools_and_stops_when_they_are_used() {
+        let mut max_use = vec![WASTEFUL; 3];
+        max_use.extend([BUSY; 3]);
+        let out = replay(&vbuf_policy(""), &trace(&max_use));
+        assert_eq!(out.len(), 1);
+        let r = &out[0];
+        assert_eq!(
+            writes(r),
+            vec![
+                (0.0, CONTROL.into(), json!([1])),
+                (0.0, REDUCED.into(), json!([60, 5, 2, 1])),
+                (3.0, CONTROL.into(), json!([0])),
+            ]
+        );
+        // The audit records carry the old values and the decision's inputs.
+        let first = of_type(r, "write").next().unwrap();
+        assert_eq!(first["old"], json!([0]));
+        assert_eq!(first["requested"], json!([1]));
+        let reduced = of_type(r, "write").nth(1).unwrap();
+        assert_eq!(reduced["old"], json!([64, 32, 32, 16]));
+        let decision = of_type(r, "decision").find(|d| d["fired"] == true).unwrap();
+        assert_eq!(decision["branch"], "then");
+        assert_eq!(
+            decision["inputs"]["mv2_vbuf_max_use_array"],
+            json!([60.0, 5.0, 2.0, 1.0])
+        );
+        // In between, nothing new to write.
+        let steady = "already in effect".to_string();
+        assert_eq!(reasons(r), vec![(1.0, steady.clone()), (4.0, steady)]);
+        let close = of_type(r, "close").next().unwrap();
+        assert_eq!(close["cvars"][CONTROL], json!([0]));
+        assert_eq!(close["cvars"][REDUCED], json!([60, 5, 2, 1]));
+        let summary = of_type(r, "policy_summary").next().unwrap();
+        assert_eq!(
+            (summary["writes"].clone(), summary["firings"].clone()),
+            (json!(3), json!(2))
+        );
+    }
+
+    #[test]
+    fn reduced_values_follow_max_use_while_pools_stay_wasteful() {
+        let out = replay(
+            &vbuf_policy(""),
+            &trace(&[WASTEFUL, WASTEFUL, [60, 9, 2, 1]]),
+        );
+        assert_eq!(
+            writes(&out[0])[2..],
+            [
+                (2.0, CONTROL.to_string(), json!([1])),
+                (2.0, REDUCED.to_string(), json!([60, 9, 2, 1]))
+            ]
+        );
+    }
+
+    #[test]
+    fn no_waste_means_pool_control_off_from_the_start() {
+        let out = replay(&vbuf_policy(""), &trace(&[BUSY, BUSY]));
+        assert_eq!(writes(&out[0]), vec![(0.0, CONTROL.into(), json!([0]))]);
+    }
+
+    #[test]
+    fn hysteresis_needs_consecutive_evaluations() {
+        // Waste from 0 to 4 s, no waste from 5 to 9 s, then a condition that
+        // flips every second from 10 to 19 s.
+        let mut max_use = vec![WASTEFUL; 5];
+        max_use.extend([BUSY; 5]);
+        for i in 0..10 {
+            max_use.push(if i % 2 == 0 { WASTEFUL } else { BUSY });
+        }
+        let out = replay(&vbuf_policy("hysteresis = 3"), &trace(&max_use));
+        let r = &out[0];
+        assert_eq!(
+            writes(r),
+            vec![
+                (2.0, CONTROL.into(), json!([1])),
+                (2.0, REDUCED.into(), json!([60, 5, 2, 1])),
+                (7.0, CONTROL.into(), json!([0])),
+            ],
+            "{:#?}",
+            r.records
+        );
+        let pending: Vec<_> = reasons(r)
+            .into_iter()
+            .filter(|(_, why)| why.starts_with("hysteresis"))
+            .collect();
+        assert_eq!(
+            pending[..2],
+            [
+                (
+                    0.0,
+                    "hysteresis: 1 of 3 consecutive evaluations".to_string()
+                ),
+                (
+                    5.0,
+                    "hysteresis: 1 of 3 consecutive evaluations".to_string()
+                ),
+            ]
+        );
+        // Flapping never completes a streak: no write after 7 s.
+        assert!(writes(r).iter().all(|w| w.0 < 10.0));
+    }
+
+    #[test]
+    fn cooldown_delays_the_next_write() {
+        // Waste until 2 s, none from 3 s: the switch back waits for the
+        // 10 s cooldown after the write at 0 s.
+        let mut max_use = vec![WASTEFUL; 3];
+        max_use.extend([BUSY; 12]);
+        let out = replay(&vbuf_policy("cooldown = \"10s\""), &trace(&max_use));
+        let r = &out[0];
+        assert_eq!(
+            writes(r),
+            vec![
+                (0.0, CONTROL.into(), json!([1])),
+                (0.0, REDUCED.into(), json!([60, 5, 2, 1])),
+                (10.0, CONTROL.into(), json!([0])),
+            ]
+        );
+        // The refusal is logged once when it starts, with the time left.
+        let cooling: Vec<_> = reasons(r)
+            .into_iter()
+            .filter(|(_, why)| why.starts_with("cooldown"))
+            .collect();
+        assert_eq!(cooling, vec![(3.0, "cooldown: 7000 ms left".to_string())]);
+    }
+
+    #[test]
+    fn every_decides_which_samples_are_evaluated() {
+        // Samples every 0.5 s, policy every 1 s: evaluated at 0, 1, 2 s.
+        let mut text = format!("{CATALOGUE}\n");
+        for i in 0..6 {
+            let m = if i < 3 { WASTEFUL } else { BUSY };
+            text.push_str(&format!(
+                "{{\"t\": {}, \"pvars\": {{\"mv2_vbuf_allocated_array\": [64, 32, 32, 16], \"mv2_vbuf_max_use_array\": {m:?}}}}}\n",
+                f64::from(i) * 0.5
+            ));
+        }
+        let traces = parse_trace(&text, "half.jsonl").unwrap();
+        let out = replay(&vbuf_policy(""), &traces);
+        let times: Vec<f64> = writes(&out[0]).iter().map(|w| w.0).collect();
+        // Waste stops at 1.5 s; the next due evaluation is at 2 s.
+        assert_eq!(times, vec![0.0, 0.0, 2.0]);
+        // CVAR values were unknown: the first write has no old value.
+        let first = of_type(&out[0], "write").next().unwrap();
+        assert!(first["old"].is_null());
+    }
+
+    #[test]
+    fn scope_rules_apply_to_declared_cvars() {
+        let set = PolicySet::parse(
+            r#"
+[[policy]]
+name = "startup"
+phase = "init"
+then = [ { set = "ALGO", value = 2 } ]
+
+[[policy]]
+name = "switch"
+when = "x > 1"
+then = [ { set = "LOCAL_ONE", value = 3 } ]
+"#,
+            "p.toml",
+        )
+        .unwrap();
+        let text = r#"
+# ALGO must be equal on all ranks; LOCAL_ONE is per rank.
+{"catalogue": {"cvars": {"ALGO": {"scope": "all_eq"}, "LOCAL_ONE": {"scope": "local"}}}, "size": 2}
+{"t": 0, "rank": 0, "pvars": {"x": 5}, "cvars": {"ALGO": 0}}
+{"t": 0, "rank": 1, "pvars": {"x": 0}}
+"#;
+        let out = replay(&set, &parse_trace(text, "scopes.jsonl").unwrap());
+        assert_eq!(out.len(), 2);
+        assert_eq!((out[1].rank, out[1].size), (1, 2));
+        // init writes ALL_EQ at the same point on every rank: allowed.
+        let w = writes(&out[0]);
+        assert_eq!(w[0], (0.0, "ALGO".into(), json!([2])));
+        assert_eq!(w[1], (0.0, "LOCAL_ONE".into(), json!([3])));
+        assert_eq!(writes(&out[1]).len(), 1);
+
+        // A periodic write of an ALL_EQ CVAR is disabled at bind time, as in
+        // a live run.
+        let set = PolicySet::parse(
+            "[[policy]]\nname = \"bad\"\nthen = [ { set = \"ALGO\", value = 1 } ]\n",
+            "bad.toml",
+        )
+        .unwrap();
+        let out = replay(&set, &parse_trace(text, "scopes.jsonl").unwrap());
+        let disabled = of_type(&out[0], "policy_disabled").next().unwrap();
+        assert!(
+            disabled["reason"].as_str().unwrap().contains("ALL_EQ"),
+            "{disabled}"
+        );
+        assert_eq!(of_type(&out[0], "write").count(), 0);
+    }
+
+    #[test]
+    fn the_backend_refuses_what_the_live_actuator_refuses() {
+        let text = r#"{"catalogue": {"cvars": {"RO": {"scope": "readonly"}, "EQ": {"scope": "all_eq"}, "ARR": {"count": 2}, "MODE": {"type": "enum", "items": ["auto", "ring"]}}}}
+{"t": 0, "cvars": {"ARR": [1, 2]}}"#;
+        let traces = parse_trace(text, "t.jsonl").unwrap();
+        let set = PolicySet::parse("", "empty.toml").unwrap();
+        let mut b = ReplayBackend::new(&traces[0], &set);
+        b.advance(&traces[0].samples[0]);
+        let w = b.write("RO", None, &Request::Number(1.0), When::Collective, false);
+        assert_eq!(w.outcome, Outcome::Refused);
+        let w = b.write("EQ", None, &Request::Number(1.0), When::RankLocal, false);
+        assert_eq!(w.outcome, Outcome::Refused);
+        assert!(w.error.unwrap().contains("ALL_EQ"));
+        assert_eq!(
+            b.write("EQ", None, &Request::Number(1.0), When::Collective, false)
+                .outcome,
+            Outcome::Written
+        );
+        let w = b.write(
+            "ARR",
+            Some(1),
+            &Request::Number(9.0),
+            When::RankLocal,
+            false,
+        );
+        assert_eq!(w.readback, Some(Value::Int(vec![1, 9])));
+        let w = b.write(
+            "ARR",
+            None,
+            &Request::Numbers(vec![1.0]),
+            When::RankLocal,
+            false,
+        );
+        assert_eq!(w.outcome, Outcome::Invalid);
+        let w = b.write(
+            "MODE",
+            None,
+            &Request::Text("ring".into()),
+            When::RankLocal,
+            false,
+        );
+        assert_eq!(w.readback, Some(Value::Int(vec![1])));
+        let w = b.write("NOPE", None, &Request::Number(1.0), When::RankLocal, false);
+        assert_eq!(w.outcome, Outcome::Missing);
+        let w = b.write("ARR", None, &Request::Number(5.0), When::RankLocal, true);
+        assert_eq!(
+            (w.outcome, w.readback),
+            (Outcome::DryRun, Some(Value::Int(vec![1, 9])))
+        );
+        assert_eq!(b.cvar("ARR"), Some(vec![1.0, 9.0]));
+        assert!(b.setenv("A=B", "x", false).is_err());
+        b.setenv("UCX_TLS", "shm", false).unwrap();
+        assert_eq!(b.environment()["UCX_TLS"], "shm");
+    }
+
+    #[test]
+    fn policies_over_missing_variables_are_disabled_with_the_closest_names() {
+        let set = PolicySet::parse(
+            "[[policy]]\nname = \"typo\"\nwhen = \"mv2_vbuf_alocated_array > 0\"\nthen = [ { note = \"x\" } ]\n",
+            "typo.toml",
+        )
+        .unwrap();
+        let out = replay(&set, &trace(&[WASTEFUL]));
+        let d = of_type(&out[0], "policy_disabled").next().unwrap();
+        let reason = d["reason"].as_str().unwrap();
+        assert!(
+            reason.contains("no variable `mv2_vbuf_alocated_array`")
+                && reason.contains("closest known names: mv2_vbuf_allocated_array"),
+            "{reason}"
+        );
+    }
+
+    #[test]
+    fn phases_run_in_order_and_init_sees_no_pvars() {
+        let set = PolicySet::parse(
+            r#"
+[[policy]]
+name = "pre"
+phase = "pre-init"
+then = [ { setenv = "UCX_RNDV_THRESH", value = "64K" } ]
+[[policy]]
+name = "init-reads-pvar"
+phase = "init"
+when = "q > 0"
+then = [ { note = "never: no samples at init" } ]
+[[policy]]
+name = "end"
+phase = "finalize"
+when = "q > 0"
+then = [ { recommend = "queue was busy" } ]
+"#,
+            "phases.toml",
+        )
+        .unwrap();
+        let text = "{\"t\": 1, \"pvars\": {\"q\": 3}}\n{\"t\": 2, \"pvars\": {\"q\": 4}}\n";
+        let out = replay(&set, &parse_trace(text, "t.jsonl").unwrap());
+        let r = &out[0];
+        let kinds: Vec<&str> = r
+            .records
+            .iter()
+            .map(|x| x["type"].as_str().unwrap())
+            .collect();
+        assert_eq!(kinds[0], "replay");
+        let setenv = of_type(r, "setenv").next().unwrap();
+        assert_eq!(
+            (setenv["t"].as_f64(), setenv["error"].clone()),
+            (Some(1.0), Json::Null)
+        );
+        assert!(reasons(r)
+            .iter()
+            .any(|(t, why)| *t == 1.0 && why.starts_with("no value")));
+        let rec = of_type(r, "recommendation").next().unwrap();
+        assert_eq!(rec["t"].as_f64(), Some(2.0));
+        let close = of_type(r, "close").next().unwrap();
+        assert_eq!(close["environment"]["UCX_RNDV_THRESH"], "64K");
+    }
+
+    #[test]
+    fn logs_are_read_as_the_runtime_wrote_them() {
+        let log = [
+            json!({"type": "header", "version": 1, "rank": 1, "size": 2, "library": "openmpi",
+                   "variables": [{"name": "pml_ob1_unexpected_msgq_length", "class": "SIZE", "binding": "MPI_COMM"}]}),
+            json!({"type": "write", "t": 0.0, "cvar": "MPIR_CVAR_REQUEST_POLL_FREQ", "old": [8], "requested": [16], "readback": [16], "outcome": "written"}),
+            json!({"type": "sample", "t": 0.1, "seq": 1, "vars": [
+                {"name": "pml_ob1_unexpected_msgq_length", "object": "world", "class": "SIZE", "value": [3.0, 70.0]},
+                {"name": "pml_ob1_unexpected_msgq_length", "object": "comm2", "class": "SIZE", "value": [500.0]},
+                {"name": "mpool_hugepage_bytes_allocated", "class": "SIZE", "value": [null]}]}),
+            json!({"type": "close", "t": 0.2, "reason": "finalize"}),
+        ];
+        let text: String = log.iter().map(|r| format!("{r}\n")).collect();
+        let t = parse_log(&text, "rank-00001.jsonl").unwrap();
+        assert_eq!((t.rank, t.size, t.end), (1, 2, Some(0.2)));
+        assert_eq!(
+            t.samples[0].pvars[0],
+            ("pml_ob1_unexpected_msgq_length".into(), vec![3.0, 70.0])
+        );
+        assert_eq!(t.samples[0].pvars.len(), 2);
+        assert!(t.samples[0].pvars[1].1[0].is_nan());
+        assert_eq!(
+            t.initial_cvars["MPIR_CVAR_REQUEST_POLL_FREQ"],
+            Value::Int(vec![8])
+        );
+        assert_eq!(
+            t.declared.pvars["pml_ob1_unexpected_msgq_length"].class,
+            PvarClass::Size
+        );
+
+        let newer = text.replace("\"version\":1", "\"version\":2");
+        let err = parse_log(&newer, "rank-00001.jsonl")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("rank-00001.jsonl:1: log format version 2"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn trace_errors_name_the_line() {
+        let err = |text: &str| parse_trace(text, "t.jsonl").unwrap_err().to_string();
+        assert!(err("{\"t\": 0}\n{\"tt\": 1}")
+            .starts_with("t.jsonl:2: not a trace line: unknown field `tt`"));
+        assert!(err("{\"rank\": 0}").contains("needs a time `t`"));
+        assert!(
+            err("{\"catalogue\": {\"cvars\": {\"X\": {\"scope\": \"sometimes\"}}}}").contains(
+                "CVAR `X`: unknown scope \"sometimes\"; expected one of constant, readonly, local"
+            )
+        );
+        assert!(
+            err("{\"t\": 0, \"pvars\": {\"q\": \"high\"}}").contains("PVAR `q`: expected numbers")
+        );
+        assert!(err("# only a comment\n").contains("no samples"));
+    }
+
+    #[test]
+    fn catalogue_files_apply_to_every_rank_of_the_replay() {
+        let dir = std::env::temp_dir().join(format!("mpit-replay-unit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let cat = dir.join("catalogue.jsonl");
+        std::fs::write(
+            &cat,
+            r#"{"catalogue": {"cvars": {"EQ": {"scope": "all_eq"}}}}"#,
+        )
+        .unwrap();
+        let run = dir.join("run");
+        std::fs::create_dir_all(&run).unwrap();
+        for rank in [1, 0] {
+            let header = json!({"type": "header", "version": 1, "rank": rank, "size": 2});
+            let sample = json!({"type": "sample", "t": 0.5, "seq": 1, "vars": []});
+            std::fs::write(
+                run.join(log::rank_file_name(rank)),
+                format!("{header}\n{sample}\n"),
+            )
+            .unwrap();
+        }
+        std::fs::write(run.join("summary.json"), "{}").unwrap();
+        let traces = read_paths(&[cat.clone(), run.clone()]).unwrap();
+        assert_eq!(
+            traces.iter().map(|t| t.rank).collect::<Vec<_>>(),
+            vec![0, 1]
+        );
+        assert!(traces
+            .iter()
+            .all(|t| t.declared.cvars["EQ"].scope == Scope::AllEq));
+        let err = read_paths(&[dir.join("nothing-here")])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("cannot read"), "{err}");
+        let err = read_paths(&[cat]).unwrap_err().to_string();
+        assert!(err.contains("no samples to replay"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

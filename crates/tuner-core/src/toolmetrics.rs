@@ -1,0 +1,297 @@
+//! Tool metrics: what the interposer counts on the application's hot path.
+//!
+//! For each family of MPI calls (point-to-point and collectives), the number
+//! of calls, the bytes they carried, a power-of-two histogram of message
+//! sizes, and the time spent in them (timed on one call in
+//! [`TIMING_PERIOD`] and scaled, so that timing costs nearly nothing). All
+//! counters are static relaxed atomics: recording a call takes no lock and
+//! allocates nothing.
+//!
+//! The sampler publishes them like PVARs, under names such as
+//! `tool.allreduce.calls`, `tool.allreduce.bytes`, `tool.allreduce.time`
+//! (seconds), `tool.allreduce.bytes_p50` and `tool.allreduce.hist`, so that
+//! policies and logs see them as any other variable.
+//!
+//! Histogram bucket `b` counts messages of `[2^(b-1), 2^b)` bytes; bucket 0
+//! counts empty messages.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+/// Number of histogram buckets: up to 2^30 bytes and more in the last one.
+pub const BUCKETS: usize = 32;
+
+/// One call in this many is timed (per family); the total is scaled.
+pub const TIMING_PERIOD: u64 = 8;
+
+/// A family of MPI calls counted together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(usize)]
+pub enum Family {
+    /// `MPI_Send`, `MPI_Ssend`, `MPI_Rsend`, `MPI_Bsend`.
+    Send,
+    /// `MPI_Isend`, `MPI_Issend`, `MPI_Irsend`, `MPI_Ibsend`.
+    Isend,
+    /// `MPI_Recv` (bytes: the posted size).
+    Recv,
+    /// `MPI_Irecv` (bytes: the posted size).
+    Irecv,
+    /// `MPI_Sendrecv` (bytes: those sent).
+    Sendrecv,
+    /// `MPI_Wait`, `MPI_Waitall`, `MPI_Waitany`, `MPI_Waitsome` (time only).
+    Wait,
+    /// `MPI_Allreduce` (bytes: one rank's contribution).
+    Allreduce,
+    /// `MPI_Reduce`.
+    Reduce,
+    /// `MPI_Bcast`.
+    Bcast,
+    /// `MPI_Barrier`.
+    Barrier,
+    /// `MPI_Allgather` (bytes: one rank's contribution).
+    Allgather,
+    /// `MPI_Alltoall` (bytes: sent to each peer).
+    Alltoall,
+    /// `MPI_Gather`.
+    Gather,
+    /// `MPI_Scatter`.
+    Scatter,
+}
+
+impl Family {
+    /// Every family, in order.
+    pub const ALL: [Family; 14] = [
+        Family::Send,
+        Family::Isend,
+        Family::Recv,
+        Family::Irecv,
+        Family::Sendrecv,
+        Family::Wait,
+        Family::Allreduce,
+        Family::Reduce,
+        Family::Bcast,
+        Family::Barrier,
+        Family::Allgather,
+        Family::Alltoall,
+        Family::Gather,
+        Family::Scatter,
+    ];
+
+    /// The name in metric names (`tool.<name>.calls`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::Send => "send",
+            Family::Isend => "isend",
+            Family::Recv => "recv",
+            Family::Irecv => "irecv",
+            Family::Sendrecv => "sendrecv",
+            Family::Wait => "wait",
+            Family::Allreduce => "allreduce",
+            Family::Reduce => "reduce",
+            Family::Bcast => "bcast",
+            Family::Barrier => "barrier",
+            Family::Allgather => "allgather",
+            Family::Alltoall => "alltoall",
+            Family::Gather => "gather",
+            Family::Scatter => "scatter",
+        }
+    }
+
+    /// Whether the family moves data point to point (for the eager advice).
+    pub fn is_point_to_point(self) -> bool {
+        matches!(self, Family::Send | Family::Isend | Family::Sendrecv)
+    }
+}
+
+/// The counters of one family.
+#[derive(Debug)]
+pub struct Counters {
+    calls: AtomicU64,
+    bytes: AtomicU64,
+    timed_calls: AtomicU64,
+    timed_nanos: AtomicU64,
+    hist: [AtomicU64; BUCKETS],
+}
+
+impl Counters {
+    const fn new() -> Counters {
+        Counters {
+            calls: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+            timed_calls: AtomicU64::new(0),
+            timed_nanos: AtomicU64::new(0),
+            hist: [const { AtomicU64::new(0) }; BUCKETS],
+        }
+    }
+}
+
+static COUNTERS: [Counters; 14] = [const { Counters::new() }; 14];
+
+/// The bucket of a message of `bytes` bytes.
+#[inline]
+pub fn bucket(bytes: u64) -> usize {
+    if bytes == 0 {
+        0
+    } else {
+        ((64 - bytes.leading_zeros()) as usize).min(BUCKETS - 1)
+    }
+}
+
+/// The smallest size bucket `b` holds.
+pub fn bucket_floor(b: usize) -> u64 {
+    if b == 0 {
+        0
+    } else {
+        1u64 << (b - 1)
+    }
+}
+
+/// Counts one call that moved `bytes` bytes. Returns whether this call
+/// should be timed (then report it with [`record_time`]). Lock-free,
+/// allocation-free.
+#[inline]
+pub fn record(family: Family, bytes: u64) -> bool {
+    let c = &COUNTERS[family as usize];
+    let n = c.calls.fetch_add(1, Relaxed);
+    c.bytes.fetch_add(bytes, Relaxed);
+    c.hist[bucket(bytes)].fetch_add(1, Relaxed);
+    n % TIMING_PERIOD == 0
+}
+
+/// Counts a call that moves no data of its own (`MPI_Wait`,
+/// `MPI_Barrier`). Returns whether to time it.
+#[inline]
+pub fn record_call(family: Family) -> bool {
+    let c = &COUNTERS[family as usize];
+    c.calls.fetch_add(1, Relaxed) % TIMING_PERIOD == 0
+}
+
+/// Adds the duration of a timed call.
+#[inline]
+pub fn record_time(family: Family, nanos: u64) {
+    let c = &COUNTERS[family as usize];
+    c.timed_calls.fetch_add(1, Relaxed);
+    c.timed_nanos.fetch_add(nanos, Relaxed);
+}
+
+/// A consistent-enough copy of one family's counters (each counter is read
+/// once; they may be a call apart).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FamilySnapshot {
+    /// The family.
+    pub family: Family,
+    /// Calls.
+    pub calls: u64,
+    /// Bytes.
+    pub bytes: u64,
+    /// Estimated seconds spent in the calls (timed calls scaled to all).
+    pub seconds: f64,
+    /// The size histogram.
+    pub hist: [u64; BUCKETS],
+}
+
+impl FamilySnapshot {
+    /// The size below which `q` (0..1) of the calls fall, as the floor of
+    /// the bucket that holds that quantile (0 when there were no calls).
+    pub fn quantile_bytes(&self, q: f64) -> u64 {
+        let total: u64 = self.hist.iter().sum();
+        if total == 0 {
+            return 0;
+        }
+        let target = (q.clamp(0.0, 1.0) * total as f64).ceil().max(1.0) as u64;
+        let mut seen = 0;
+        for (b, n) in self.hist.iter().enumerate() {
+            seen += n;
+            if seen >= target {
+                return bucket_floor(b);
+            }
+        }
+        bucket_floor(BUCKETS - 1)
+    }
+}
+
+/// Reads every family's counters.
+pub fn snapshot() -> Vec<FamilySnapshot> {
+    Family::ALL
+        .iter()
+        .map(|&family| {
+            let c = &COUNTERS[family as usize];
+            let calls = c.calls.load(Relaxed);
+            let timed = c.timed_calls.load(Relaxed);
+            let nanos = c.timed_nanos.load(Relaxed);
+            let seconds = if timed > 0 {
+                nanos as f64 * 1e-9 * (calls as f64 / timed as f64)
+            } else {
+                0.0
+            };
+            let mut hist = [0u64; BUCKETS];
+            for (h, a) in hist.iter_mut().zip(&c.hist) {
+                *h = a.load(Relaxed);
+            }
+            FamilySnapshot {
+                family,
+                calls,
+                bytes: c.bytes.load(Relaxed),
+                seconds,
+                hist,
+            }
+        })
+        .collect()
+}
+
+/// The metric names a family publishes, and whether each is an array.
+pub fn metric_names() -> Vec<String> {
+    let mut names = Vec::new();
+    for f in Family::ALL {
+        for m in ["calls", "bytes", "time", "bytes_p50", "bytes_p90", "hist"] {
+            names.push(format!("tool.{}.{m}", f.name()));
+        }
+    }
+    names.push("tool.mpi.time".into());
+    names
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_are_powers_of_two() {
+        assert_eq!(bucket(0), 0);
+        assert_eq!(bucket(1), 1);
+        assert_eq!(bucket(7), 3);
+        assert_eq!(bucket(8), 4);
+        assert_eq!(bucket(65536), 17);
+        assert_eq!(bucket(65535), 16);
+        assert_eq!(bucket(u64::MAX), BUCKETS - 1);
+        assert_eq!(bucket_floor(bucket(8)), 8);
+        assert_eq!(bucket_floor(bucket(65536)), 65536);
+    }
+
+    #[test]
+    fn quantiles_from_the_histogram() {
+        let mut hist = [0u64; BUCKETS];
+        hist[bucket(8)] = 90;
+        hist[bucket(65536)] = 10;
+        let s = FamilySnapshot {
+            family: Family::Send,
+            calls: 100,
+            bytes: 0,
+            seconds: 0.0,
+            hist,
+        };
+        assert_eq!(s.quantile_bytes(0.5), 8);
+        assert_eq!(s.quantile_bytes(0.95), 65536);
+    }
+
+    #[test]
+    fn counting_is_exact() {
+        let before = snapshot()[Family::Gather as usize].clone();
+        for _ in 0..1000 {
+            record(Family::Gather, 8);
+        }
+        let after = &snapshot()[Family::Gather as usize];
+        assert_eq!(after.calls - before.calls, 1000);
+        assert_eq!(after.bytes - before.bytes, 8000);
+        assert_eq!(after.hist[4] - before.hist[4], 1000);
+    }
+}
