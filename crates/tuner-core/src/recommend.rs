@@ -281,13 +281,15 @@ mod tests {
 
     #[test]
     fn allreduce_advice_needs_many_small_and_dominant() {
-        let mut s = Summary::default();
-        s.variables = vec![
-            stat("tool.allreduce.calls", 5000.0, 5000.0),
-            stat("tool.allreduce.time", 0.8, 0.9),
-            stat("tool.mpi.time", 1.0, 1.1),
-            stat("tool.allreduce.bytes_p50", 8.0, 8.0),
-        ];
+        let mut s = Summary {
+            variables: vec![
+                stat("tool.allreduce.calls", 5000.0, 5000.0),
+                stat("tool.allreduce.time", 0.8, 0.9),
+                stat("tool.mpi.time", 1.0, 1.1),
+                stat("tool.allreduce.bytes_p50", 8.0, 8.0),
+            ],
+            ..Summary::default()
+        };
         let ctx = Context {
             library: Some(Library::Mvapich2),
             ..Context::default()

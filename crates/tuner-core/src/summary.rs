@@ -244,7 +244,7 @@ fn reduce_variables(
 
 /// The bin of `v` among [`HISTOGRAM_BINS`] equal bins from `lo` to `hi`.
 fn bin(v: f64, lo: f64, hi: f64) -> usize {
-    if !(hi > lo) {
+    if hi.partial_cmp(&lo) != Some(std::cmp::Ordering::Greater) {
         return 0;
     }
     (((v - lo) / (hi - lo) * HISTOGRAM_BINS as f64) as usize).min(HISTOGRAM_BINS - 1)
