@@ -2,7 +2,7 @@
  * traffic: a program with known MPI traffic, for checking what a tool
  * counts.
  *
- *   traffic [allreduces=N] [sends=M] [bytes=B] [evenodd] [smallreduce]
+ *   traffic [allreduces=N] [sends=M] [bytes=B] [evenodd] [smallreduce] [unexpected=U]
  *
  * Every rank calls MPI_Allreduce N times on one double (8 bytes) and sends
  * M messages of B bytes (default 64 KiB) to the next rank in a ring with
@@ -12,6 +12,8 @@
  * broadcast instead on theirs: two classes of behaviour.
  * With `smallreduce`, each rank does nothing but 8-byte allreduces
  * (N of them), which dominate its time in MPI.
+ * With `unexpected=U`, every rank but 0 first sends U small messages to rank
+ * 0, which waits 300 ms before receiving them: they queue as unexpected.
  *
  * Output (rank 0): deterministic sums; nothing depends on timing.
  */
@@ -19,11 +21,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 int main(int argc, char **argv)
 {
     long allreduces = 1000, sends = 500, bytes = 65536;
     int evenodd = 0, smallreduce = 0;
+    long unexpected = 0;
     for (int i = 1; i < argc; i++) {
         if (strncmp(argv[i], "allreduces=", 11) == 0)
             allreduces = atol(argv[i] + 11);
@@ -35,12 +39,15 @@ int main(int argc, char **argv)
             evenodd = 1;
         else if (strcmp(argv[i], "smallreduce") == 0)
             smallreduce = 1;
+        else if (strncmp(argv[i], "unexpected=", 11) == 0)
+            unexpected = atol(argv[i] + 11);
         else {
-            fprintf(stderr, "usage: traffic [allreduces=N] [sends=M] [bytes=B] [evenodd] [smallreduce]\n");
+            fprintf(stderr, "usage: traffic [allreduces=N] [sends=M] [bytes=B] [evenodd] [smallreduce] [unexpected=U]\n");
             return 2;
         }
     }
-    if (allreduces < 0 || sends < 0 || bytes < 0 || bytes > (1L << 26)) {
+    if (allreduces < 0 || sends < 0 || bytes < 0 || bytes > (1L << 26) || unexpected < 0 ||
+        unexpected > 100000) {
         fprintf(stderr, "traffic: bad argument\n");
         return 2;
     }
@@ -51,6 +58,21 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
 
     double acc = 0.0;
+    if (unexpected > 0 && size > 1) {
+        int one = 1, got;
+        if (rank == 0) {
+            struct timespec ts = {0, 300000000L};
+            nanosleep(&ts, NULL);
+            for (long i = 0; i < unexpected * (size - 1); i++) {
+                MPI_Recv(&got, 1, MPI_INT, MPI_ANY_SOURCE, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                acc += got;
+            }
+        } else {
+            for (long i = 0; i < unexpected; i++)
+                MPI_Send(&one, 1, MPI_INT, 0, 9, MPI_COMM_WORLD);
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
     if (smallreduce) {
         for (long i = 0; i < allreduces; i++) {
             double x = rank + i, y;
@@ -104,9 +126,9 @@ int main(int argc, char **argv)
     double total;
     MPI_Reduce(&acc, &total, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
     if (rank == 0)
-        printf("traffic: ranks=%d allreduces=%ld sends=%ld bytes=%ld%s%s total=%.1f\n", size,
-               allreduces, sends, bytes, evenodd ? " evenodd" : "",
-               smallreduce ? " smallreduce" : "", total);
+        printf("traffic: ranks=%d allreduces=%ld sends=%ld bytes=%ld%s%s unexpected=%ld total=%.1f\n",
+               size, allreduces, sends, bytes, evenodd ? " evenodd" : "",
+               smallreduce ? " smallreduce" : "", unexpected, total);
     MPI_Finalize();
     return 0;
 }

@@ -14,10 +14,11 @@ use std::collections::BTreeSet;
 
 /// Every performance variable a sample or the summary names was announced
 /// in the header (or in a later `catalogue` record, for variables that
-/// appeared while the job ran). The tool's own counters (`tool.*`, not
-/// MPI_T variables) appear as the application makes calls and are exempt.
+/// appeared while the job ran). The tool's own counters (`tool.*`) and the
+/// policies' (`policy.*`) are not MPI_T variables and are exempt; a
+/// summary's `name:max` is the maximum of `name`.
 fn check_variables_announced(log: &RankLog, summary: &Value) {
-    let is_pvar = |name: &str| !name.starts_with("tool.");
+    let is_pvar = |name: &str| !name.starts_with("tool.") && !name.starts_with("policy.");
     let announced: BTreeSet<String> = log
         .records
         .iter()
@@ -38,7 +39,7 @@ fn check_variables_announced(log: &RankLog, summary: &Value) {
     if log.rank == 0 {
         for v in summary["variables"].as_array().unwrap() {
             let full = v["name"].as_str().unwrap();
-            let name = full.split('@').next().unwrap();
+            let name = full.split(['@', ':']).next().unwrap();
             assert!(
                 !is_pvar(name) || announced.contains(name),
                 "summary variable `{full}` is not in rank 0's header"

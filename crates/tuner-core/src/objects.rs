@@ -99,10 +99,13 @@ impl ObjectTable {
             None => return,
         };
         for slot in self.slots.iter() {
-            if slot
-                .state
-                .compare_exchange(FREE, CLAIMED, Acquire, Relaxed)
-                .is_ok()
+            // A load first: a compare-and-swap on a busy slot would take
+            // its cache line exclusively for nothing.
+            if slot.state.load(Relaxed) == FREE
+                && slot
+                    .state
+                    .compare_exchange(FREE, CLAIMED, Acquire, Relaxed)
+                    .is_ok()
             {
                 slot.kind.store(kind, Relaxed);
                 slot.raw.store(raw, Relaxed);
@@ -133,6 +136,18 @@ impl ObjectTable {
                     .compare_exchange(state, RETIRED, SeqCst, SeqCst)
                     .is_ok()
             {
+                // Freed before the helper ever saw it (the common case for
+                // short-lived objects): if no activation is under way, none
+                // can start any more (it would see RETIRED), so the slot is
+                // free again at once rather than at the helper's next tick.
+                // Without this, an application creating and freeing more
+                // objects per sampling interval than the table has slots
+                // fills it, and every creation then scans it in vain.
+                if state == NEW && !slot.busy.load(SeqCst) {
+                    free_handles(slot);
+                    slot.state.store(FREE, Release);
+                    return true;
+                }
                 let mut spins = 0u32;
                 while slot.busy.load(SeqCst) {
                     spins += 1;
@@ -313,4 +328,42 @@ fn raw_bits<T: ffi::HandleBits>(h: T) -> u64 {
 
 fn from_bits<T: ffi::HandleBits>(bits: u64) -> T {
     T::from_bits(bits)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[cfg(mpi_flavor = "mpich")]
+    fn comm(i: u64) -> Object {
+        Object::Comm(ffi::Raw(i as std::ffi::c_int))
+    }
+
+    #[cfg(not(mpi_flavor = "mpich"))]
+    fn comm(i: u64) -> Object {
+        Object::Comm(ffi::Raw(i as usize as *mut _))
+    }
+
+    #[test]
+    fn objects_freed_before_the_helper_saw_them_free_their_slot_at_once() {
+        let table = ObjectTable::new(8);
+        table.register(comm(1)); // MPI_COMM_WORLD, seen by the helper
+        let world = table.new_objects().next().unwrap();
+        assert!(table.activate(world, || (ffi::Raw(std::ptr::null_mut()), Vec::new())));
+        // Far more create/free pairs than slots, with no helper tick.
+        for i in 0..10_000 {
+            table.register(comm(100 + i));
+            assert!(table.retire(comm(100 + i)));
+        }
+        assert_eq!(table.dropped(), 0);
+        assert_eq!(table.live(), 1);
+        // An object the helper activated goes through DEAD and is reaped.
+        table.register(comm(7));
+        let seven = table.new_objects().next().unwrap();
+        assert!(table.activate(seven, || (ffi::Raw(std::ptr::null_mut()), Vec::new())));
+        assert!(table.retire(comm(7)));
+        let mut reaped = Vec::new();
+        table.reap(&mut reaped);
+        assert_eq!(reaped, vec![seven.id]);
+    }
 }

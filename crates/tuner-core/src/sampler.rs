@@ -390,7 +390,16 @@ impl Sampler {
                 let key = format!("tool.{name}.{metric}");
                 self.tool
                     .entry(key)
-                    .or_insert_with(|| (class, Metric::new(class)))
+                    .or_insert_with(|| {
+                        // The counters start at zero with the process: the
+                        // run's total is counted from there, not from the
+                        // first sample that saw a call.
+                        let mut m = Metric::new(class);
+                        if class.is_accumulating() {
+                            m.update(&vec![0.0; values.len()], 0.0);
+                        }
+                        (class, m)
+                    })
                     .1
                     .update(values, time);
             }
@@ -398,7 +407,11 @@ impl Sampler {
         if any {
             self.tool
                 .entry("tool.mpi.time".into())
-                .or_insert_with(|| (PvarClass::Timer, Metric::new(PvarClass::Timer)))
+                .or_insert_with(|| {
+                    let mut m = Metric::new(PvarClass::Timer);
+                    m.update(&[0.0], 0.0);
+                    (PvarClass::Timer, m)
+                })
                 .1
                 .update(&[mpi_time], time);
         }
