@@ -144,7 +144,7 @@ fn main() {
              |Comm_rank|Comm_size|Comm_dup|Comm_free|Comm_split|Get_library_version\
              |Get_processor_name|Allreduce|Reduce|Bcast|Barrier|Wtime)",
         )
-        .allowlist_type("MPI_T_.*|MPI_(Comm|Datatype|Op|Win|Group|Status|Count|Info|Aint)|mpit_code_name|mpit_fint")
+        .allowlist_type("MPI_T_.*|MPI_(Comm|Datatype|Op|Win|Group|Status|Count|Info|Aint|Request)|mpit_code_name|mpit_fint")
         .dynamic_library_name("MpiFunctions")
         .dynamic_link_require_all(false);
     let mut constants = bindgen::Builder::default()
