@@ -1,0 +1,329 @@
+//! Policies in real MPI jobs (issue: declarative TOML policies, scope-safe
+//! CVAR actuation): per-rank pre-init writes read back after MPI_Init, a
+//! periodic write with its cooldown and complete audit records, the ALL_EQ
+//! rule, a policy disabled for a missing variable with one aggregated
+//! message, refusals by the library, and a typo in the file.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+/// Runs `program args` on `ranks` ranks under the tool with `policy` (a file
+/// path, or TOML text written to a temporary file); checks the application's
+/// output is unchanged; returns the logs and the tool's stderr.
+fn with_policy(
+    ranks: u32,
+    program: &Path,
+    args: &[&str],
+    policy: &str,
+    tmp: &Path,
+) -> (Vec<RankLog>, String) {
+    let file = if policy.contains("[[policy]]") {
+        let f = tmp.join("policy.toml");
+        std::fs::write(&f, policy).unwrap();
+        f
+    } else {
+        repo_root().join(policy)
+    };
+    let plain = mpit_testkit::run(mpi_job(ranks, program, args));
+    plain.assert_success();
+    let dir = tmp.join("run");
+    let mut cmd = mpi_job(ranks, program, args);
+    preload(&mut cmd, &dir);
+    cmd.env("MPIT_TUNER_POLICY", &file);
+    let tooled = mpit_testkit::run(cmd);
+    tooled.assert_success();
+    assert_same_stdout(&plain, &tooled, |_| false);
+    (read_run_dir(&dir, ranks), tooled.stderr())
+}
+
+fn records<'a>(log: &'a RankLog, kind: &'a str, policy: &'a str) -> Vec<&'a Value> {
+    log.of_type(kind)
+        .filter(|r| r["policy"] == policy)
+        .collect()
+}
+
+fn numbers(v: &Value) -> Vec<f64> {
+    v.as_array()
+        .unwrap_or_else(|| panic!("not an array: {v}"))
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect()
+}
+
+/// Every audit record of a write carries what the issue asks for.
+fn check_write_record(w: &Value) {
+    for key in [
+        "t",
+        "policy",
+        "phase",
+        "cvar",
+        "old",
+        "requested",
+        "readback",
+        "outcome",
+        "source",
+    ] {
+        assert!(w.get(key).is_some(), "write record without `{key}`: {w}");
+    }
+}
+
+fn churn() -> PathBuf {
+    example("comm_churn")
+}
+
+#[cfg(mpi_flavor = "mpich")]
+mod mpich {
+    use super::*;
+
+    /// A pre-init policy gives each rank its own value of a LOCAL CVAR; an
+    /// init-phase policy reads it back after MPI_Init.
+    #[test]
+    fn pre_init_values_differ_per_rank_and_survive_init() {
+        let tmp = tempdir();
+        let policy = r#"
+[[policy]]
+name  = "per-rank-poll"
+phase = "pre-init"
+then  = [ { set = "MPIR_CVAR_REQUEST_POLL_FREQ", value = "8 + rank" } ]
+
+[[policy]]
+name  = "check-poll"
+phase = "init"
+when  = "MPIR_CVAR_REQUEST_POLL_FREQ == 8 + rank"
+then  = [ { note = "per-rank value in effect after MPI_Init" } ]
+otherwise = [ { note = "per-rank value lost" } ]
+"#;
+        let (logs, _) = with_policy(4, &churn(), &["2"], policy, tmp.path());
+        for log in &logs {
+            let expected = 8.0 + f64::from(log.rank);
+            let writes = records(log, "write", "per-rank-poll");
+            assert_eq!(writes.len(), 1, "{}", log.path.display());
+            check_write_record(writes[0]);
+            assert_eq!(writes[0]["phase"], "pre-init");
+            assert_eq!(writes[0]["outcome"], "written");
+            assert_eq!(numbers(&writes[0]["requested"]), vec![expected]);
+            assert_eq!(numbers(&writes[0]["readback"]), vec![expected]);
+            let check = records(log, "decision", "check-poll");
+            let fired = check
+                .iter()
+                .find(|d| d["fired"] == true)
+                .expect("init decision");
+            assert_eq!(fired["branch"], "then", "{fired}");
+            assert_eq!(
+                numbers(&fired["inputs"]["MPIR_CVAR_REQUEST_POLL_FREQ"]),
+                vec![expected],
+                "rank {} after MPI_Init: {fired}",
+                log.rank
+            );
+        }
+    }
+
+    /// A periodic policy writes a LOCAL CVAR while its condition holds,
+    /// never twice within its cooldown, at most max_writes times, and every
+    /// attempt is audited.
+    #[test]
+    fn periodic_write_respects_cooldown_and_is_audited() {
+        let tmp = tempdir();
+        let (logs, _) = with_policy(
+            2,
+            &churn(),
+            &["6", "hold=150"],
+            "examples/policies/mpich-adaptive-poll.toml",
+            tmp.path(),
+        );
+        for log in &logs {
+            let writes = records(log, "write", "adaptive-poll");
+            assert!(
+                writes.len() >= 2,
+                "{}: {} writes",
+                log.path.display(),
+                writes.len()
+            );
+            assert!(writes.len() <= 5, "max_writes = 5");
+            let times: Vec<f64> = writes.iter().map(|w| w["t"].as_f64().unwrap()).collect();
+            for pair in times.windows(2) {
+                assert!(
+                    pair[1] - pair[0] >= 0.2 - 1e-9,
+                    "cooldown broken: {times:?}"
+                );
+            }
+            for w in &writes {
+                check_write_record(w);
+                assert_eq!(w["outcome"], "written", "{w}");
+                assert_eq!(w["readback"], w["requested"], "{w}");
+                assert!(
+                    w["t"].as_f64().unwrap() > 0.05,
+                    "condition time > 0.05: {w}"
+                );
+            }
+            // The skipped evaluations say why.
+            assert!(
+                log.of_type("decision").any(|d| d["reason"]
+                    .as_str()
+                    .is_some_and(|r| r.starts_with("cooldown"))),
+                "no cooldown decision logged"
+            );
+        }
+    }
+
+    /// A periodic policy that writes an ALL_EQ CVAR is rejected when the
+    /// file is loaded, with the explanation; nothing is written.
+    #[test]
+    fn periodic_all_eq_write_is_rejected_at_load() {
+        let tmp = tempdir();
+        let (logs, stderr) = with_policy(
+            2,
+            &churn(),
+            &["2"],
+            "examples/policies/broken/alleq-periodic.toml",
+            tmp.path(),
+        );
+        assert_eq!(
+            count(
+                &stderr,
+                "policy switch-allreduce-algorithm disabled on ranks 0-1"
+            ),
+            1,
+            "{stderr}"
+        );
+        assert!(
+            stderr.contains("ALL_EQ") && stderr.contains("pre-init"),
+            "{stderr}"
+        );
+        for log in &logs {
+            assert_eq!(log.of_type("write").count(), 0);
+            assert_eq!(
+                records(log, "policy_disabled", "switch-allreduce-algorithm").len(),
+                1
+            );
+        }
+    }
+
+    /// A policy naming a variable this MPI lacks is disabled with one
+    /// message for the whole job, and another policy still acts.
+    #[test]
+    fn missing_variable_disables_one_policy_with_one_message() {
+        let tmp = tempdir();
+        let policy = r#"
+[[policy]]
+name  = "vbuf"
+every = "10ms"
+when  = "any(mv2_vbuf_allocated_array - mv2_vbuf_max_use_array > 10)"
+then  = [ { set = "MPIR_CVAR_VBUF_POOL_CONTROL", value = 1 } ]
+
+[[policy]]
+name  = "poll"
+phase = "init"
+then  = [ { set = "MPIR_CVAR_REQUEST_POLL_FREQ", value = 12 } ]
+"#;
+        let (logs, stderr) = with_policy(4, &churn(), &["2"], policy, tmp.path());
+        assert_eq!(
+            count(
+                &stderr,
+                "policy vbuf disabled on ranks 0-3: MPI library does not export mv2_vbuf_allocated_array"
+            ),
+            1,
+            "{stderr}"
+        );
+        for log in &logs {
+            let writes = records(log, "write", "poll");
+            assert_eq!(writes.len(), 1);
+            assert_eq!(writes[0]["outcome"], "written");
+            assert!(records(log, "write", "vbuf").is_empty());
+        }
+    }
+
+    /// A typo in the policy file: one `file:line:column` message on rank 0,
+    /// and the job runs (monitoring only) with the same output.
+    #[test]
+    fn a_typo_is_reported_with_its_position() {
+        let tmp = tempdir();
+        let policy = "[[policy]]\nname = \"t\"\nwhen = \"any(x >)\"\n";
+        let file = tmp.path().join("typo.toml");
+        std::fs::write(&file, policy).unwrap();
+        let plain = mpit_testkit::run(mpi_job(2, &churn(), &["2"]));
+        let mut cmd = mpi_job(2, &churn(), &["2"]);
+        preload(&mut cmd, &tmp.path().join("run"));
+        cmd.env("MPIT_TUNER_POLICY", &file);
+        let tooled = mpit_testkit::run(cmd);
+        tooled.assert_success();
+        assert_same_stdout(&plain, &tooled, |_| false);
+        let stderr = tooled.stderr();
+        let position = format!("{}:3:", file.display());
+        assert_eq!(count(&stderr, &position), 1, "{stderr}");
+        assert!(stderr.contains("monitoring only"), "{stderr}");
+    }
+}
+
+#[cfg(mpi_flavor = "openmpi")]
+mod openmpi {
+    use super::*;
+
+    /// Open MPI refuses most writes after MPI_Init: logged as a refusal,
+    /// the application's output unchanged.
+    #[test]
+    fn refused_write_after_init_is_logged() {
+        let tmp = tempdir();
+        let (logs, _) = with_policy(
+            2,
+            &churn(),
+            &["2"],
+            "examples/policies/openmpi-refused-after-init.toml",
+            tmp.path(),
+        );
+        for log in &logs {
+            let writes = records(log, "write", "dss-buffer");
+            assert_eq!(writes.len(), 1);
+            check_write_record(writes[0]);
+            assert_eq!(writes[0]["outcome"], "refused_now", "{}", writes[0]);
+            assert!(writes[0]["error"]
+                .as_str()
+                .unwrap()
+                .contains("MPI_T_ERR_CVAR_SET_NOT_NOW"));
+            assert_eq!(writes[0]["readback"], writes[0]["old"]);
+        }
+    }
+
+    /// A write Open MPI accepts after init is read back.
+    #[test]
+    fn accepted_write_is_read_back() {
+        let tmp = tempdir();
+        let (logs, _) = with_policy(
+            2,
+            &churn(),
+            &["3", "hold=100"],
+            "examples/policies/openmpi-free-list.toml",
+            tmp.path(),
+        );
+        for log in &logs {
+            let writes = records(log, "write", "grow-vader-free-list");
+            assert_eq!(writes.len(), 1, "max_writes = 1");
+            assert_eq!(writes[0]["outcome"], "written");
+            assert_eq!(numbers(&writes[0]["readback"]), vec![1024.0]);
+        }
+    }
+
+    /// A CVAR whose component Open MPI unloaded during MPI_Init would crash
+    /// the library if touched: the tuner refuses, and the job completes.
+    #[test]
+    fn unloaded_component_variable_is_not_touched() {
+        let tmp = tempdir();
+        let policy = r#"
+[[policy]]
+name = "touch-ucx"
+every = "10ms"
+then = [ { set = "opal_common_ucx_verbose", value = 1 } ]
+max_writes = 1
+"#;
+        let (logs, _) = with_policy(2, &churn(), &["3", "hold=50"], policy, tmp.path());
+        for log in &logs {
+            let writes = records(log, "write", "touch-ucx");
+            assert!(!writes.is_empty());
+            assert_eq!(writes[0]["outcome"], "refused", "{}", writes[0]);
+            assert!(writes[0]["error"].as_str().unwrap().contains("unloaded"));
+        }
+    }
+}
