@@ -25,4 +25,8 @@ done
 
 echo "== clippy (MPICH build)" >&2
 MPICC=mpicc.mpich cargo clippy --workspace --all-targets --locked --target-dir target/mpich -- -D warnings
+echo "== benchmarks compile (MPICH build, bench profile)" >&2
+MPICC=mpicc.mpich cargo bench --workspace --no-run --locked --target-dir target/mpich
+echo "== application-level overhead, short mode (MPICH and Open MPI: every variant must run)" >&2
+bash benches/overhead.sh --short
 echo "== all tests passed on MPICH and Open MPI" >&2

@@ -1,0 +1,346 @@
+//! The cost a wrapped MPI call adds to the application: each case runs the
+//! same MPI calls through the interposer's exported wrappers (`MPI_*`) and
+//! directly (`PMPI_*`, the library's own entry points).
+//!
+//! This binary links the preload crate's rlib (`mpit_tuner`): its
+//! `#[no_mangle]` exports define `MPI_Init`, `MPI_Comm_dup`, ... in the
+//! executable itself, so a call to `MPI_Comm_dup` here is the wrapper (which
+//! finds the real function with `dlsym(RTLD_NEXT)`, as it does under
+//! `LD_PRELOAD`) while `PMPI_Comm_dup` is the library's. MPI is initialised
+//! through the wrapper, with `MPIT_TUNER_DIR` set to a temporary directory
+//! and `MPIT_TUNER_QUIET=1`, so the tuner runs as in an application: helper
+//! thread sampling, default policies, object table.
+//!
+//! Adding a case: write a [`Case`] in [`cases`] with the MPI functions it
+//! calls (`symbols`), a wrapped and a direct closure doing the same calls.
+//! A case whose functions the interposer does not (yet) wrap still runs,
+//! and is reported as "not wrapped" (it then compares the library with
+//! itself): the point-to-point and collective cases start measuring the
+//! wrappers as soon as they are exported.
+
+use criterion::Criterion;
+use mpit_sys::{MPI_Comm, MPI_Datatype, MPI_Op, MPI_Status};
+use mpit_tuner_benches::paired;
+use std::ffi::{c_char, c_int, c_void, CString};
+use std::hint::black_box;
+
+// Link the interposer into this binary (its exports are what we call).
+use mpit_tuner as _;
+
+/// `MPI_Request`: an `int` in MPICH's ABI, a pointer in Open MPI's.
+#[cfg(mpi_flavor = "openmpi")]
+type MpiRequest = *mut c_void;
+/// `MPI_Request`: an `int` in MPICH's ABI, a pointer in Open MPI's.
+#[cfg(not(mpi_flavor = "openmpi"))]
+type MpiRequest = c_int;
+
+/// Declares each function twice: `MPI_x` (resolved to the interposer's
+/// export when it has one, else to the library) and `PMPI_x` (the library).
+macro_rules! mpi_functions {
+    ($($name:ident / $pname:ident ( $($arg:ident : $ty:ty),* );)+) => {
+        extern "C" {
+            $(
+                fn $name($($arg: $ty),*) -> c_int;
+                fn $pname($($arg: $ty),*) -> c_int;
+            )+
+        }
+    };
+}
+
+extern "C" {
+    fn MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int;
+    fn MPI_Finalize() -> c_int;
+}
+
+mpi_functions! {
+    MPI_Comm_dup / PMPI_Comm_dup(comm: MPI_Comm, newcomm: *mut MPI_Comm);
+    MPI_Comm_free / PMPI_Comm_free(comm: *mut MPI_Comm);
+    MPI_Barrier / PMPI_Barrier(comm: MPI_Comm);
+    MPI_Allreduce / PMPI_Allreduce(send: *const c_void, recv: *mut c_void, count: c_int,
+        datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm);
+    MPI_Sendrecv / PMPI_Sendrecv(sendbuf: *const c_void, sendcount: c_int,
+        sendtype: MPI_Datatype, dest: c_int, sendtag: c_int, recvbuf: *mut c_void,
+        recvcount: c_int, recvtype: MPI_Datatype, source: c_int, recvtag: c_int,
+        comm: MPI_Comm, status: *mut MPI_Status);
+    MPI_Isend / PMPI_Isend(buf: *const c_void, count: c_int, datatype: MPI_Datatype,
+        dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MpiRequest);
+    MPI_Irecv / PMPI_Irecv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype,
+        source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MpiRequest);
+    MPI_Wait / PMPI_Wait(request: *mut MpiRequest, status: *mut MPI_Status);
+}
+
+/// The shim's constants this bench needs.
+#[derive(Clone, Copy)]
+struct Consts {
+    world: MPI_Comm,
+    selfc: MPI_Comm,
+    byte: MPI_Datatype,
+    double: MPI_Datatype,
+    sum: MPI_Op,
+    status_ignore: *mut MPI_Status,
+}
+
+impl Consts {
+    fn read() -> Consts {
+        // SAFETY: reading constants of the C shim after MPI_Init (the Open
+        // MPI data symbols they point at are resolved: libmpi is linked).
+        unsafe {
+            Consts {
+                world: mpit_sys::MPIT_COMM_WORLD,
+                selfc: mpit_sys::MPIT_COMM_SELF,
+                byte: mpit_sys::MPIT_BYTE,
+                double: mpit_sys::MPIT_DOUBLE,
+                sum: mpit_sys::MPIT_SUM,
+                status_ignore: mpit_sys::MPIT_STATUS_IGNORE,
+            }
+        }
+    }
+}
+
+fn ok(rc: c_int) {
+    // SAFETY: reading a constant of the C shim.
+    let success = unsafe { mpit_sys::MPIT_SUCCESS };
+    assert_eq!(rc, success, "MPI call failed with {rc}");
+}
+
+/// One measured pair: the same MPI calls through the wrappers and direct.
+struct Case {
+    name: &'static str,
+    /// The MPI functions the case calls, with the address each name has in
+    /// this binary (the interposer's export, or the library's function).
+    symbols: Vec<(&'static str, usize)>,
+    wrapped: Box<dyn FnMut()>,
+    direct: Box<dyn FnMut()>,
+}
+
+/// Whether the interposer exports `name`: in this binary the name then
+/// resolves to the wrapper, while the next definition after the executable
+/// (`dlsym(RTLD_NEXT)`, what the wrapper itself calls) is the library's.
+fn is_wrapped(name: &str, address: usize) -> bool {
+    let cname = CString::new(name).expect("a symbol name");
+    // SAFETY: dlsym with a NUL-terminated name; RTLD_NEXT from the
+    // executable searches the libraries loaded after it.
+    let library = unsafe { libc::dlsym(libc::RTLD_NEXT, cname.as_ptr()) } as usize;
+    library != 0 && library != address
+}
+
+fn cases(k: Consts) -> Vec<Case> {
+    /// Pairs a name with the address the name has in this binary.
+    macro_rules! syms {
+        ($($f:ident),+) => { vec![$((stringify!($f), $f as *const () as usize)),+] };
+    }
+    let send = [1.0f64; 1];
+    let mut recv = [0.0f64; 1];
+    let mut recv2 = recv;
+    vec![
+        Case {
+            name: "comm_dup+comm_free",
+            symbols: syms!(MPI_Comm_dup, MPI_Comm_free),
+            wrapped: Box::new(move || {
+                let mut comm = k.world;
+                // SAFETY: a live communicator and a valid out-pointer; the
+                // new communicator is freed right away.
+                unsafe {
+                    ok(MPI_Comm_dup(k.world, &mut comm));
+                    ok(MPI_Comm_free(&mut comm));
+                }
+            }),
+            direct: Box::new(move || {
+                let mut comm = k.world;
+                // SAFETY: as above.
+                unsafe {
+                    ok(PMPI_Comm_dup(k.world, &mut comm));
+                    ok(PMPI_Comm_free(&mut comm));
+                }
+            }),
+        },
+        Case {
+            name: "barrier(world)",
+            symbols: syms!(MPI_Barrier),
+            // SAFETY: a live communicator.
+            wrapped: Box::new(move || unsafe { ok(MPI_Barrier(k.world)) }),
+            // SAFETY: a live communicator.
+            direct: Box::new(move || unsafe { ok(PMPI_Barrier(k.world)) }),
+        },
+        Case {
+            name: "allreduce_8B(world)",
+            symbols: syms!(MPI_Allreduce),
+            wrapped: Box::new(move || {
+                // SAFETY: one double in each buffer, a predefined datatype
+                // and operation, a live communicator.
+                unsafe {
+                    ok(MPI_Allreduce(
+                        send.as_ptr().cast(),
+                        recv.as_mut_ptr().cast(),
+                        1,
+                        k.double,
+                        k.sum,
+                        k.world,
+                    ))
+                }
+            }),
+            direct: Box::new(move || {
+                // SAFETY: as above.
+                unsafe {
+                    ok(PMPI_Allreduce(
+                        send.as_ptr().cast(),
+                        recv2.as_mut_ptr().cast(),
+                        1,
+                        k.double,
+                        k.sum,
+                        k.world,
+                    ))
+                }
+            }),
+        },
+        Case {
+            name: "sendrecv_0B(self)",
+            symbols: syms!(MPI_Sendrecv),
+            wrapped: Box::new(move || {
+                // SAFETY: zero-byte messages to and from this rank on
+                // MPI_COMM_SELF; no buffer is touched.
+                unsafe {
+                    ok(MPI_Sendrecv(
+                        std::ptr::null(),
+                        0,
+                        k.byte,
+                        0,
+                        7,
+                        std::ptr::null_mut(),
+                        0,
+                        k.byte,
+                        0,
+                        7,
+                        k.selfc,
+                        k.status_ignore,
+                    ))
+                }
+            }),
+            direct: Box::new(move || {
+                // SAFETY: as above.
+                unsafe {
+                    ok(PMPI_Sendrecv(
+                        std::ptr::null(),
+                        0,
+                        k.byte,
+                        0,
+                        7,
+                        std::ptr::null_mut(),
+                        0,
+                        k.byte,
+                        0,
+                        7,
+                        k.selfc,
+                        k.status_ignore,
+                    ))
+                }
+            }),
+        },
+        Case {
+            name: "irecv+isend+2wait_8B(self)",
+            symbols: syms!(MPI_Irecv, MPI_Isend, MPI_Wait),
+            wrapped: Box::new(move || {
+                let (mut out, mut inp) = ([3u8; 8], [0u8; 8]);
+                // SAFETY: zeroed requests are overwritten by the calls.
+                let (mut r1, mut r2): (MpiRequest, MpiRequest) = unsafe { std::mem::zeroed() };
+                // SAFETY: 8-byte buffers that outlive both requests, which
+                // are completed before returning.
+                unsafe {
+                    ok(MPI_Irecv(
+                        inp.as_mut_ptr().cast(),
+                        8,
+                        k.byte,
+                        0,
+                        9,
+                        k.selfc,
+                        &mut r1,
+                    ));
+                    ok(MPI_Isend(
+                        out.as_mut_ptr().cast(),
+                        8,
+                        k.byte,
+                        0,
+                        9,
+                        k.selfc,
+                        &mut r2,
+                    ));
+                    ok(MPI_Wait(&mut r2, k.status_ignore));
+                    ok(MPI_Wait(&mut r1, k.status_ignore));
+                }
+                black_box(inp);
+            }),
+            direct: Box::new(move || {
+                let (mut out, mut inp) = ([3u8; 8], [0u8; 8]);
+                // SAFETY: zeroed requests are overwritten by the calls.
+                let (mut r1, mut r2): (MpiRequest, MpiRequest) = unsafe { std::mem::zeroed() };
+                // SAFETY: as above.
+                unsafe {
+                    ok(PMPI_Irecv(
+                        inp.as_mut_ptr().cast(),
+                        8,
+                        k.byte,
+                        0,
+                        9,
+                        k.selfc,
+                        &mut r1,
+                    ));
+                    ok(PMPI_Isend(
+                        out.as_mut_ptr().cast(),
+                        8,
+                        k.byte,
+                        0,
+                        9,
+                        k.selfc,
+                        &mut r2,
+                    ));
+                    ok(PMPI_Wait(&mut r2, k.status_ignore));
+                    ok(PMPI_Wait(&mut r1, k.status_ignore));
+                }
+                black_box(inp);
+            }),
+        },
+    ]
+}
+
+fn main() {
+    // The tuner as an application gets it, logging into a scratch directory.
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    std::env::set_var("MPIT_TUNER_DIR", dir.path().join("run"));
+    std::env::set_var("MPIT_TUNER_QUIET", "1");
+    // SAFETY: MPI_Init with no arguments, once, before any other MPI call.
+    ok(unsafe { MPI_Init(std::ptr::null_mut(), std::ptr::null_mut()) });
+    let k = Consts::read();
+
+    let mut c = Criterion::default().configure_from_args();
+    for mut case in cases(k) {
+        let wrapped: Vec<&str> = case
+            .symbols
+            .iter()
+            .filter(|(name, address)| is_wrapped(name, *address))
+            .map(|(name, _)| *name)
+            .collect();
+        let status = if wrapped.len() == case.symbols.len() {
+            "wrapped".to_string()
+        } else if wrapped.is_empty() {
+            "not wrapped (compares the library with itself)".to_string()
+        } else {
+            format!("partly wrapped ({})", wrapped.join(", "))
+        };
+        let mut group = c.benchmark_group(format!("hot_path/{}", case.name));
+        group.bench_function("wrapped", |b| b.iter(&mut case.wrapped));
+        group.bench_function("direct", |b| b.iter(&mut case.direct));
+        group.finish();
+        let p = paired::compare(100, 2_000, &mut case.wrapped, &mut case.direct);
+        let added = p.a.as_secs_f64() - p.b.as_secs_f64();
+        println!(
+            "hot_path: {}: {status}: wrapped/direct {p}; added {:+.1} ns per iteration",
+            case.name,
+            added * 1e9
+        );
+    }
+    c.final_summary();
+    // SAFETY: every MPI object this bench created is freed; once.
+    ok(unsafe { MPI_Finalize() });
+    let logs = std::fs::read_dir(dir.path().join("run")).map_or(0, |d| d.count());
+    println!("hot_path: the tuner ran and wrote {logs} files in its run directory");
+}

@@ -1,0 +1,18 @@
+//! Shared pieces of mpit-tuner's overhead benchmarks (see `BENCHMARKS.md`
+//! at the top of the repository).
+//!
+//! - [`alloc_count`]: a counting global allocator, for the checks that a
+//!   tick of policy evaluations allocates nothing;
+//! - [`fixtures`]: the policy files under test and synthetic values for
+//!   them, a realistic [`tuner_core::sampler::Snapshot`], and a fake engine
+//!   backend served from it;
+//! - [`paired`]: an interleaved A/B timing loop that reports the ratio of
+//!   two pieces of code doing the same work (criterion measures each alone;
+//!   the ratio needs both measured under the same machine load).
+//!
+//! The criterion benches are in `benches/`; the application-level overhead
+//! command is `src/bin/overhead.rs` (run it with `benches/overhead.sh`).
+
+pub mod alloc_count;
+pub mod fixtures;
+pub mod paired;
