@@ -96,6 +96,11 @@ MPI_T_pvar_handle mpit_pvar_all_handles(void)
     return MPI_T_PVAR_ALL_HANDLES;
 }
 
+MPI_Comm mpit_comm_f2c(MPI_Fint comm)
+{
+    return MPI_Comm_f2c(comm);
+}
+
 void *const MPIT_IN_PLACE = MPI_IN_PLACE;
 MPI_Status *const MPIT_STATUS_IGNORE = MPI_STATUS_IGNORE;
 

@@ -59,6 +59,10 @@ extern const MPI_T_pvar_session MPIT_T_PVAR_SESSION_NULL;
  * MPI's header). Declared by hand in lib.rs. */
 MPI_T_pvar_handle mpit_pvar_all_handles(void);
 
+/* Fortran handles to C handles (MPI_Comm_f2c is a macro in MPICH and a
+ * function in Open MPI). Declared by hand in lib.rs. */
+MPI_Comm mpit_comm_f2c(MPI_Fint comm);
+
 /* Object handles. */
 extern const MPI_Comm MPIT_COMM_WORLD, MPIT_COMM_SELF, MPIT_COMM_NULL;
 extern const MPI_Win MPIT_WIN_NULL;

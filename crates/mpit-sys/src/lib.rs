@@ -37,6 +37,9 @@ extern "C" {
     /// `MPI_T_PVAR_ALL_HANDLES`: a variable in MPICH's libmpi, a constant in
     /// Open MPI's header, so the shim hands it out through a function.
     pub fn mpit_pvar_all_handles() -> MPI_T_pvar_handle;
+    /// `MPI_Comm_f2c` (a macro in MPICH, a function in Open MPI). Only for
+    /// processes with MPI loaded.
+    pub fn mpit_comm_f2c(comm: mpit_fint) -> MPI_Comm;
 }
 
 /// The MPI library file the build found (resolved through its symlinks), or

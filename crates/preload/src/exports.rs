@@ -271,6 +271,86 @@ comm_creator! {
     MPI_Intercomm_merge => c"MPI_Intercomm_merge"(intercomm: MPI_Comm, high: c_int) -> newcomm;
 }
 
+// Fortran: Open MPI's Fortran bindings call PMPI_* directly, so the C
+// wrappers above do not see communicators a Fortran program creates; these
+// do (MPICH's Fortran bindings call the C functions: the object table
+// ignores the second report of the same communicator).
+
+/// The C handle of a Fortran communicator handle.
+fn comm_from_fortran(comm: MPI_Fint) -> MPI_Comm {
+    // SAFETY: a conversion the MPI library defines for any handle value;
+    // only called from Fortran wrappers, that is in MPI processes.
+    unsafe { mpit_sys::mpit_comm_f2c(comm) }
+}
+
+fn created_fortran_comm(ierr: *mut MPI_Fint, newcomm: *const MPI_Fint) {
+    // SAFETY: Fortran passes IERROR and the new handle by reference.
+    let (ierr, newcomm) = unsafe { (ierr.as_ref().copied(), newcomm.as_ref().copied()) };
+    if let (Some(0), Some(newcomm)) = (ierr, newcomm) {
+        guarded("communicator creation", || {
+            lifecycle::comm_created(Raw(comm_from_fortran(newcomm)))
+        });
+    }
+}
+
+macro_rules! fortran_comm_creator {
+    ($($sym:ident => $name:literal ( $($arg:ident),* ) -> $out:ident;)+) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $sym($($arg: *const MPI_Fint,)* $out: *mut MPI_Fint, ierr: *mut MPI_Fint) {
+            let real = real!(
+                $name,
+                unsafe extern "C" fn($(fortran_arg!($arg),)* *mut MPI_Fint, *mut MPI_Fint)
+            );
+            // SAFETY: the application's own arguments, passed through.
+            unsafe { real($($arg,)* $out, ierr) };
+            created_fortran_comm(ierr, $out);
+        }
+    )+};
+}
+
+macro_rules! fortran_arg {
+    ($arg:ident) => {
+        *const MPI_Fint
+    };
+}
+
+fortran_comm_creator! {
+    mpi_comm_dup_ => c"mpi_comm_dup_"(comm) -> newcomm;
+    mpi_comm_dup => c"mpi_comm_dup"(comm) -> newcomm;
+    MPI_COMM_DUP => c"MPI_COMM_DUP"(comm) -> newcomm;
+    mpi_comm_dup__ => c"mpi_comm_dup__"(comm) -> newcomm;
+    mpi_comm_split_ => c"mpi_comm_split_"(comm, color, key) -> newcomm;
+    mpi_comm_split => c"mpi_comm_split"(comm, color, key) -> newcomm;
+    MPI_COMM_SPLIT => c"MPI_COMM_SPLIT"(comm, color, key) -> newcomm;
+    mpi_comm_split__ => c"mpi_comm_split__"(comm, color, key) -> newcomm;
+    mpi_comm_create_ => c"mpi_comm_create_"(comm, group) -> newcomm;
+    mpi_comm_create => c"mpi_comm_create"(comm, group) -> newcomm;
+    MPI_COMM_CREATE => c"MPI_COMM_CREATE"(comm, group) -> newcomm;
+    mpi_comm_create__ => c"mpi_comm_create__"(comm, group) -> newcomm;
+}
+
+macro_rules! fortran_comm_free {
+    ($($sym:ident => $name:literal;)+) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $sym(comm: *mut MPI_Fint, ierr: *mut MPI_Fint) {
+            let real = real!($name, unsafe extern "C" fn(*mut MPI_Fint, *mut MPI_Fint));
+            // SAFETY: the application's pointer to the handle it frees.
+            if let Some(c) = unsafe { comm.as_ref() }.copied() {
+                guarded("MPI_COMM_FREE", || lifecycle::comm_freeing(Raw(comm_from_fortran(c))));
+            }
+            // SAFETY: the application's own arguments, passed through.
+            unsafe { real(comm, ierr) };
+        }
+    )+};
+}
+
+fortran_comm_free! {
+    mpi_comm_free_ => c"mpi_comm_free_";
+    mpi_comm_free => c"mpi_comm_free";
+    MPI_COMM_FREE => c"MPI_COMM_FREE";
+    mpi_comm_free__ => c"mpi_comm_free__";
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
     let real = real!(

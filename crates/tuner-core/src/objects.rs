@@ -78,6 +78,7 @@ pub struct ObjectTable {
     slots: Box<[Slot]>,
     next_id: AtomicU64,
     dropped: AtomicU64,
+    short_lived: AtomicU64,
 }
 
 impl ObjectTable {
@@ -87,6 +88,7 @@ impl ObjectTable {
             slots: (0..capacity.max(1)).map(|_| Slot::new()).collect(),
             next_id: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
+            short_lived: AtomicU64::new(0),
         }
     }
 
@@ -98,6 +100,16 @@ impl ObjectTable {
             Some(k) => k,
             None => return,
         };
+        // Already tracked (a Fortran wrapper and the C one it calls both
+        // report the same object).
+        let tracked = self.slots.iter().any(|s| {
+            matches!(s.state.load(Acquire), NEW | ACTIVE)
+                && s.kind.load(Relaxed) == kind
+                && s.raw.load(Relaxed) == raw
+        });
+        if tracked {
+            return;
+        }
         for slot in self.slots.iter() {
             // A load first: a compare-and-swap on a busy slot would take
             // its cache line exclusively for nothing.
@@ -146,6 +158,7 @@ impl ObjectTable {
                 if state == NEW && !slot.busy.load(SeqCst) {
                     free_handles(slot);
                     slot.state.store(FREE, Release);
+                    self.short_lived.fetch_add(1, Relaxed);
                     return true;
                 }
                 let mut spins = 0u32;
@@ -243,12 +256,15 @@ impl ObjectTable {
         result
     }
 
-    /// Ids of objects freed by the application since the last call; their
-    /// slots become free again.
-    pub fn reap(&self, out: &mut Vec<u64>) {
+    /// Objects freed by the application since the last call (id and
+    /// object); their slots become free again.
+    pub fn reap(&self, out: &mut Vec<(u64, Object)>) {
         for slot in self.slots.iter() {
             if slot.state.load(Acquire) == DEAD {
-                out.push(slot.id.load(Relaxed));
+                out.push((
+                    slot.id.load(Relaxed),
+                    decode(slot.kind.load(Relaxed), slot.raw.load(Relaxed)),
+                ));
                 slot.state.store(FREE, Release);
             }
         }
@@ -277,6 +293,12 @@ impl ObjectTable {
     /// How many objects could not be tracked because the table was full.
     pub fn dropped(&self) -> u64 {
         self.dropped.load(Relaxed)
+    }
+
+    /// How many objects were freed before the helper saw them (they lived
+    /// less than one sampling interval, and were never sampled).
+    pub fn short_lived(&self) -> u64 {
+        self.short_lived.load(Relaxed)
     }
 
     /// How many objects are tracked now (NEW or ACTIVE).
@@ -364,6 +386,28 @@ mod tests {
         assert!(table.retire(comm(7)));
         let mut reaped = Vec::new();
         table.reap(&mut reaped);
-        assert_eq!(reaped, vec![seven.id]);
+        assert_eq!(reaped, vec![(seven.id, comm(7))]);
+        assert_eq!(table.short_lived(), 10_000);
+    }
+
+    #[test]
+    fn an_object_reported_twice_is_tracked_once() {
+        let table = ObjectTable::new(8);
+        table.register(comm(7));
+        table.register(comm(7));
+        assert_eq!(table.live(), 1);
+        assert!(table.retire(comm(7)));
+        assert!(!table.retire(comm(7)));
+        assert_eq!(table.short_lived(), 1);
+    }
+
+    #[test]
+    fn a_full_table_counts_what_it_drops() {
+        let table = ObjectTable::new(2);
+        for i in 0..5 {
+            table.register(comm(100 + i));
+        }
+        assert_eq!(table.live(), 2);
+        assert_eq!(table.dropped(), 3);
     }
 }

@@ -488,6 +488,7 @@ impl Runtime {
                 "reason": "finalize",
                 "samples": snapshot.seq,
                 "objects_untracked": self.shared.objects.dropped(),
+                "objects_short_lived": self.shared.objects.short_lived(),
             }));
             d.log.flush();
             d.sampler.close();

@@ -122,7 +122,7 @@ pub struct Sampler {
     considered: HashSet<i32>,
     warnings: Vec<String>,
     buf: Vec<u64>,
-    reaped: Vec<u64>,
+    reaped: Vec<(u64, Object)>,
     /// The interposer's own counters (`tool.*`), for families with calls.
     tool: BTreeMap<String, (PvarClass, Metric)>,
 }
@@ -256,24 +256,33 @@ impl Sampler {
         let mut events = Vec::new();
         self.reaped.clear();
         table.reap(&mut self.reaped);
-        for id in &self.reaped {
+        for (id, object) in &self.reaped {
             if let Some(obj) = self.objects.remove(id) {
                 events.push(ObjectEvent {
                     event: "freed",
                     object: obj.label,
                     handles: 0,
                 });
+            } else {
+                // Freed while its handles were being allocated: never
+                // sampled, but the log still says it existed.
+                let label = label(*id, *object);
+                for event in ["created", "freed"] {
+                    events.push(ObjectEvent {
+                        event,
+                        object: label.clone(),
+                        handles: 0,
+                    });
+                }
             }
         }
         let Ok(api) = ffi::api() else { return events };
         let new: Vec<Tracked> = table.new_objects().collect();
         for tracked in new {
-            let label = match tracked.object {
-                Object::Comm(_) if tracked.id == 0 => "world".to_string(),
-                Object::Comm(_) => format!("comm{}", tracked.id),
-                Object::Win(_) => format!("win{}", tracked.id),
-                Object::None => continue,
-            };
+            if tracked.object == Object::None {
+                continue;
+            }
+            let label = label(tracked.id, tracked.object);
             let binding = tracked.object.binding();
             let session = self.session;
             let mut vars = Vec::new();
@@ -464,6 +473,16 @@ impl Sampler {
             let _ = ffi::pvar_handle_free(api, self.session, u.handle);
         }
         let _ = ffi::pvar_session_free(api, self.session);
+    }
+}
+
+/// The name of a tracked object in logs: `world`, `comm3`, `win4`.
+fn label(id: u64, object: Object) -> String {
+    match object {
+        Object::Comm(_) if id == 0 => "world".to_string(),
+        Object::Comm(_) => format!("comm{id}"),
+        Object::Win(_) => format!("win{id}"),
+        Object::None => format!("object{id}"),
     }
 }
 
