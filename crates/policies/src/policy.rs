@@ -434,6 +434,16 @@ impl CompiledPolicy {
         self.when_text.as_deref()
     }
 
+    /// True if the policy has `setenv` actions. Such a policy (phase
+    /// pre-init, checked at load time) names no variables and writes no
+    /// CVARs, so the runtime runs it before MPI_T is initialised.
+    pub fn sets_environment(&self) -> bool {
+        self.then
+            .iter()
+            .chain(&self.otherwise)
+            .any(|a| matches!(a.kind, ActionKind::SetEnv { .. }))
+    }
+
     /// The `ranks` selector.
     pub fn ranks(&self) -> &RankSelector {
         &self.ranks
@@ -967,13 +977,19 @@ impl Compiler<'_, '_> {
             Some(r) => self.ranks(r),
         };
 
-        let when = raw
-            .when
-            .as_ref()
-            .and_then(|w| self.expression(w, index, "`when`").map(|(p, _)| p));
+        let mut when_reads = false;
+        let when = raw.when.as_ref().and_then(|w| {
+            self.expression(w, index, "`when`").map(|(p, reads)| {
+                when_reads = reads;
+                p
+            })
+        });
 
         let then = self.actions(raw.then.as_ref(), phase, index, "then");
         let otherwise = self.actions(raw.otherwise.as_ref(), phase, index, "otherwise");
+        if phase == Phase::PreInit {
+            self.environment_rules(&raw, when_reads);
+        }
         if let (Some(o), None) = (&raw.otherwise, &raw.when) {
             self.err(
                 &o.span(),
@@ -1014,6 +1030,39 @@ impl Compiler<'_, '_> {
             slots,
             state: PolicyState::default(),
         })
+    }
+
+    /// A pre-init policy with `setenv` runs before MPI_T is initialised:
+    /// Open MPI reads its `OMPI_MCA_*` variables when MPI_T initialises, not
+    /// later in MPI_Init. Before that point there is no CVAR to write and no
+    /// variable to read, so such a policy may neither `set` CVARs nor read
+    /// variables in `when`.
+    fn environment_rules(&mut self, raw: &RawPolicy, when_reads: bool) {
+        let actions = || {
+            raw.then
+                .iter()
+                .chain(raw.otherwise.iter())
+                .flat_map(|list| list.get_ref().iter())
+                .map(Spanned::get_ref)
+        };
+        if !actions().any(|a| a.setenv.is_some()) {
+            return;
+        }
+        let sets: Vec<Range<usize>> = actions()
+            .filter_map(|a| a.set.as_ref().map(Spanned::span))
+            .collect();
+        for span in sets {
+            self.err(
+                &span,
+                "a policy with `setenv` may not also `set` CVARs: it runs before MPI_T is initialised (Open MPI reads its environment at that point), when no CVAR can be written yet; put the CVAR writes in a separate pre-init policy",
+            );
+        }
+        if let (true, Some(w)) = (when_reads, &raw.when) {
+            self.err(
+                &w.span(),
+                "the `when` of a policy with `setenv` may use only `rank`, `size` and `time`: the policy runs before MPI_T is initialised (Open MPI reads its environment at that point), when no variable can be read yet",
+            );
+        }
     }
 
     fn ranks(&mut self, r: &Spanned<toml::Value>) -> RankSelector {

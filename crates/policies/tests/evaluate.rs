@@ -431,9 +431,19 @@ fn one_shot_phases_and_texts() {
         writes(&pre, THEN),
         [
             "MPIR_CVAR_IBA_EAGER_THRESHOLD=65536",
-            "env MV2_ENABLE_AFFINITY=1"
+            "note eager threshold 64K"
         ]
     );
+    assert!(!pre.sets_environment());
+    let mut env_policy = set.policies()[4].clone();
+    assert!(env_policy.sets_environment());
+    assert!(env_policy.slots().is_empty());
+    assert_eq!(
+        env_policy.evaluate(&s, &env(3)),
+        Decision::Skipped(Skip::NotSelected)
+    );
+    assert_eq!(env_policy.evaluate(&s, &env(1)), fired(THEN));
+    assert_eq!(writes(&env_policy, THEN), ["env MV2_ENABLE_AFFINITY=1"]);
     let mut init = set.policies()[1].clone();
     assert_eq!(init.evaluate(&s, &env(0)), fired(THEN));
     assert_eq!(

@@ -31,7 +31,8 @@ fn good_fixtures_load() {
             "eager-per-rank",
             "smp-collectives",
             "vbuf-watch",
-            "sharp-advice"
+            "sharp-advice",
+            "affinity-env"
         ]
     );
 }

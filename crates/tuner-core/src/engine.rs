@@ -165,12 +165,29 @@ impl Engine {
         env: &Env,
         out: &mut dyn FnMut(Json),
     ) {
+        self.run_where(phase, &|_| true, backend, env, out);
+    }
+
+    /// Runs once every enabled policy of `phase` for which `select` is true
+    /// (phase pre-init runs in two steps: policies with `setenv` before
+    /// MPI_T is initialised, the others after).
+    pub fn run_where(
+        &mut self,
+        phase: Phase,
+        select: &dyn Fn(&CompiledPolicy) -> bool,
+        backend: &mut dyn Backend,
+        env: &Env,
+        out: &mut dyn FnMut(Json),
+    ) {
         let when = match phase {
             Phase::PreInit | Phase::Init => When::Collective,
             Phase::Periodic | Phase::Finalize => When::RankLocal,
         };
         for i in 0..self.policies.len() {
-            if self.policies[i].phase() != phase || self.disabled[i].is_some() {
+            if self.policies[i].phase() != phase
+                || self.disabled[i].is_some()
+                || !select(&self.policies[i])
+            {
                 continue;
             }
             self.gather(i, backend);
@@ -462,6 +479,48 @@ impl Backend for MpiBackend<'_> {
     }
 }
 
+/// The backend before MPI_T is initialised: no variable to read, no CVAR
+/// to write (policies with `setenv` do neither, a load-time rule), only
+/// environment variables to set.
+pub struct EnvBackend;
+
+impl Backend for EnvBackend {
+    fn pvar(&self, _name: &str) -> Option<&[f64]> {
+        None
+    }
+
+    fn cvar(&mut self, _name: &str) -> Option<Vec<f64>> {
+        None
+    }
+
+    fn write(
+        &mut self,
+        name: &str,
+        index: Option<u32>,
+        _request: &Request,
+        _when: When,
+        _dry_run: bool,
+    ) -> WriteRecord {
+        WriteRecord {
+            cvar: name.to_string(),
+            index,
+            old: None,
+            requested: None,
+            readback: None,
+            outcome: Outcome::Refused,
+            error: Some("no CVAR can be written before MPI_T is initialised".into()),
+        }
+    }
+
+    fn setenv(&mut self, name: &str, value: &str, dry_run: bool) -> Result<(), String> {
+        set_environment(name, value, dry_run)
+    }
+
+    fn time(&self) -> f64 {
+        0.0
+    }
+}
+
 /// Sets an environment variable before the MPI library reads it (pre-init).
 /// Refuses empty names and values with `=` or NUL in the name, and empty
 /// values (MPICH over UCX aborts MPI_Init on an empty `UCX_*` value).
@@ -573,6 +632,30 @@ impl PolicyHooks {
 }
 
 impl crate::runtime::Hooks for PolicyHooks {
+    fn before_mpit(&mut self, launch: &crate::runtime::LaunchEnv) {
+        let has_env = self
+            .engine
+            .policies()
+            .iter()
+            .any(|p| p.phase() == Phase::PreInit && p.sets_environment());
+        if !has_env {
+            return;
+        }
+        if launch.rank.is_none() {
+            self.pending.push(json!({"type": "warning", "t": 0.0,
+                "message": "the launcher did not say this process's rank before MPI_Init; pre-init policies see rank 0 of 1"}));
+        }
+        let env = env(launch.rank.unwrap_or(0), launch.size.unwrap_or(1), 0.0);
+        let pending = &mut self.pending;
+        self.engine.run_where(
+            Phase::PreInit,
+            &CompiledPolicy::sets_environment,
+            &mut EnvBackend,
+            &env,
+            &mut |r| pending.push(r),
+        );
+    }
+
     fn pre_init(
         &mut self,
         mpit: &MpiT,
@@ -586,11 +669,12 @@ impl crate::runtime::Hooks for PolicyHooks {
             .engine
             .policies()
             .iter()
-            .any(|p| p.phase() == Phase::PreInit);
+            .any(|p| p.phase() == Phase::PreInit && !p.sets_environment());
         if !has_pre_init {
             return;
         }
-        if launch.rank.is_none() {
+        let warned = self.pending.iter().any(|r| r["type"] == "warning");
+        if launch.rank.is_none() && !warned {
             self.pending.push(json!({"type": "warning", "t": 0.0,
                 "message": "the launcher did not say this process's rank before MPI_Init; pre-init policies see rank 0 of 1"}));
         }
@@ -612,8 +696,13 @@ impl crate::runtime::Hooks for PolicyHooks {
         };
         let env = env(self.rank, self.size, 0.0);
         let pending = &mut self.pending;
-        self.engine
-            .run(Phase::PreInit, &mut backend, &env, &mut |r| pending.push(r));
+        self.engine.run_where(
+            Phase::PreInit,
+            &|p| !p.sets_environment(),
+            &mut backend,
+            &env,
+            &mut |r| pending.push(r),
+        );
     }
 
     fn init(
@@ -827,6 +916,73 @@ mod tests {
             }
         }
         assert!(n >= 5, "{n} example policy files");
+    }
+
+    #[test]
+    fn environment_policies_run_alone_before_mpit() {
+        let set = PolicySet::parse(
+            r#"
+[[policy]]
+name  = "cvar"
+phase = "pre-init"
+then  = [ { set = "MPIR_CVAR_X", value = 1 } ]
+[[policy]]
+name  = "env"
+phase = "pre-init"
+ranks = "1"
+then  = [ { setenv = "MPIT_TUNER_ENGINE_TEST_ENV", value = "65536" } ]
+[[policy]]
+name    = "env-dry"
+phase   = "pre-init"
+dry_run = true
+then    = [ { setenv = "MPIT_TUNER_ENGINE_TEST_DRY", value = "1" } ]
+"#,
+            "t.toml",
+        )
+        .unwrap();
+        let run = |rank| {
+            let mut engine = Engine::new(set.clone());
+            let mut out = Vec::new();
+            engine.run_where(
+                Phase::PreInit,
+                &CompiledPolicy::sets_environment,
+                &mut EnvBackend,
+                &env(rank, 2, 0.0),
+                &mut |r| out.push(r),
+            );
+            out
+        };
+        let setenvs = |out: &[Json]| -> Vec<(String, bool)> {
+            out.iter()
+                .filter(|r| r["type"] == "setenv")
+                .map(|r| {
+                    assert_eq!(r["error"], Json::Null, "{r}");
+                    (
+                        r["name"].as_str().unwrap().to_string(),
+                        r["dry_run"] == true,
+                    )
+                })
+                .collect()
+        };
+        let rank0 = run(0);
+        assert!(rank0.iter().all(|r| r["policy"] != "cvar"), "{rank0:?}");
+        assert_eq!(
+            setenvs(&rank0),
+            [("MPIT_TUNER_ENGINE_TEST_DRY".to_string(), true)]
+        );
+        assert!(std::env::var_os("MPIT_TUNER_ENGINE_TEST_DRY").is_none());
+        let rank1 = run(1);
+        assert_eq!(
+            setenvs(&rank1),
+            [
+                ("MPIT_TUNER_ENGINE_TEST_ENV".to_string(), false),
+                ("MPIT_TUNER_ENGINE_TEST_DRY".to_string(), true)
+            ]
+        );
+        assert_eq!(
+            std::env::var("MPIT_TUNER_ENGINE_TEST_ENV").as_deref(),
+            Ok("65536")
+        );
     }
 
     #[test]

@@ -40,6 +40,9 @@ pub const OBJECT_CAPACITY: usize = 1024;
 /// (`tick`) or the application's thread inside MPI_Init/MPI_Finalize
 /// (the others). The default does nothing: monitor mode.
 pub trait Hooks: Send {
+    /// Before `MPI_T_init_thread` (environment variables: Open MPI reads
+    /// its `OMPI_MCA_*` variables when MPI_T initialises, not later).
+    fn before_mpit(&mut self, _env: &LaunchEnv) {}
     /// Before `PMPI_Init` (settings read during init). `rank`/`size` come
     /// from the launcher's environment when it sets them.
     fn pre_init(&mut self, _mpit: &MpiT, _catalogue: &Catalogue, _env: &LaunchEnv) {}
@@ -154,13 +157,14 @@ pub struct PreInit {
 }
 
 impl PreInit {
-    /// Initialises MPI_T and loads the catalogue before `PMPI_Init`, then
-    /// runs the `pre_init` hook.
+    /// Runs the `before_mpit` hook, initialises MPI_T and loads the
+    /// catalogue before `PMPI_Init`, then runs the `pre_init` hook.
     pub fn start(
         config: Config,
         warnings: Vec<String>,
         mut hooks: Box<dyn Hooks>,
     ) -> Result<PreInit> {
+        hooks.before_mpit(&LaunchEnv::from_env());
         let mpit = MpiT::init()?;
         let catalogue = Catalogue::load(&mpit)?;
         hooks.pre_init(&mpit, &catalogue, &LaunchEnv::from_env());
