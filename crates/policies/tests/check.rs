@@ -2,7 +2,8 @@
 //! list (tests/fixtures/mvapich2-2.3.7-variables.txt) and hand-made ones.
 
 use policies::{
-    Catalogue, CvarInfo, CvarType, MemoryCatalogue, PolicySet, PvarClass, PvarInfo, Scope, Severity,
+    Catalogue, CvarInfo, CvarType, MemoryCatalogue, Phase, PolicySet, PvarClass, PvarInfo, Scope,
+    Severity,
 };
 
 /// The variables MVAPICH2 2.3.7 exports, from its recorded listing.
@@ -100,6 +101,29 @@ fn thesis_policy_on_released_mvapich2_names_the_missing_variables() {
             "p.toml:8:20: missing: policy \"free-unused-vbufs\": the MPI library does not export a CVAR named `MPIR_CVAR_VBUF_POOL_REDUCED_VALUE`",
         ]
     );
+}
+
+/// examples/policies/mvapich2-eager.toml against the variables of a real
+/// MVAPICH2 2.3.7 (none is installed here to run it): every name exists,
+/// the ALL_EQ eager threshold is written on every rank before MPI_Init, and
+/// the shared-memory eager size goes through the environment, in a policy
+/// of its own (it runs before MPI_T is initialised).
+#[test]
+fn mvapich2_eager_example_is_clean_on_mvapich2() {
+    let src = include_str!("../../../examples/policies/mvapich2-eager.toml");
+    assert_eq!(check(src, &mvapich2()), Vec::<String>::new());
+    let set = PolicySet::parse(src, "mvapich2-eager.toml").unwrap();
+    let p = set.policies();
+    let names: Vec<_> = p.iter().map(|p| p.name()).collect();
+    assert_eq!(
+        names,
+        ["iba-eager-64k", "smp-eager-64k", "iba-eager-readback"]
+    );
+    assert_eq!(p[0].phase(), Phase::PreInit);
+    assert!(!p[0].sets_environment() && (0..4).all(|r| p[0].applies_to(r, 4)));
+    assert_eq!(p[1].phase(), Phase::PreInit);
+    assert!(p[1].sets_environment() && p[1].slots().is_empty());
+    assert_eq!(p[2].phase(), Phase::Init);
 }
 
 #[test]
