@@ -1,0 +1,290 @@
+//! Environment actions in real MPI jobs (issue 7: per-rank pre-init
+//! environment settings, the thesis' eager-threshold experiment).
+//!
+//! The setting is the eager limit of the library the build uses: Open MPI's
+//! `OMPI_MCA_btl_vader_eager_limit` (its CVAR `btl_vader_eager_limit` is
+//! READONLY), MPICH's `UCX_RNDV_THRESH` (no CVAR at all). The behaviour test
+//! is `examples/c/eager_probe.c`: rank 0 sends 32 KiB to rank 1 and says
+//! whether the send completed before rank 1 posted its receive, which only
+//! an eager send does. The sender's own setting decides the protocol, so a
+//! policy on `ranks = "0"` changes the answer and one on `ranks = "1"` does
+//! not. On Open MPI the library's own view after MPI_Init is read back too,
+//! through MPI_T, by an init-phase policy.
+//!
+//! What is checked: the action takes effect before init and only on the
+//! selected ranks; each selected rank's log has its `setenv` record and the
+//! others none; `dry_run` records the decision and changes nothing; an
+//! environment action in a phase after init is refused when the file is
+//! loaded, with the reason, and the job still runs (monitor mode).
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::path::Path;
+
+/// The environment variable that sets the eager limit of this build's MPI
+/// library, and a value that makes 32 KiB messages eager.
+#[cfg(mpi_flavor = "openmpi")]
+const VAR: &str = "OMPI_MCA_btl_vader_eager_limit";
+#[cfg(mpi_flavor = "mpich")]
+const VAR: &str = "UCX_RNDV_THRESH";
+const VALUE: &str = "65536";
+
+/// The example policy for this build's library.
+#[cfg(mpi_flavor = "openmpi")]
+const EXAMPLE: &str = "examples/policies/openmpi-eager-64k.toml";
+#[cfg(mpi_flavor = "mpich")]
+const EXAMPLE: &str = "examples/policies/mpich-ucx-rndv-64k.toml";
+
+/// On Open MPI, an init-phase policy that records the library's view of the
+/// eager limit after MPI_Init (the decision's `inputs`).
+#[cfg(mpi_flavor = "openmpi")]
+const READBACK: &str = r#"
+[[policy]]
+name  = "readback"
+phase = "init"
+when  = "cvar:btl_vader_eager_limit >= 65536"
+then  = [ { note = "64 KiB or more" } ]
+otherwise = [ { note = "below 64 KiB" } ]
+"#;
+#[cfg(mpi_flavor = "mpich")]
+const READBACK: &str = "";
+
+/// What one probe job left: the probe's verdict, the logs, stderr.
+struct Probe {
+    eager: bool,
+    logs: Vec<RankLog>,
+    stderr: String,
+}
+
+/// The probe's verdict from its output line.
+fn verdict(stdout: &str) -> bool {
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("eager_probe: "))
+        .unwrap_or_else(|| panic!("no eager_probe line in:\n{stdout}"));
+    assert!(line.starts_with("eager_probe: bytes=32768 "), "{line}");
+    match line.rsplit("completed_before_receive=").next() {
+        Some("yes") => true,
+        Some("no") => false,
+        _ => panic!("unexpected probe line: {line}"),
+    }
+}
+
+/// eager_probe on 2 ranks without the tool.
+fn probe_plain() -> bool {
+    let job = mpit_testkit::run(mpi_job(2, &example("eager_probe"), &[]));
+    job.assert_success();
+    verdict(&job.stdout())
+}
+
+/// eager_probe on 2 ranks under the tool with `policy` (TOML text, or a
+/// path relative to the repository).
+fn probe(policy: &str, tmp: &Path) -> Probe {
+    let file = if policy.contains("[[policy]]") {
+        let f = tmp.join("policy.toml");
+        std::fs::write(&f, policy).unwrap();
+        f
+    } else {
+        repo_root().join(policy)
+    };
+    let dir = tmp.join("run");
+    let mut cmd = mpi_job(2, &example("eager_probe"), &[]);
+    preload(&mut cmd, &dir);
+    cmd.env("MPIT_TUNER_POLICY", &file);
+    let job = mpit_testkit::run(cmd);
+    job.assert_success();
+    let logs = read_run_dir(&dir, 2);
+    for log in &logs {
+        check_complete_log(log, 2);
+    }
+    Probe {
+        eager: verdict(&job.stdout()),
+        logs,
+        stderr: job.stderr(),
+    }
+}
+
+/// A pre-init policy that sets the eager variable on `ranks`, plus the
+/// read-back policy on Open MPI.
+fn eager_policy(ranks: &str, dry_run: bool) -> String {
+    format!(
+        r#"
+[[policy]]
+name    = "eager-env"
+phase   = "pre-init"
+ranks   = "{ranks}"
+dry_run = {dry_run}
+then    = [ {{ setenv = "{VAR}", value = "{VALUE}" }} ]
+{READBACK}"#
+    )
+}
+
+/// The `setenv` records of one rank's log.
+fn setenvs(log: &RankLog) -> Vec<&Value> {
+    log.of_type("setenv").collect()
+}
+
+/// Checks one `setenv` audit record.
+fn check_setenv(r: &Value, policy: &str, dry_run: bool) {
+    assert_eq!(r["policy"], policy, "{r}");
+    assert_eq!(r["phase"], "pre-init", "{r}");
+    assert_eq!(r["name"], VAR, "{r}");
+    assert_eq!(r["value"], VALUE, "{r}");
+    assert_eq!(r["dry_run"], dry_run, "{r}");
+    assert_eq!(r["error"], Value::Null, "{r}");
+    assert!(r["t"].is_number(), "{r}");
+}
+
+/// The eager limit Open MPI reported after MPI_Init in this rank (the
+/// read-back policy's input); `None` on MPICH, which has no such CVAR.
+fn limit_after_init(log: &RankLog) -> Option<f64> {
+    if READBACK.is_empty() {
+        return None;
+    }
+    let d = log
+        .of_type("decision")
+        .find(|d| d["policy"] == "readback" && d["fired"] == true)
+        .unwrap_or_else(|| panic!("{}: no read-back decision", log.path.display()));
+    let v = d["inputs"]["btl_vader_eager_limit"][0]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{}: read-back without value: {d}", log.path.display()));
+    Some(v)
+}
+
+/// The action is applied before MPI_Init and only on the selected ranks:
+/// selecting the sender (rank 0) makes its 32 KiB send eager, selecting
+/// only the receiver does not; only selected ranks log a `setenv` record;
+/// on Open MPI the library itself reports 65536 after MPI_Init on the
+/// selected rank and its default on the other.
+#[test]
+fn environment_action_applies_before_init_on_selected_ranks_only() {
+    assert!(
+        !probe_plain(),
+        "without the tool a 32 KiB send must use rendezvous (the library's default), or this test proves nothing"
+    );
+    let mut defaults = Vec::new();
+    for selected in [0u32, 1] {
+        let tmp = tempdir();
+        let run = probe(&eager_policy(&selected.to_string(), false), tmp.path());
+        assert_eq!(
+            run.eager,
+            selected == 0,
+            "policy on rank {selected} only: the probe's sender is rank 0\n{}",
+            run.stderr
+        );
+        for log in &run.logs {
+            let records = setenvs(log);
+            if log.rank == selected {
+                assert_eq!(records.len(), 1, "{}", log.path.display());
+                check_setenv(records[0], "eager-env", false);
+            } else {
+                assert!(
+                    records.is_empty(),
+                    "{}: rank not selected, yet {records:?}",
+                    log.path.display()
+                );
+            }
+            if let Some(limit) = limit_after_init(log) {
+                if log.rank == selected {
+                    assert_eq!(limit, 65536.0, "{}", log.path.display());
+                } else {
+                    defaults.push(limit);
+                }
+            }
+        }
+    }
+    if !READBACK.is_empty() {
+        assert_eq!(defaults.len(), 2);
+        assert_eq!(defaults[0], defaults[1], "the default on both ranks");
+        assert!(
+            defaults[0] < 32768.0,
+            "Open MPI's default eager limit {} would already make 32 KiB eager",
+            defaults[0]
+        );
+    }
+}
+
+/// The example policy of this library, as a user would apply it: every
+/// rank sets the variable before init and the 32 KiB send becomes eager.
+#[test]
+fn example_policy_makes_32k_messages_eager() {
+    let tmp = tempdir();
+    let run = probe(EXAMPLE, tmp.path());
+    assert!(run.eager, "{EXAMPLE} did not make the send eager");
+    for log in &run.logs {
+        let records = setenvs(log);
+        assert_eq!(records.len(), 1, "{}", log.path.display());
+        assert_eq!(records[0]["name"], VAR);
+        assert_eq!(records[0]["error"], Value::Null);
+    }
+    #[cfg(mpi_flavor = "openmpi")]
+    for log in &run.logs {
+        let d = log
+            .of_type("decision")
+            .find(|d| d["policy"] == "eager-limit-readback" && d["fired"] == true)
+            .expect("the example's read-back decision");
+        assert_eq!(d["branch"], "then", "{d}");
+        assert_eq!(d["inputs"]["btl_vader_eager_limit"][0], 65536.0, "{d}");
+    }
+}
+
+/// `dry_run`: every rank records the decision and the variable it would
+/// set, marked as a dry run, and the library keeps its default.
+#[test]
+fn dry_run_setenv_is_recorded_but_changes_nothing() {
+    let tmp = tempdir();
+    let run = probe(&eager_policy("all", true), tmp.path());
+    assert!(!run.eager, "a dry run changed the protocol");
+    for log in &run.logs {
+        let records = setenvs(log);
+        assert_eq!(records.len(), 1, "{}", log.path.display());
+        check_setenv(records[0], "eager-env", true);
+        let d = log
+            .of_type("decision")
+            .find(|d| d["policy"] == "eager-env")
+            .expect("a decision record");
+        assert_eq!(
+            (&d["fired"], &d["write"]),
+            (&Value::Bool(true), &Value::Bool(false))
+        );
+        if let Some(limit) = limit_after_init(log) {
+            assert!(limit < 65536.0, "{}: {limit}", log.path.display());
+        }
+    }
+}
+
+/// An environment action in a phase after MPI_Init is refused when the file
+/// is loaded, with the position and the reason on rank 0's stderr; the job
+/// runs on, monitoring only: nothing is set, nothing changes.
+#[test]
+fn environment_action_after_init_is_refused_at_load_time() {
+    for phase in ["init", "periodic", "finalize"] {
+        let tmp = tempdir();
+        let policy = format!(
+            "[[policy]]\nname  = \"late-env\"\nphase = \"{phase}\"\nthen  = [ {{ setenv = \"{VAR}\", value = \"{VALUE}\" }} ]\n"
+        );
+        let run = probe(&policy, tmp.path());
+        assert!(!run.eager, "phase {phase}: the protocol changed");
+        let file = tmp.path().join("policy.toml").display().to_string();
+        let expected = format!(
+            "{file}:4:22: error: `setenv` is only allowed in phase \"pre-init\" (this policy is \"{phase}\"): the MPI library reads its environment during MPI_Init, so a variable set later can not take effect"
+        );
+        assert!(
+            run.stderr.contains(&expected),
+            "phase {phase}: expected on stderr:\n{expected}\n--- got:\n{}",
+            run.stderr
+        );
+        assert_eq!(
+            count(&run.stderr, "policies not loaded, monitoring only"),
+            1,
+            "once, from rank 0:\n{}",
+            run.stderr
+        );
+        for log in &run.logs {
+            assert!(setenvs(log).is_empty(), "{}", log.path.display());
+            assert_eq!(log.of_type("decision").count(), 0);
+        }
+    }
+}
