@@ -6,14 +6,22 @@
 //! `mpit-tuner: error: ...` with exit code 2.
 //!
 //! Subcommands: `list` (every MPI_T variable of the MPI library, with its
-//! metadata and, on request, its current value). Adding one is a variant of
-//! [`Command`] and a module with its `Args` and `run`.
+//! metadata and, on request, its current value), `run` (launch a job under
+//! the tuner), `check` (validate policy files, optionally against the MPI
+//! library) and `replay` (try a policy file on recorded logs). Adding one
+//! is a variant of [`Command`] and a module with its `Args` and `run`.
+//!
+//! Exit status: 2 for every error of the command itself; `check` exits 1
+//! when a file has problems; `run` exits with the launcher's status.
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+mod check;
 mod list;
+mod replay;
+mod run;
 mod table;
 
 /// Runtime autotuner for MPI applications, built on the MPI Tools
@@ -32,11 +40,34 @@ enum Command {
     /// Works as a single process (`mpit-tuner list`) and under a launcher
     /// (`mpiexec -n 4 mpit-tuner list`), where rank 0 prints.
     List(list::ListArgs),
+
+    /// Run an MPI job under the tuner: `mpit-tuner run -- mpiexec -n 4 ./app`.
+    ///
+    /// Sets LD_PRELOAD (libmpit_tuner.so) and the MPIT_TUNER_* variables
+    /// for the launcher and makes sure they reach every rank (adds `-x` for
+    /// Open MPI's launcher); exits with the launcher's status.
+    Run(run::RunArgs),
+
+    /// Check policy files: syntax and semantics, and with --against-mpi
+    /// every variable against the MPI library.
+    ///
+    /// Prints every problem as FILE:LINE:COLUMN with the line and a caret,
+    /// and `FILE: ok (N policies)` for good files; exits 1 if a file has an
+    /// error (or a variable the library lacks, with --against-mpi).
+    Check(check::CheckArgs),
+
+    /// Try a policy file offline on recorded per-rank logs, run directories
+    /// or hand-written traces.
+    ///
+    /// Prints, per rank, the decisions and writes the policies would have
+    /// made (time, policy, branch, CVAR old -> new, refusals), or the
+    /// records as JSON Lines with --json.
+    Replay(replay::ReplayArgs),
 }
 
 fn main() -> ExitCode {
     match run() {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         // `mpit-tuner list | head`: the reader has what it wanted.
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
@@ -46,10 +77,13 @@ fn main() -> ExitCode {
     }
 }
 
-fn run() -> Result<()> {
+fn run() -> Result<ExitCode> {
     let cli = Cli::parse();
     match cli.command {
-        Command::List(args) => list::run(&args),
+        Command::List(args) => list::run(&args).map(|()| ExitCode::SUCCESS),
+        Command::Run(args) => run::run(&args),
+        Command::Check(args) => check::run(&args),
+        Command::Replay(args) => replay::run(&args).map(|()| ExitCode::SUCCESS),
     }
 }
 

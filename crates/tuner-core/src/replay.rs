@@ -1104,7 +1104,7 @@ fn missing_reason(
         .find("; closest known names")
         .map_or("", |at| &d.message[at..]);
     Some(format!(
-        "the replayed data has no variable `{name}` (the run did not sample it, or its MPI library does not export it){closest}"
+        "`{name}` is not in the replayed data (not sampled in that run, or not exported by its MPI library){closest}"
     ))
 }
 
@@ -1447,7 +1447,7 @@ then = [ { set = "LOCAL_ONE", value = 3 } ]
         let d = of_type(&out[0], "policy_disabled").next().unwrap();
         let reason = d["reason"].as_str().unwrap();
         assert!(
-            reason.contains("no variable `mv2_vbuf_alocated_array`")
+            reason.contains("`mv2_vbuf_alocated_array` is not in the replayed data")
                 && reason.contains("closest known names: mv2_vbuf_allocated_array"),
             "{reason}"
         );

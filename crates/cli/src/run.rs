@@ -1,0 +1,329 @@
+//! `mpit-tuner run`: launches an MPI job under the tuner.
+//!
+//! It finds `libmpit_tuner.so`, validates the options (before anything is
+//! launched), puts `LD_PRELOAD` and the `MPIT_TUNER_*` variables in the
+//! launcher's environment, makes sure they reach every rank (Open MPI's
+//! launcher forwards only what `-x` names; MPICH's Hydra forwards the whole
+//! environment), runs the launcher and exits with its status.
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::sync::atomic::{AtomicI32, Ordering};
+use tuner_core::config::{self, MIN_INTERVAL};
+
+/// The preload library's file name.
+pub const LIBRARY: &str = "libmpit_tuner.so";
+
+const AFTER_HELP: &str = "\
+Example: mpit-tuner run --dir logs --interval 100ms -- mpiexec -n 4 ./app
+
+The options become environment variables of the launcher and, through it, \
+of every rank: --dir MPIT_TUNER_DIR, --interval MPIT_TUNER_INTERVAL, --pvars \
+MPIT_TUNER_PVARS, --policy MPIT_TUNER_POLICY, --quiet MPIT_TUNER_QUIET=1 \
+(README: environment variables). Variables already set in the environment \
+(other MPIT_TUNER_* ones too) are passed on as well. LD_PRELOAD gets the \
+library in front of what it already holds; the launcher itself runs with it, \
+which is harmless (the library does nothing in a process that is not an MPI \
+rank).
+
+The library: --lib, else MPIT_TUNER_LIB, else libmpit_tuner.so next to this \
+program (or in ../lib from it).
+
+Launchers: Open MPI's mpirun/mpiexec forwards only the variables named with \
+-x, so for it (a launcher named *.openmpi or orterun, or mpirun/mpiexec \
+whose --version says Open MPI) `-x VAR` is added after the launcher's name \
+for LD_PRELOAD and every MPIT_TUNER_* variable. MPICH's and Intel MPI's \
+Hydra and Slurm's srun forward the whole environment. The launcher must be \
+the first word of the command (not behind `timeout` or a script).
+
+The options are checked before anything is launched: a bad --interval, \
+--pvars or policy file is an error (exit status 2). Then the exit status is \
+the launcher's own, or 128 + the signal that killed it. Interrupts (Ctrl-C) \
+go to the launcher, which stops the job; SIGTERM and SIGHUP sent to \
+mpit-tuner are passed on to it.";
+
+/// Options of `mpit-tuner run`.
+#[derive(Debug, Args)]
+#[command(after_long_help = AFTER_HELP)]
+pub struct RunArgs {
+    /// Run directory for the per-rank logs and summary.json (default: a new
+    /// mpit-tuner-<date>-<jobid> directory in the working directory).
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+
+    /// Sampling interval, such as 1s, 100ms or 1ms (default 1s).
+    #[arg(long, value_name = "DURATION")]
+    interval: Option<String>,
+
+    /// PVARs to sample: comma-separated names or regular expressions
+    /// (default: all).
+    #[arg(long, value_name = "LIST")]
+    pvars: Option<String>,
+
+    /// Policy file (TOML; default: the embedded policies.toml; `none`:
+    /// monitor only).
+    #[arg(long, value_name = "FILE")]
+    policy: Option<PathBuf>,
+
+    /// Do not print the summary table at the end of the job.
+    #[arg(long)]
+    quiet: bool,
+
+    /// The preload library (default: MPIT_TUNER_LIB, else libmpit_tuner.so
+    /// next to mpit-tuner).
+    #[arg(long, value_name = "PATH")]
+    lib: Option<PathBuf>,
+
+    /// The launcher and its arguments, after `--`: `mpiexec -n 4 ./app`.
+    #[arg(
+        value_name = "LAUNCHER",
+        required = true,
+        num_args = 1..,
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
+    command: Vec<OsString>,
+}
+
+/// Runs `mpit-tuner run`.
+pub fn run(args: &RunArgs) -> Result<ExitCode> {
+    let env = environment(args)?;
+    let launcher = &args.command[0];
+    let mut cmd = Command::new(launcher);
+    if is_open_mpi(launcher) {
+        for name in forwarded(&env) {
+            cmd.arg("-x").arg(name);
+        }
+    }
+    cmd.args(&args.command[1..])
+        .envs(env.iter().map(|(k, v)| (k, v)));
+    let mut child = cmd
+        .spawn()
+        .with_context(|| format!("cannot run `{}`", launcher.to_string_lossy()))?;
+    relay_signals(child.id());
+    let status = child
+        .wait()
+        .with_context(|| format!("waiting for `{}`", launcher.to_string_lossy()))?;
+    Ok(match (status.code(), status.signal()) {
+        (Some(code), _) => ExitCode::from((code & 0xff) as u8),
+        (None, Some(signal)) => ExitCode::from((128 + signal).clamp(0, 255) as u8),
+        (None, None) => ExitCode::from(1),
+    })
+}
+
+/// The variables to set in the launcher's environment, options validated.
+fn environment(args: &RunArgs) -> Result<Vec<(OsString, OsString)>> {
+    let mut env: Vec<(OsString, OsString)> = Vec::new();
+    let mut set = |k: &str, v: &OsStr| env.push((k.into(), v.to_os_string()));
+    let lib = find_library(args.lib.as_deref())?;
+    let mut preload = lib.as_os_str().to_os_string();
+    if let Some(existing) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
+        let ours = lib.as_os_str();
+        let others: Vec<&str> = existing
+            .to_str()
+            .unwrap_or_default()
+            .split([':', ' '])
+            .filter(|e| !e.is_empty() && OsStr::new(e) != ours)
+            .collect();
+        if !others.is_empty() {
+            preload.push(":");
+            preload.push(others.join(":"));
+        }
+    }
+    set("LD_PRELOAD", &preload);
+    if let Some(text) = &args.interval {
+        match config::parse_duration(text) {
+            Some(d) if d >= MIN_INTERVAL => {}
+            Some(_) => bail!("--interval {text}: the shortest sampling interval is 1ms"),
+            None => bail!(
+                "--interval {text}: not a duration (examples: 1s, 250ms, 1ms; a bare number is seconds)"
+            ),
+        }
+        set("MPIT_TUNER_INTERVAL", OsStr::new(text));
+    }
+    if let Some(list) = &args.pvars {
+        for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            regex::Regex::new(&format!("^(?:{item})$"))
+                .with_context(|| format!("--pvars: `{item}` is not a valid name or regex"))?;
+        }
+        set("MPIT_TUNER_PVARS", OsStr::new(list));
+    }
+    if let Some(policy) = &args.policy {
+        if policy.as_os_str() == "none" {
+            set("MPIT_TUNER_POLICY", OsStr::new("none"));
+        } else {
+            let source = std::fs::read_to_string(policy)
+                .with_context(|| format!("cannot read policy file {}", policy.display()))?;
+            policies::PolicySet::parse(&source, &policy.display().to_string()).map_err(|e| {
+                anyhow::anyhow!(
+                    "the policy file has errors; nothing was launched:\n{e:#}\n\
+                     (`mpit-tuner check --against-mpi {}` also checks its variables)",
+                    policy.display()
+                )
+            })?;
+            set("MPIT_TUNER_POLICY", absolute(policy)?.as_os_str());
+        }
+    }
+    if let Some(dir) = &args.dir {
+        let dir = absolute(dir)?;
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("cannot create the run directory {}", dir.display()))?;
+        set("MPIT_TUNER_DIR", dir.as_os_str());
+    }
+    if args.quiet {
+        set("MPIT_TUNER_QUIET", OsStr::new("1"));
+    }
+    Ok(env)
+}
+
+fn absolute(path: &Path) -> Result<PathBuf> {
+    std::path::absolute(path).with_context(|| format!("cannot resolve {}", path.display()))
+}
+
+/// `libmpit_tuner.so`: `--lib`, `MPIT_TUNER_LIB`, or next to this program.
+fn find_library(explicit: Option<&Path>) -> Result<PathBuf> {
+    let chosen = match explicit {
+        Some(p) => Some((p.to_path_buf(), "--lib")),
+        None => std::env::var_os("MPIT_TUNER_LIB")
+            .filter(|v| !v.is_empty())
+            .map(|v| (PathBuf::from(v), "MPIT_TUNER_LIB")),
+    };
+    let path = match chosen {
+        Some((path, from)) => {
+            if !path.is_file() {
+                bail!("{from} {}: no such file", path.display());
+            }
+            path
+        }
+        None => {
+            let exe = std::env::current_exe().context("cannot locate the mpit-tuner program")?;
+            let dir = exe.parent().unwrap_or(Path::new("/"));
+            let candidates = [dir.join(LIBRARY), dir.join("../lib").join(LIBRARY)];
+            match candidates.iter().find(|p| p.is_file()) {
+                Some(p) => p.clone(),
+                None => bail!(
+                    "cannot find the preload library {LIBRARY}: looked for {} and {}; build it \
+                     with `cargo build -p mpit-tuner-preload` into the same target directory \
+                     as mpit-tuner, or give its path with --lib or MPIT_TUNER_LIB",
+                    candidates[0].display(),
+                    candidates[1].display()
+                ),
+            }
+        }
+    };
+    let path = absolute(&path)?;
+    let text = path.to_string_lossy();
+    if text.contains([':', ' ']) {
+        bail!(
+            "{}: LD_PRELOAD cannot hold a path with a space or a colon; copy or link the \
+             library elsewhere and use --lib",
+            path.display()
+        );
+    }
+    Ok(path)
+}
+
+/// Whether the launcher is Open MPI's, which forwards only the variables
+/// named with `-x`.
+fn is_open_mpi(launcher: &OsStr) -> bool {
+    let name = Path::new(launcher)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if name.ends_with(".openmpi") || name == "orterun" {
+        return true;
+    }
+    if !matches!(name.as_str(), "mpirun" | "mpiexec") {
+        return false;
+    }
+    // Open MPI 4: "mpiexec (OpenRTE) 4.1.4"; 5: "mpirun (Open MPI) 5.0.3".
+    Command::new(launcher)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .output()
+        .map(|o| {
+            let text = [o.stdout, o.stderr].concat();
+            let text = String::from_utf8_lossy(&text);
+            text.contains("Open MPI") || text.contains("OpenRTE")
+        })
+        .unwrap_or(false)
+}
+
+/// The names to forward with `-x`: `LD_PRELOAD` and every `MPIT_TUNER*`
+/// variable the launcher will have (set here or inherited).
+fn forwarded(env: &[(OsString, OsString)]) -> Vec<OsString> {
+    let mut names: Vec<OsString> = env.iter().map(|(k, _)| k.clone()).collect();
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("MPIT_TUNER") && !names.contains(&k) {
+            names.push(k);
+        }
+    }
+    names
+}
+
+/// The launcher's process id, for the signal handler.
+static CHILD: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn pass_on(signal: libc::c_int) {
+    let pid = CHILD.load(Ordering::Relaxed);
+    if pid > 0 {
+        // SAFETY: kill(2) is async-signal-safe; `pid` is our child's.
+        unsafe {
+            libc::kill(pid, signal);
+        }
+    }
+}
+
+/// While the launcher runs: interrupts from the terminal reach it directly
+/// (same process group), so this process ignores them and waits for its
+/// status; SIGTERM and SIGHUP sent to this process alone are passed on.
+/// Installed after the launcher started, so it inherits default handlers.
+fn relay_signals(pid: u32) {
+    CHILD.store(i32::try_from(pid).unwrap_or(0), Ordering::Relaxed);
+    let forward = pass_on as extern "C" fn(libc::c_int) as *const () as libc::sighandler_t;
+    for (signal, handler) in [
+        (libc::SIGINT, libc::SIG_IGN),
+        (libc::SIGQUIT, libc::SIG_IGN),
+        (libc::SIGTERM, forward),
+        (libc::SIGHUP, forward),
+    ] {
+        // SAFETY: `sigaction` is plain data, valid when zeroed; the handler
+        // only loads an atomic and calls kill(2), both async-signal-safe.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = handler;
+            action.sa_flags = libc::SA_RESTART;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(signal, &action, std::ptr::null_mut());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn launchers_are_recognised_by_name() {
+        assert!(is_open_mpi(OsStr::new("/usr/bin/mpirun.openmpi")));
+        assert!(is_open_mpi(OsStr::new("orterun")));
+        assert!(!is_open_mpi(OsStr::new("mpiexec.mpich")));
+        assert!(!is_open_mpi(OsStr::new("srun")));
+        assert!(!is_open_mpi(OsStr::new("bash")));
+    }
+
+    #[test]
+    fn forwarded_names_include_inherited_tuner_variables() {
+        let env = vec![(OsString::from("LD_PRELOAD"), OsString::from("/x.so"))];
+        let names = forwarded(&env);
+        assert_eq!(names[0], "LD_PRELOAD");
+        assert!(names
+            .iter()
+            .skip(1)
+            .all(|n| n.to_string_lossy().starts_with("MPIT_TUNER")));
+    }
+}

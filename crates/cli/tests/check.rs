@@ -1,0 +1,206 @@
+//! `mpit-tuner check` as users run it: on the repository's policy files,
+//! on files broken on purpose (`tests/fixtures/broken-policies`), and with
+//! `--against-mpi` against the real MPI library of the build. Assertions
+//! that hold for one library only are compiled only in builds against it.
+
+mod common;
+
+use common::{code, fixture, mpit_tuner, printed, repo_root};
+use std::path::PathBuf;
+
+/// `policies.toml` and every `examples/policies/*.toml`.
+fn shipped_policy_files() -> Vec<PathBuf> {
+    let default = repo_root().join("policies.toml");
+    assert!(default.is_file(), "{} is missing", default.display());
+    let mut files = vec![default];
+    let dir = repo_root().join("examples/policies");
+    if let Ok(entries) = std::fs::read_dir(&dir) {
+        let mut examples: Vec<PathBuf> = entries
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "toml"))
+            .collect();
+        examples.sort();
+        files.extend(examples);
+    }
+    files
+}
+
+fn paths(files: &[PathBuf]) -> Vec<&str> {
+    files.iter().map(|p| p.to_str().unwrap()).collect()
+}
+
+#[test]
+fn the_shipped_policy_files_pass() {
+    let files = shipped_policy_files();
+    let mut args = vec!["check"];
+    args.extend(paths(&files));
+    let job = mpit_tuner(&args);
+    assert_eq!(code(&job), Some(0), "{}", printed(&job));
+    let out = job.stdout();
+    for f in &files {
+        assert!(
+            out.contains(&format!("{}: ok (", f.display())),
+            "no ok line for {}:\n{out}",
+            f.display()
+        );
+    }
+    assert_eq!(out.lines().count(), files.len(), "{out}");
+}
+
+/// (fixture, expected `file:line:col: error: ...` prefix, key phrases).
+const BROKEN: &[(&str, &str, &[&str])] = &[
+    (
+        "syntax.toml",
+        "syntax.toml:4:44: error: invalid basic string",
+        &["  | when = \"pml_ob1_unexpected_msgq_length > 64\n  |                                            ^"],
+    ),
+    (
+        "unknown-key.toml",
+        "unknown-key.toml:6:1: error: unknown field `cooldwon`",
+        &["(did you mean `cooldown`?)", "  | cooldwon = \"10s\"\n  | ^"],
+    ),
+    (
+        "typo-function.toml",
+        "typo-function.toml:5:10: error: in `when`: unknown function `anny`",
+        &["expected one of any, all,"],
+    ),
+    (
+        "setenv-periodic.toml",
+        "setenv-periodic.toml:7:22: error: `setenv` is only allowed in phase \"pre-init\" (this policy is \"periodic\")",
+        &["reads its environment during MPI_Init"],
+    ),
+];
+
+#[test]
+fn broken_files_are_reported_with_positions() {
+    let files: Vec<PathBuf> = BROKEN
+        .iter()
+        .map(|(f, _, _)| fixture("broken-policies").join(f))
+        .collect();
+    // One at a time: each message and the exit status.
+    for ((name, first, phrases), path) in BROKEN.iter().zip(&files) {
+        let job = mpit_tuner(&["check", path.to_str().unwrap()]);
+        assert_eq!(code(&job), Some(1), "{name}: {}", printed(&job));
+        let out = job.stdout();
+        let dir = path.parent().unwrap().display().to_string();
+        assert!(
+            out.starts_with(&format!("{dir}/{first}")),
+            "{name}: expected `{first}` first:\n{out}"
+        );
+        for phrase in *phrases {
+            assert!(
+                out.contains(phrase),
+                "{name}: expected {phrase:?} in:\n{out}"
+            );
+        }
+        assert!(
+            out.ends_with(&format!("{}: failed (1 error)\n", path.display())),
+            "{name}:\n{out}"
+        );
+    }
+    // All together, with a good file: still exit 1, every file reported.
+    let good = repo_root().join("policies.toml");
+    let mut args = vec!["check", good.to_str().unwrap()];
+    args.extend(paths(&files));
+    let job = mpit_tuner(&args);
+    assert_eq!(code(&job), Some(1), "{}", printed(&job));
+    assert!(
+        job.stdout().contains(&format!("{}: ok (", good.display())),
+        "{}",
+        printed(&job)
+    );
+    assert_eq!(
+        job.stdout().matches(": failed (1 error)").count(),
+        files.len()
+    );
+}
+
+#[test]
+fn unreadable_files_exit_2() {
+    let job = mpit_tuner(&["check", "/nonexistent/policies.toml"]);
+    assert_eq!(code(&job), Some(2), "{}", printed(&job));
+    assert!(job
+        .stdout()
+        .contains("/nonexistent/policies.toml: error: cannot read the file"));
+    let job = mpit_tuner(&["check"]);
+    assert_eq!(code(&job), Some(2), "{}", printed(&job));
+}
+
+/// Runs `check --against-mpi FILES` (a singleton MPI process).
+fn against_mpi(files: &[&str]) -> mpit_testkit::Job {
+    let mut args = vec!["check", "--against-mpi"];
+    let paths: Vec<String> = files
+        .iter()
+        .map(|f| fixture(f).display().to_string())
+        .collect();
+    args.extend(paths.iter().map(String::as_str));
+    mpit_tuner(&args)
+}
+
+#[cfg(mpi_flavor = "mpich")]
+#[test]
+fn against_mpich_names_scopes_and_suggestions() {
+    let job = against_mpi(&["mpich-poll-freq.toml"]);
+    assert_eq!(code(&job), Some(0), "{}", printed(&job));
+    let out = job.stdout();
+    assert!(out.starts_with("checking against: MPICH"), "{out}");
+    assert!(
+        out.contains("mpich-poll-freq.toml: ok (1 policy, every variable exported)"),
+        "{out}"
+    );
+
+    let job = against_mpi(&["mpich-misspelt.toml"]);
+    assert_eq!(code(&job), Some(1), "{}", printed(&job));
+    let out = job.stdout();
+    assert!(
+        out.contains(
+            "mpich-misspelt.toml:5:20: missing: policy \"poll-more-often\": the MPI library does not \
+             export a CVAR named `MPIR_CVAR_REQUEST_POL_FREQ`; closest known names: MPIR_CVAR_REQUEST_POLL_FREQ"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("mpich-misspelt.toml: failed (1 missing from this MPI library)"));
+
+    // Valid on its own; an error against a library where the CVAR is ALL_EQ.
+    let job = mpit_tuner(&[
+        "check",
+        fixture("broken-policies/alleq-periodic.toml")
+            .to_str()
+            .unwrap(),
+    ]);
+    assert_eq!(code(&job), Some(0), "{}", printed(&job));
+    let job = against_mpi(&["broken-policies/alleq-periodic.toml"]);
+    assert_eq!(code(&job), Some(1), "{}", printed(&job));
+    let out = job.stdout();
+    assert!(
+        out.contains(
+            "alleq-periodic.toml:8:11: error: policy \"switch-allreduce\": \
+             `MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM` has scope ALL_EQ and can not be written by a \"periodic\" policy"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("collective operations would run with mismatched settings"));
+    assert!(out.contains("write it in phase \"pre-init\" or \"init\""));
+    assert!(out.contains("alleq-periodic.toml: failed (1 error)"));
+}
+
+#[cfg(mpi_flavor = "openmpi")]
+#[test]
+fn against_open_mpi_names_and_suggestions() {
+    let job = against_mpi(&["openmpi-queue.toml", "openmpi-misspelt.toml"]);
+    assert_eq!(code(&job), Some(1), "{}", printed(&job));
+    let out = job.stdout();
+    assert!(out.starts_with("checking against: Open MPI"), "{out}");
+    assert!(
+        out.contains("openmpi-queue.toml: ok (1 policy, every variable exported)"),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "openmpi-misspelt.toml:4:14: missing: policy \"unexpected-queue\": the MPI library does \
+             not export a variable named `pml_ob1_unexpected_msgq_lenght`; closest known names: \
+             pml_ob1_unexpected_msgq_length"
+        ),
+        "{out}"
+    );
+}

@@ -1,0 +1,160 @@
+//! What the `check`, `replay` and `run` tests share: the built binary, the
+//! preload library next to it, the example programs, fixtures, and running
+//! `mpit-tuner` with a clean environment under a timeout (one job at a time,
+//! through mpit-testkit).
+#![allow(dead_code)] // each test binary uses a different part
+
+use mpit_testkit::{flavor, launcher_env, timeout, Job};
+use serde_json::Value as Json;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// The `mpit-tuner` binary under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_mpit-tuner");
+
+/// The repository root.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("the repository root exists")
+}
+
+/// A file under `crates/cli/tests/fixtures`.
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+/// The profile directory of the binary (`target/debug`).
+fn profile_dir() -> &'static Path {
+    Path::new(BIN)
+        .parent()
+        .expect("the binary is in a directory")
+}
+
+/// `libmpit_tuner.so` next to the binary, where `mpit-tuner run` looks for
+/// it. Cargo builds it only with the preload crate: fails with the command
+/// that builds it.
+pub fn preload_lib() -> PathBuf {
+    let so = profile_dir().join("libmpit_tuner.so");
+    assert!(
+        so.is_file(),
+        "{} is missing: `mpit-tuner run` needs the preload library next to it; build it \
+         with `cargo build -p mpit-tuner-preload` (with the same MPICC and --target-dir as \
+         these tests), or `cargo build --workspace --all-targets`",
+        so.display()
+    );
+    so
+}
+
+/// The C examples of this build's MPI library, built once per test binary
+/// with the examples' Makefile into `<target>/examples-<flavor>` (where the
+/// preload tests build them too).
+pub fn example(name: &str) -> PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    let dir = DIR.get_or_init(|| {
+        let target = profile_dir()
+            .parent()
+            .expect("the profile directory is in the target directory");
+        let out = target.join(format!("examples-{}", flavor()));
+        let mut make = Command::new("make");
+        make.arg("-C")
+            .arg(repo_root().join("examples"))
+            .arg(format!("MPI={}", flavor()))
+            .arg(format!("OUT={}", out.display()))
+            .env_remove("MAKEFLAGS")
+            .env_remove("MFLAGS");
+        let output = make
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run make (is it installed?): {e}"));
+        assert!(
+            output.status.success(),
+            "building the examples failed: {make:?}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        out
+    });
+    let path = dir.join(name);
+    assert!(path.is_file(), "make did not produce {}", path.display());
+    path
+}
+
+/// `mpit-tuner ARGS` as a plain process under a timeout, without a preload
+/// or tuner settings from the caller's environment, with what MPI jobs need
+/// here (Open MPI as root, oversubscription).
+pub fn command(args: &[&str]) -> Command {
+    let mut cmd = Command::new("timeout");
+    cmd.args(["-k", "10", &timeout().to_string(), BIN])
+        .args(args);
+    clean_env(&mut cmd);
+    launcher_env(&mut cmd);
+    cmd
+}
+
+/// Removes a preload and every `MPIT_TUNER*` setting of the caller.
+pub fn clean_env(cmd: &mut Command) {
+    cmd.env_remove("LD_PRELOAD");
+    for (key, _) in std::env::vars_os() {
+        if key.to_string_lossy().starts_with("MPIT_TUNER") {
+            cmd.env_remove(key);
+        }
+    }
+}
+
+/// Runs `mpit-tuner ARGS` (holding the job lock).
+pub fn mpit_tuner(args: &[&str]) -> Job {
+    mpit_testkit::run(command(args))
+}
+
+/// The exit code of a job.
+pub fn code(job: &Job) -> Option<i32> {
+    job.output.status.code()
+}
+
+/// Everything a job printed, for messages.
+pub fn printed(job: &Job) -> String {
+    format!(
+        "{}\n--- stdout\n{}\n--- stderr\n{}",
+        job.command,
+        job.stdout(),
+        job.stderr()
+    )
+}
+
+/// A fresh temporary directory.
+pub fn tempdir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("mpit-cli-test-")
+        .tempdir()
+        .expect("a temporary directory")
+}
+
+/// The launcher of this build and its options for a 2-rank job, as
+/// arguments after `mpit-tuner run ... --`.
+pub fn launcher(ranks: u32) -> Vec<String> {
+    let mut args = vec![
+        mpit_testkit::mpiexec_path().display().to_string(),
+        "-n".into(),
+        ranks.to_string(),
+    ];
+    if flavor() == "openmpi" {
+        args.push("--oversubscribe".into());
+    }
+    args
+}
+
+/// Every record of a JSON Lines file (each line must parse).
+pub fn read_jsonl(path: &Path) -> Vec<Json> {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    text.lines()
+        .enumerate()
+        .map(|(i, l)| {
+            serde_json::from_str(l)
+                .unwrap_or_else(|e| panic!("{}:{}: not JSON ({e}): {l}", path.display(), i + 1))
+        })
+        .collect()
+}

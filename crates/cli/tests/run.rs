@@ -1,0 +1,253 @@
+//! `mpit-tuner run` as users run it: a real 2-rank job under the tuner,
+//! options validated before anything is launched, the child's exit status
+//! forwarded, the environment it gets, and `-x` for Open MPI's launcher
+//! (with stand-in launchers that print their arguments).
+
+mod common;
+
+use common::{code, command, example, launcher, mpit_tuner, preload_lib, printed, read_jsonl};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+#[test]
+fn a_job_under_the_tuner_leaves_logs_and_a_summary() {
+    preload_lib();
+    let churn = example("comm_churn");
+    let tmp = common::tempdir();
+    let dir = tmp.path().join("logs");
+    let mut args = vec![
+        "run",
+        "--dir",
+        dir.to_str().unwrap(),
+        "--interval",
+        "10ms",
+        "--",
+    ];
+    let launch = launcher(2);
+    args.extend(launch.iter().map(String::as_str));
+    args.extend([churn.to_str().unwrap(), "2"]);
+    let job = mpit_tuner(&args);
+    assert_eq!(code(&job), Some(0), "{}", printed(&job));
+    assert!(job.stdout().contains("checksum="), "{}", printed(&job));
+    for rank in 0..2 {
+        let log = read_jsonl(&dir.join(format!("rank-{rank:05}.jsonl")));
+        let header = &log[0];
+        assert_eq!(header["type"], "header");
+        assert_eq!(header["rank"], rank);
+        assert_eq!(header["size"], 2);
+        // The options reached every rank.
+        assert_eq!(header["config"]["interval"], 0.01, "{header}");
+        assert_eq!(
+            header["config"]["dir"].as_str().map(Path::new),
+            Some(dir.as_path())
+        );
+    }
+    assert!(dir.join("summary.json").is_file());
+    let names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".jsonl"))
+        .collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+}
+
+#[test]
+fn bad_options_fail_before_launching() {
+    preload_lib();
+    let tmp = common::tempdir();
+    let marker = tmp.path().join("launched");
+    let touch = ["--", "touch", marker.to_str().unwrap()];
+    let cases: &[(&[&str], &str)] = &[
+        (&["--interval", "soon"], "--interval soon: not a duration"),
+        (
+            &["--interval", "10us"],
+            "the shortest sampling interval is 1ms",
+        ),
+        (
+            &["--pvars", "pml_(ob1"],
+            "--pvars: `pml_(ob1` is not a valid name or regex",
+        ),
+        (
+            &["--lib", "/nonexistent/libmpit_tuner.so"],
+            "--lib /nonexistent/libmpit_tuner.so: no such file",
+        ),
+        (
+            &["--policy", "/nonexistent.toml"],
+            "cannot read policy file /nonexistent.toml",
+        ),
+    ];
+    for (options, message) in cases {
+        let mut args = vec!["run"];
+        args.extend(*options);
+        args.extend(touch);
+        let job = mpit_tuner(&args);
+        assert_eq!(code(&job), Some(2), "{}", printed(&job));
+        assert!(
+            job.stderr().starts_with("mpit-tuner: error: ") && job.stderr().contains(message),
+            "expected {message:?}: {}",
+            printed(&job)
+        );
+        assert!(!marker.exists(), "launched despite {options:?}");
+    }
+    let broken = common::fixture("broken-policies/typo-function.toml");
+    let job = mpit_tuner(&[
+        "run",
+        "--policy",
+        broken.to_str().unwrap(),
+        touch[0],
+        touch[1],
+        touch[2],
+    ]);
+    assert_eq!(code(&job), Some(2), "{}", printed(&job));
+    assert!(job.stderr().contains("nothing was launched"));
+    assert!(job
+        .stderr()
+        .contains("typo-function.toml:5:10: error: in `when`: unknown function `anny`"));
+    assert!(!marker.exists());
+
+    // A missing library is reported with where it was looked for.
+    let mut cmd = command(&["run", "--", "true"]);
+    cmd.env("MPIT_TUNER_LIB", tmp.path().join("none.so"));
+    let job = mpit_testkit::run(cmd);
+    assert_eq!(code(&job), Some(2), "{}", printed(&job));
+    assert!(job.stderr().contains("MPIT_TUNER_LIB"), "{}", printed(&job));
+
+    // The command is required.
+    let job = mpit_tuner(&["run", "--quiet"]);
+    assert_eq!(code(&job), Some(2), "{}", printed(&job));
+}
+
+#[test]
+fn the_exit_status_is_forwarded() {
+    preload_lib();
+    let job = mpit_tuner(&["run", "--", "bash", "-c", "exit 3"]);
+    assert_eq!(code(&job), Some(3), "{}", printed(&job));
+    let job = mpit_tuner(&["run", "--", "bash", "-c", "kill -TERM $$"]);
+    assert_eq!(code(&job), Some(128 + 15), "{}", printed(&job));
+    let job = mpit_tuner(&["run", "--", "true"]);
+    assert_eq!(code(&job), Some(0), "{}", printed(&job));
+    let job = mpit_tuner(&["run", "--", "/nonexistent/mpiexec"]);
+    assert_eq!(code(&job), Some(2), "{}", printed(&job));
+    assert!(job.stderr().contains("cannot run `/nonexistent/mpiexec`"));
+}
+
+#[test]
+fn the_child_gets_the_preload_and_the_settings() {
+    let lib = preload_lib();
+    let tmp = common::tempdir();
+    let policy = tmp.path().join("p.toml");
+    std::fs::write(
+        &policy,
+        "[[policy]]\nname = \"n\"\nthen = [ { note = \"x\" } ]\n",
+    )
+    .unwrap();
+    let script = "echo \"LD_PRELOAD=$LD_PRELOAD\"; env | grep '^MPIT_TUNER' | sort";
+    let mut cmd = command(&[
+        "run",
+        "--dir",
+        "rel-dir",
+        "--interval",
+        "250ms",
+        "--pvars",
+        "pml_ob1_.*",
+        "--policy",
+        policy.to_str().unwrap(),
+        "--quiet",
+        "--",
+        "sh",
+        "-c",
+        script,
+    ]);
+    cmd.current_dir(tmp.path())
+        .env("LD_PRELOAD", "libm.so.6")
+        .env("MPIT_TUNER_REFRESH", "10s");
+    let job = mpit_testkit::run(cmd);
+    assert_eq!(code(&job), Some(0), "{}", printed(&job));
+    let dir = tmp.path().join("rel-dir").canonicalize().unwrap();
+    let expected = format!(
+        "LD_PRELOAD={}:libm.so.6\n\
+         MPIT_TUNER_DIR={}\n\
+         MPIT_TUNER_INTERVAL=250ms\n\
+         MPIT_TUNER_POLICY={}\n\
+         MPIT_TUNER_PVARS=pml_ob1_.*\n\
+         MPIT_TUNER_QUIET=1\n\
+         MPIT_TUNER_REFRESH=10s\n",
+        lib.display(),
+        dir.display(),
+        policy.display()
+    );
+    assert_eq!(job.stdout(), expected);
+    assert!(
+        dir.is_dir(),
+        "the run directory is created before launching"
+    );
+}
+
+/// A stand-in launcher: a script called `name` in `dir` that prints its
+/// arguments, one per line, and answers `--version` with `version`.
+fn fake_launcher(dir: &Path, name: &str, version: &str) -> PathBuf {
+    let path = dir.join(name);
+    // While no other test of this binary starts a process (they all hold
+    // the job lock to do so): a child forked while the script is open for
+    // writing would make running it fail with "Text file busy".
+    let _no_spawns = mpit_testkit::job_lock();
+    std::fs::write(
+        &path,
+        format!(
+            "#!/bin/sh\nif [ \"$1\" = --version ]; then echo '{version}'; exit 0; fi\nprintf '%s\\n' \"$@\"\n"
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+/// The arguments a stand-in launcher received.
+fn launched_with(launcher: &Path) -> Vec<String> {
+    let job = mpit_tuner(&[
+        "run",
+        "--interval",
+        "1s",
+        "--",
+        launcher.to_str().unwrap(),
+        "-n",
+        "2",
+        "./app",
+    ]);
+    assert_eq!(code(&job), Some(0), "{}", printed(&job));
+    job.stdout().lines().map(str::to_string).collect()
+}
+
+#[test]
+fn open_mpi_launchers_get_x_options() {
+    preload_lib();
+    let tmp = common::tempdir();
+    let forwarded = [
+        "-x",
+        "LD_PRELOAD",
+        "-x",
+        "MPIT_TUNER_INTERVAL",
+        "-n",
+        "2",
+        "./app",
+    ];
+    // By name.
+    let by_name = fake_launcher(tmp.path(), "mpirun.openmpi", "unused");
+    assert_eq!(launched_with(&by_name), forwarded);
+    // By what `--version` says: Open MPI 4 and 5.
+    let sub = tmp.path().join("ompi4");
+    std::fs::create_dir(&sub).unwrap();
+    let v4 = fake_launcher(&sub, "mpiexec", "mpiexec (OpenRTE) 4.1.4");
+    assert_eq!(launched_with(&v4), forwarded);
+    let sub = tmp.path().join("ompi5");
+    std::fs::create_dir(&sub).unwrap();
+    let v5 = fake_launcher(&sub, "mpirun", "mpirun (Open MPI) 5.0.3");
+    assert_eq!(launched_with(&v5), forwarded);
+    // Hydra forwards the environment: the command is left alone.
+    let sub = tmp.path().join("hydra");
+    std::fs::create_dir(&sub).unwrap();
+    let hydra = fake_launcher(&sub, "mpiexec", "HYDRA build details:");
+    assert_eq!(launched_with(&hydra), ["-n", "2", "./app"]);
+    let hydra = fake_launcher(tmp.path(), "mpiexec.mpich", "HYDRA build details:");
+    assert_eq!(launched_with(&hydra), ["-n", "2", "./app"]);
+}
