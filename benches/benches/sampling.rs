@@ -61,7 +61,12 @@ fn pvars(c: &mut Criterion, mpi: &MpiProcess, mpit: &MpiT, catalogue: &Catalogue
     let mut safe: Vec<(Pvar<'_>, &PvarInfo)> = Vec::new();
     let mut out = vec![0.0f64; 4096];
     for info in catalogue.pvars() {
-        if info.datatype == Datatype::Char {
+        // Open MPI 4.1.4 registers the PVARs of its PSM2 MTL even where the
+        // job runs over ob1 (a singleton, shared memory): allocating a
+        // handle on one then crashes inside libpsm2 (psm2_mq_get_stats on a
+        // queue that was never opened). The MTLs' variables are not among
+        // those a job on ob1 samples anyway.
+        if info.datatype == Datatype::Char || info.name.starts_with("mtl_") {
             continue;
         }
         let Some(object) = object_of(info, world) else {

@@ -448,6 +448,8 @@ struct Measured {
     /// (0, variant) -> runtimes in s.
     stencil: Samples,
     errors: Vec<String>,
+    /// Time spent building, and running.
+    build: Duration,
     wall: Duration,
 }
 
@@ -459,6 +461,7 @@ fn measure(opts: &Options, flavor: &str) -> Measured {
         pingpong: BTreeMap::new(),
         stencil: BTreeMap::new(),
         errors: Vec::new(),
+        build: Duration::ZERO,
         wall: Duration::ZERO,
     };
     let setup = match prepare(flavor, opts.build) {
@@ -468,6 +471,8 @@ fn measure(opts: &Options, flavor: &str) -> Measured {
             return m;
         }
     };
+    m.build = started.elapsed();
+    let started = Instant::now();
     m.version = library_version(&setup);
     let sz = sizes(opts.short);
     let pp_args: Vec<String> = std::iter::once(sz.pingpong_iters.to_string())
@@ -593,12 +598,13 @@ fn table(m: &Measured, opts: &Options) -> String {
     let sz = sizes(opts.short);
     let _ = writeln!(
         t,
-        "### {} ({}), 2 ranks, {} repetitions{}, measured in {:.0} s\n",
+        "### {} ({}), 2 ranks, {} repetitions{}: runs took {:.0} s (build {:.0} s)\n",
         m.flavor,
         m.version,
         opts.reps,
         if opts.short { ", --short" } else { "" },
-        m.wall.as_secs_f64()
+        m.wall.as_secs_f64(),
+        m.build.as_secs_f64()
     );
     let _ = writeln!(
         t,
