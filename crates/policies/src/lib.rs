@@ -73,6 +73,7 @@ mod check;
 mod duration;
 mod error;
 mod expr;
+mod hosts;
 mod policy;
 mod ranks;
 mod schema;
@@ -86,6 +87,7 @@ pub use duration::parse_duration;
 pub use error::{Location, PolicyError, PolicyErrors};
 pub use expr::program::EvalError;
 pub use expr::VarKind;
+pub use hosts::HostSelector;
 pub use policy::{
     ActionView, Branch, CompiledPolicy, Decision, Phase, PolicySet, PolicyState, SetValue, Skip,
     Uses, Variable, DEFAULT_EVERY, MIN_EVERY,

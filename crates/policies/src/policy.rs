@@ -15,6 +15,7 @@ use crate::error::{Location, PolicyError, PolicyErrors, SourceMap};
 use crate::expr::parser::{parse, Derived, Expr, VarRef};
 use crate::expr::program::{EvalError, Program, Truth, Undef};
 use crate::expr::{ExprError, VarKind};
+use crate::hosts::HostSelector;
 use crate::ranks::RankSelector;
 use crate::schema::{RawAction, RawPolicy};
 use crate::value::{Env, Value, Values, VarSlot};
@@ -374,6 +375,7 @@ pub struct CompiledPolicy {
     name: String,
     location: Location,
     ranks: RankSelector,
+    hosts: Option<HostSelector>,
     phase: Phase,
     every: Duration,
     cooldown: Option<Duration>,
@@ -452,6 +454,20 @@ impl CompiledPolicy {
     /// True if this policy runs on rank `rank` of `size`.
     pub fn applies_to(&self, rank: u32, size: u32) -> bool {
         self.ranks.applies_to(rank, size)
+    }
+
+    /// The `hosts` selector, if the policy has one.
+    pub fn hosts(&self) -> Option<&HostSelector> {
+        self.hosts.as_ref()
+    }
+
+    /// True if this policy runs on the node named `host` (always, without
+    /// `hosts`). A rank's host does not change, so [`evaluate`] does not
+    /// check it: the runtime leaves out the policies of other hosts once.
+    ///
+    /// [`evaluate`]: CompiledPolicy::evaluate
+    pub fn applies_to_host(&self, host: &str) -> bool {
+        self.hosts.as_ref().is_none_or(|h| h.matches(host))
     }
 
     /// Every variable this policy names, in slot order. If one of them is
@@ -976,6 +992,7 @@ impl Compiler<'_, '_> {
             None => RankSelector::all(),
             Some(r) => self.ranks(r),
         };
+        let hosts = raw.hosts.as_ref().and_then(|h| self.hosts(h));
 
         let mut when_reads = false;
         let when = raw.when.as_ref().and_then(|w| {
@@ -1017,6 +1034,7 @@ impl Compiler<'_, '_> {
             name,
             location,
             ranks,
+            hosts,
             phase,
             every,
             cooldown,
@@ -1062,6 +1080,39 @@ impl Compiler<'_, '_> {
                 &w.span(),
                 "the `when` of a policy with `setenv` may use only `rank`, `size` and `time`: the policy runs before MPI_T is initialised (Open MPI reads its environment at that point), when no variable can be read yet",
             );
+        }
+    }
+
+    fn hosts(&mut self, h: &Spanned<toml::Value>) -> Option<HostSelector> {
+        const EXPECTED: &str =
+            "expected a host name or pattern such as \"node01\" or \"gpu-*\", or an array of them";
+        let span = h.span();
+        let patterns: Vec<String> = match h.get_ref() {
+            toml::Value::String(s) => vec![s.clone()],
+            toml::Value::Array(items) => {
+                let names: Option<Vec<String>> = items
+                    .iter()
+                    .map(|v| v.as_str().map(str::to_string))
+                    .collect();
+                match names {
+                    Some(n) => n,
+                    None => {
+                        self.err(&span, format!("in `hosts`: {EXPECTED}"));
+                        return None;
+                    }
+                }
+            }
+            _ => {
+                self.err(&span, format!("in `hosts`: {EXPECTED}"));
+                return None;
+            }
+        };
+        match HostSelector::new(&patterns) {
+            Ok(sel) => Some(sel),
+            Err((_, why)) => {
+                self.err(&span, format!("in `hosts`: {why}"));
+                None
+            }
         }
     }
 

@@ -10,6 +10,7 @@ use toml::Spanned;
 pub(crate) struct RawPolicy {
     pub name: Option<Spanned<String>>,
     pub ranks: Option<Spanned<toml::Value>>,
+    pub hosts: Option<Spanned<toml::Value>>,
     pub phase: Option<Spanned<String>>,
     pub every: Option<Spanned<String>>,
     pub when: Option<Spanned<String>>,

@@ -206,6 +206,41 @@ fn environment_action_applies_before_init_on_selected_ranks_only() {
     }
 }
 
+/// `hosts`: of two environment policies, only the one whose pattern
+/// matches this node runs (on every rank), and the send becomes eager.
+#[test]
+fn hosts_select_the_node() {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .expect("the host name")
+        .trim()
+        .to_string();
+    // A pattern that matches this host only through its wildcard.
+    let pattern = format!("{}*", &host[..host.len().div_ceil(2)]);
+    let policy = format!(
+        r#"
+[[policy]]
+name  = "this-node"
+phase = "pre-init"
+hosts = ["no-such-node", "{pattern}"]
+then  = [ {{ setenv = "{VAR}", value = "{VALUE}" }} ]
+
+[[policy]]
+name  = "other-nodes"
+phase = "pre-init"
+hosts = "no-such-node-*"
+then  = [ {{ setenv = "MPIT_TUNER_TEST_OTHER_NODES", value = "1" }} ]
+"#
+    );
+    let tmp = tempdir();
+    let run = probe(&policy, tmp.path());
+    assert!(run.eager, "hosts = {pattern:?} on {host}: not applied");
+    for log in &run.logs {
+        let records = setenvs(log);
+        assert_eq!(records.len(), 1, "{}: {records:?}", log.path.display());
+        check_setenv(records[0], "this-node", false);
+    }
+}
+
 /// The example policy of this library, as a user would apply it: every
 /// rank sets the variable before init and the 32 KiB send becomes eager.
 #[test]

@@ -71,6 +71,8 @@ pub struct Engine {
     set: PolicySet,
     /// Why a policy is off, if it is.
     disabled: Vec<Option<String>>,
+    /// Policies whose `hosts` leave out this rank's node.
+    other_host: Vec<bool>,
     /// Which slots read PVARs (true) or CVARs (false), decided at bind time.
     slot_is_pvar: Vec<bool>,
     /// Slot values gathered for the current evaluation.
@@ -91,6 +93,7 @@ impl Engine {
         Engine {
             policies: set.policies().to_vec(),
             disabled: vec![None; n],
+            other_host: vec![false; n],
             slot_is_pvar: vec![false; slots],
             values: vec![Vec::new(); slots],
             present: vec![false; slots],
@@ -104,6 +107,14 @@ impl Engine {
     /// The policies.
     pub fn policies(&self) -> &[CompiledPolicy] {
         &self.policies
+    }
+
+    /// Leaves out, silently like ranks that `ranks` does not select, the
+    /// policies whose `hosts` do not match `host`, this rank's node.
+    pub fn set_host(&mut self, host: &str) {
+        for (i, p) in self.policies.iter().enumerate() {
+            self.other_host[i] = !p.applies_to_host(host);
+        }
     }
 
     /// Why policy `i` is disabled, if it is.
@@ -186,6 +197,7 @@ impl Engine {
         for i in 0..self.policies.len() {
             if self.policies[i].phase() != phase
                 || self.disabled[i].is_some()
+                || self.other_host[i]
                 || !select(&self.policies[i])
             {
                 continue;
@@ -633,6 +645,7 @@ impl PolicyHooks {
 
 impl crate::runtime::Hooks for PolicyHooks {
     fn before_mpit(&mut self, launch: &crate::runtime::LaunchEnv) {
+        self.engine.set_host(&crate::ffi::host_name());
         let has_env = self
             .engine
             .policies()
@@ -983,6 +996,48 @@ then    = [ { setenv = "MPIT_TUNER_ENGINE_TEST_DRY", value = "1" } ]
             std::env::var("MPIT_TUNER_ENGINE_TEST_ENV").as_deref(),
             Ok("65536")
         );
+    }
+
+    #[test]
+    fn hosts_leave_out_the_policies_of_other_nodes() {
+        let set = PolicySet::parse(
+            r#"
+[[policy]]
+name    = "here"
+phase   = "pre-init"
+hosts   = ["login*", "node0?"]
+dry_run = true
+then    = [ { setenv = "A", value = "1" } ]
+[[policy]]
+name    = "elsewhere"
+phase   = "pre-init"
+hosts   = "gpu-*"
+dry_run = true
+then    = [ { setenv = "B", value = "1" } ]
+[[policy]]
+name    = "everywhere"
+phase   = "pre-init"
+dry_run = true
+then    = [ { setenv = "C", value = "1" } ]
+"#,
+            "t.toml",
+        )
+        .unwrap();
+        let names = |host: &str| -> Vec<String> {
+            let mut engine = Engine::new(set.clone());
+            engine.set_host(host);
+            let mut out = Vec::new();
+            engine.run(Phase::PreInit, &mut EnvBackend, &env(0, 1, 0.0), &mut |r| {
+                out.push(r)
+            });
+            out.iter()
+                .filter(|r| r["type"] == "setenv")
+                .map(|r| r["name"].as_str().unwrap().to_string())
+                .collect()
+        };
+        assert_eq!(names("node07.cluster"), ["A", "C"]);
+        assert_eq!(names("GPU-3"), ["B", "C"]);
+        assert_eq!(names("other"), ["C"]);
     }
 
     #[test]
