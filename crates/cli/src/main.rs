@@ -8,11 +8,14 @@
 //! Subcommands: `list` (every MPI_T variable of the MPI library, with its
 //! metadata and, on request, its current value), `run` (launch a job under
 //! the tuner), `check` (validate policy files, optionally against the MPI
-//! library) and `replay` (try a policy file on recorded logs). Adding one
-//! is a variant of [`Command`] and a module with its `Args` and `run`.
+//! library), `replay` (try a policy file on recorded logs) and `report`
+//! (what a finished run did, from its run directory: tables, Markdown, CSV,
+//! plots). Adding one is a variant of [`Command`] and a module with its
+//! `Args` and `run`.
 //!
 //! Exit status: 2 for every error of the command itself; `check` exits 1
-//! when a file has problems; `run` exits with the launcher's status.
+//! when a file has problems; `run` exits with the launcher's status;
+//! `report` exits 2 when a directory has nothing to report.
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -21,6 +24,7 @@ use std::process::ExitCode;
 mod check;
 mod list;
 mod replay;
+mod report;
 mod run;
 mod table;
 
@@ -63,6 +67,15 @@ enum Command {
     /// made (time, policy, branch, CVAR old -> new, refusals), or the
     /// records as JSON Lines with --json.
     Replay(replay::ReplayArgs),
+
+    /// Report what a finished run did, from its run directory.
+    ///
+    /// Run facts, top variables, cross-rank statistics and classes, message
+    /// sizes, every CVAR change with time and rank, policies,
+    /// recommendations and warnings on the terminal; --markdown, --csv, and
+    /// plots (SVG and PNG) in RUN_DIR/report/. A damaged or partial run
+    /// directory is reported as such, with what could still be read.
+    Report(report::Args),
 }
 
 fn main() -> ExitCode {
@@ -84,6 +97,7 @@ fn run() -> Result<ExitCode> {
         Command::Run(args) => run::run(&args),
         Command::Check(args) => check::run(&args),
         Command::Replay(args) => replay::run(&args).map(|()| ExitCode::SUCCESS),
+        Command::Report(args) => report::run(&args),
     }
 }
 
