@@ -350,6 +350,10 @@ fn facts(run: &Run) -> Facts {
 
 fn config_value(key: &str, v: &serde_json::Value) -> String {
     match v {
+        serde_json::Value::Null if key == "policy" => "default (embedded policies.toml)".into(),
+        serde_json::Value::String(s) if key == "policy" && s == "none" => {
+            "none (monitor only)".into()
+        }
         serde_json::Value::Null => "none".into(),
         serde_json::Value::String(s) => s.clone(),
         serde_json::Value::Array(a) if a.is_empty() && key == "pvars" => "all".into(),
