@@ -259,6 +259,15 @@ pub fn over_time(
     })
 }
 
+/// An axis label for counts: whole numbers only.
+fn whole(v: &f64) -> String {
+    if (v - v.round()).abs() < 1e-9 {
+        num(v.round())
+    } else {
+        String::new()
+    }
+}
+
 /// Cross-rank histograms of the variables that differ most across ranks.
 pub fn rank_histograms(stats: &[Stat], size: Option<u32>) -> Result<String> {
     let chosen: Vec<&Stat> = by_spread(stats, size)
@@ -310,7 +319,7 @@ pub fn rank_histograms(stats: &[Stat], size: Option<u32>) -> Result<String> {
                 .x_labels(4)
                 .y_labels(4)
                 .x_label_formatter(&|v| num(*v))
-                .y_label_formatter(&|v| num(v.round()))
+                .y_label_formatter(&whole)
                 .y_desc("ranks")
                 .label_style((FONT, 11))
                 .light_line_style(BLACK.mix(0.04))
@@ -386,7 +395,7 @@ pub fn message_sizes(hists: &std::collections::BTreeMap<String, Vec<u64>>) -> Re
                 .x_labels((hi - lo + 1) as usize)
                 .y_labels(4)
                 .x_label_formatter(&|b| edge_label(*b))
-                .y_label_formatter(&|v| num(v.round()))
+                .y_label_formatter(&whole)
                 .label_style((FONT, 11))
                 .light_line_style(BLACK.mix(0.04))
                 .disable_x_mesh()
