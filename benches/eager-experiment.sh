@@ -20,7 +20,9 @@
 #
 # It prints one markdown table per library like the thesis' Table 5: overlap
 # (stencil3d's overlap_pct: 1 - wait / communication-only time, mean over
-# ranks), runtime of the main loop, and the memory PVARs the library exports
+# ranks), the time left to wait in MPI_Waitall after the computation (per
+# iteration, mean over ranks: what a larger eager limit should shrink),
+# runtime of the main loop, and the memory PVARs the library exports
 # (from each tool run's summary.json; Open MPI: mpool_hugepage_bytes_allocated
 # summed over ranks and the largest unexpected-message queue; MPICH exports no
 # PVARs), as median (min-max) over the repetitions. It checks that each
@@ -159,13 +161,14 @@ run_one() {
   local status=0
   env "${envs[@]}" "${launcher[@]}" "$bin/stencil3d" "${stencil_args[@]}" \
     >"$out.out" 2>"$out.err" || status=$?
-  local line runtime overlap mem="" unexpected="" problem=""
+  local line runtime overlap wait mem="" unexpected="" problem=""
   line=$(grep -m1 '^time: ' "$out.out" || true)
   runtime=$(sed -n 's/.*runtime_s=\([0-9.]*\).*/\1/p' <<<"$line")
   overlap=$(sed -n 's/.* overlap_pct=\([0-9.]*\).*/\1/p' <<<"$line")
+  wait=$(sed -n 's/.* wait_us=\([0-9.]*\).*/\1/p' <<<"$line")
   if ((status != 0)); then
     problem="exit status $status"
-  elif [[ -z $runtime || -z $overlap ]]; then
+  elif [[ -z $runtime || -z $overlap || -z $wait ]]; then
     problem="no time: line"
   fi
   if [[ -z $problem && $variant != default ]]; then
@@ -197,8 +200,8 @@ run_one() {
     failures=$((failures + 1))
     return
   fi
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$flavor" "$variant" "$rep" "$runtime" "$overlap" \
-    "${mem:-n/a}" "${unexpected:-n/a}" >>"$results"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$flavor" "$variant" "$rep" "$runtime" "$overlap" \
+    "${mem:-n/a}" "${unexpected:-n/a}" "$wait" >>"$results"
 }
 
 # stats FLAVOR VARIANT COLUMN: "median (min-max)" of a results column, or
@@ -215,9 +218,14 @@ stats() {
       }'
 }
 
+# median FLAVOR VARIANT COLUMN, minimum FLAVOR VARIANT COLUMN
 median() {
-  awk -F'\t' -v f="$1" -v v="$2" '$1 == f && $2 == v { print $4 }' "$results" | sort -g |
+  awk -F'\t' -v f="$1" -v v="$2" -v c="$3" '$1 == f && $2 == v { print $c }' "$results" | sort -g |
     awk '{ x[NR] = $1 } END { if (NR) print (NR % 2) ? x[(NR + 1) / 2] : (x[NR / 2] + x[NR / 2 + 1]) / 2 }'
+}
+
+minimum() {
+  awk -F'\t' -v f="$1" -v v="$2" -v c="$3" '$1 == f && $2 == v { print $c }' "$results" | sort -g | head -n 1
 }
 
 variants=(default tool eager eager+defaults)
@@ -273,16 +281,16 @@ for flavor in "${flavor_list[@]}"; do
   else
     mem_head="memory PVARs"
   fi
-  echo "| Run | Ranks | Message (B) | Eager limit (B) | Overlap (%) | Runtime (s) | $mem_head |"
+  echo "| Run | Ranks | Message (B) | Eager limit (B) | Overlap (%) | Wait (us/iteration) | Runtime (s) | $mem_head |"
   if [[ $flavor == openmpi ]]; then
-    echo "|---|---|---|---|---|---|---|---|"
+    echo "|---|---|---|---|---|---|---|---|---|"
   else
-    echo "|---|---|---|---|---|---|---|"
+    echo "|---|---|---|---|---|---|---|---|"
   fi
   for variant in "${variants[@]}"; do
     limit=$(default_limit "$flavor")
     [[ $variant == eager* ]] && limit=65536
-    row="| $(label "$variant") | $ranks | 32768 | $limit | $(stats "$flavor" "$variant" 5 %.1f) | $(stats "$flavor" "$variant" 4 %.3f)"
+    row="| $(label "$variant") | $ranks | 32768 | $limit | $(stats "$flavor" "$variant" 5 %.1f) | $(stats "$flavor" "$variant" 8 %.0f) | $(stats "$flavor" "$variant" 4 %.3f)"
     if [[ $flavor == openmpi ]]; then
       if [[ $variant == default ]]; then
         row+=" | n/a (no tool) | n/a (no tool) |"
@@ -294,24 +302,32 @@ for flavor in "${flavor_list[@]}"; do
     fi
     echo "$row"
   done
-  base=$(median "$flavor" default)
-  for variant in tool eager eager+defaults; do
-    m=$(median "$flavor" "$variant")
-    if [[ -n $base && -n $m ]]; then
-      awk -v b="$base" -v m="$m" -v l="$(label "$variant")" \
-        'BEGIN { if (b > 0) printf "\n%s: median runtime %+.1f%% against the default", l, (m - b) / b * 100 }'
-    fi
-  done
   echo
+  for variant in tool eager eager+defaults; do
+    line="$(label "$variant") against the default:"
+    for what in "runtime:4" "wait:8"; do
+      c=${what#*:}
+      b=$(median "$flavor" default "$c") m=$(median "$flavor" "$variant" "$c")
+      bmin=$(minimum "$flavor" default "$c") mmin=$(minimum "$flavor" "$variant" "$c")
+      [[ -n $b && -n $m && -n $bmin && -n $mmin ]] || continue
+      line+=$(awk -v b="$b" -v m="$m" -v x="$bmin" -v y="$mmin" -v w="${what%%:*}" 'BEGIN {
+        printf " %s median %s, fastest run %s;", w,
+          (b > 0 ? sprintf("%+.1f%%", (m - b) / b * 100) : "n/a"),
+          (x > 0 ? sprintf("%+.1f%%", (y - x) / x * 100) : "n/a") }')
+    done
+    echo "${line%;}"
+    echo
+  done
   rec=""
   for ((rep = 1; rep <= reps; rep++)); do
     s=$work/$flavor-tool-$rep.run/summary.json
     if [[ -s $s ]] && grep -q '"id": "eager-threshold"' "$s"; then
-      rec=$(sed -n 's/^ *"setting": "\(.*\)",\{0,1\}$/\1/p' "$s" | head -n 1)
+      # Keys are sorted: "setting" follows "id" in the same recommendation.
+      rec=$(awk '/"id": "eager-threshold"/ { on = 1; next }
+        on && /"setting": / { sub(/^[ \t]*"setting": "/, ""); sub(/",?$/, ""); print; exit }' "$s")
       break
     fi
   done
-  echo
   if [[ -n $rec ]]; then
     echo "Recommendation of the tool run (summary.json, eager-threshold): $rec"
   else
