@@ -290,7 +290,7 @@ for flavor in "${flavor_list[@]}"; do
   for variant in "${variants[@]}"; do
     limit=$(default_limit "$flavor")
     [[ $variant == eager* ]] && limit=65536
-    row="| $(label "$variant") | $ranks | 32768 | $limit | $(stats "$flavor" "$variant" 5 %.1f) | $(stats "$flavor" "$variant" 8 %.0f) | $(stats "$flavor" "$variant" 4 %.3f)"
+    row="| $(label "$variant") | $ranks | 32768 | $limit | $(stats "$flavor" "$variant" 5 %.1f) | $(stats "$flavor" "$variant" 8 %.1f) | $(stats "$flavor" "$variant" 4 %.3f)"
     if [[ $flavor == openmpi ]]; then
       if [[ $variant == default ]]; then
         row+=" | n/a (no tool) | n/a (no tool) |"
