@@ -23,6 +23,7 @@ use mpit_sys::{MPI_Comm, MPI_Datatype, MPI_Op, MPI_Status};
 use mpit_tuner_benches::paired;
 use std::ffi::{c_char, c_int, c_void, CString};
 use std::hint::black_box;
+use tuner_core::toolmetrics;
 
 // Link the interposer into this binary (its exports are what we call).
 use mpit_tuner as _;
@@ -330,13 +331,27 @@ fn main() {
         group.bench_function("wrapped", |b| b.iter(&mut case.wrapped));
         group.bench_function("direct", |b| b.iter(&mut case.direct));
         group.finish();
-        let p = paired::compare(100, 2_000, &mut case.wrapped, &mut case.direct);
-        let added = p.a.as_secs_f64() - p.b.as_secs_f64();
-        println!(
-            "hot_path: {}: {status}: wrapped/direct {p}; added {:+.1} ns per iteration",
-            case.name,
-            added * 1e9
-        );
+        // The counters' mode follows the thread level MPI_Init provided
+        // (MPI_THREAD_SINGLE here: load and store, which the criterion
+        // group above measured); an MPI_THREAD_MULTIPLE application gets
+        // atomic read-modify-writes instead: both are compared here.
+        let serial = !toolmetrics::concurrent_callers();
+        for concurrent in [false, true] {
+            toolmetrics::set_concurrent_callers(concurrent);
+            let p = paired::compare(100, 2_000, &mut case.wrapped, &mut case.direct);
+            let added = p.a.as_secs_f64() - p.b.as_secs_f64();
+            let mode = if concurrent {
+                "counters for MPI_THREAD_MULTIPLE (atomic read-modify-write)"
+            } else {
+                "counters below MPI_THREAD_MULTIPLE (load and store)"
+            };
+            println!(
+                "hot_path: {}: {status}, {mode}: wrapped/direct {p}; added {:+.1} ns per iteration",
+                case.name,
+                added * 1e9
+            );
+        }
+        toolmetrics::set_concurrent_callers(!serial);
     }
     c.final_summary();
     // SAFETY: every MPI object this bench created is freed; once.

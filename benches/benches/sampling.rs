@@ -31,6 +31,7 @@ const CVARS: usize = 40;
 struct RawPvar {
     handle: MPI_T_pvar_handle,
     buf: Vec<u64>,
+    datatype: Datatype,
 }
 
 fn words(count: c_int, datatype: Datatype) -> usize {
@@ -132,6 +133,7 @@ fn pvars(c: &mut Criterion, mpi: &MpiProcess, mpit: &MpiT, catalogue: &Catalogue
         handles.push(RawPvar {
             handle,
             buf: vec![0; words(count, info.datatype)],
+            datatype: info.datatype,
         });
     }
     let names: Vec<&str> = safe.iter().map(|(p, _)| p.name()).collect();
@@ -170,6 +172,36 @@ fn pvars(c: &mut Criterion, mpi: &MpiProcess, mpit: &MpiT, catalogue: &Catalogue
     };
     let ratio = paired::compare(100, 1_000, &mut value_loop, &mut raw_loop);
     println!("sampling: Pvar::read (allocating Value) vs raw: {ratio}");
+    // A raw loop that also uses what it read, as any sampler must: the
+    // return code checked and the (first) element turned into a double by
+    // its datatype. The safe read does this for every element.
+    // SAFETY: reading a constant of the C shim.
+    let success = unsafe { mpit_sys::MPIT_SUCCESS };
+    let mut safe_loop = || {
+        for (pvar, _) in safe.iter_mut() {
+            black_box(pvar.read_into(&mut out).ok());
+        }
+    };
+    let mut raw_convert_loop = || {
+        for h in handles.iter_mut() {
+            // SAFETY: as in the raw loop.
+            let rc = unsafe { read(raw_session, h.handle, h.buf.as_mut_ptr().cast()) };
+            if rc == success {
+                let w = h.buf[0];
+                black_box(match h.datatype {
+                    Datatype::Double => f64::from_bits(w),
+                    Datatype::Int => w as u32 as i32 as f64,
+                    Datatype::Unsigned => w as u32 as f64,
+                    Datatype::Long | Datatype::LongLong | Datatype::Count => w as i64 as f64,
+                    _ => w as f64,
+                });
+            }
+        }
+    };
+    let ratio = paired::compare(200, 2_000, &mut safe_loop, &mut raw_convert_loop);
+    println!(
+        "sampling: safe/raw+convert ratio, {n} PVARs per loop (Pvar::read_into vs raw MPI_T_pvar_read, return code checked, value as f64): {ratio}"
+    );
 
     let free = *raw
         .MPI_T_pvar_handle_free

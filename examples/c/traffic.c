@@ -2,7 +2,7 @@
  * traffic: a program with known MPI traffic, for checking what a tool
  * counts.
  *
- *   traffic [allreduces=N] [sends=M] [bytes=B] [evenodd] [smallreduce] [unexpected=U]
+ *   traffic [allreduces=N] [sends=M] [bytes=B] [evenodd] [smallreduce] [unexpected=U] [threads=T]
  *
  * Every rank calls MPI_Allreduce N times on one double (8 bytes) and sends
  * M messages of B bytes (default 64 KiB) to the next rank in a ring with
@@ -13,21 +13,44 @@
  * With `smallreduce`, each rank does nothing but 8-byte allreduces
  * (N of them), which dominate its time in MPI.
  * With `unexpected=U`, every rank but 0 first sends U small messages to rank
- * 0, which waits 300 ms before receiving them: they queue as unexpected.
+ * 0, which waits 300 ms, probes (taking them in unmatched) and waits 200 ms
+ * more before receiving them: they queue as unexpected.
+ * With `threads=T` (T > 1), MPI is initialised with MPI_THREAD_MULTIPLE and
+ * the allreduce part runs in T threads at once, each on its own duplicate
+ * of MPI_COMM_WORLD: every rank makes T * N allreduces, concurrently.
  *
  * Output (rank 0): deterministic sums; nothing depends on timing.
  */
 #include <mpi.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+struct worker {
+    MPI_Comm comm;
+    long allreduces;
+    int rank;
+    double acc;
+};
+
+static void *allreduce_worker(void *arg)
+{
+    struct worker *w = arg;
+    for (long i = 0; i < w->allreduces; i++) {
+        double x = w->rank + i, y;
+        MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, w->comm);
+        w->acc += y;
+    }
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
     long allreduces = 1000, sends = 500, bytes = 65536;
     int evenodd = 0, smallreduce = 0;
-    long unexpected = 0;
+    long unexpected = 0, threads = 1;
     for (int i = 1; i < argc; i++) {
         if (strncmp(argv[i], "allreduces=", 11) == 0)
             allreduces = atol(argv[i] + 11);
@@ -41,18 +64,30 @@ int main(int argc, char **argv)
             smallreduce = 1;
         else if (strncmp(argv[i], "unexpected=", 11) == 0)
             unexpected = atol(argv[i] + 11);
+        else if (strncmp(argv[i], "threads=", 8) == 0)
+            threads = atol(argv[i] + 8);
         else {
-            fprintf(stderr, "usage: traffic [allreduces=N] [sends=M] [bytes=B] [evenodd] [smallreduce] [unexpected=U]\n");
+            fprintf(stderr, "usage: traffic [allreduces=N] [sends=M] [bytes=B] [evenodd] [smallreduce] [unexpected=U] [threads=T]\n");
             return 2;
         }
     }
     if (allreduces < 0 || sends < 0 || bytes < 0 || bytes > (1L << 26) || unexpected < 0 ||
-        unexpected > 100000) {
+        unexpected > 100000 || threads < 1 || threads > 64 ||
+        (threads > 1 && (evenodd || smallreduce))) {
         fprintf(stderr, "traffic: bad argument\n");
         return 2;
     }
 
-    MPI_Init(&argc, &argv);
+    if (threads > 1) {
+        int provided;
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+        if (provided < MPI_THREAD_MULTIPLE) {
+            fprintf(stderr, "traffic: threads=%ld needs MPI_THREAD_MULTIPLE\n", threads);
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+    } else {
+        MPI_Init(&argc, &argv);
+    }
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -63,6 +98,16 @@ int main(int argc, char **argv)
         if (rank == 0) {
             struct timespec ts = {0, 300000000L};
             nanosleep(&ts, NULL);
+            /* Let the library take the arrived messages in (a probe for a
+             * tag nobody sends progresses without matching them): they now
+             * sit in the unexpected-message queue, where a sampler sees
+             * them for the next 200 ms. */
+            for (int p = 0; p < 100; p++) {
+                int flag;
+                MPI_Iprobe(MPI_ANY_SOURCE, 12345, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+            }
+            struct timespec queued = {0, 200000000L};
+            nanosleep(&queued, NULL);
             for (long i = 0; i < unexpected * (size - 1); i++) {
                 MPI_Recv(&got, 1, MPI_INT, MPI_ANY_SOURCE, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
                 acc += got;
@@ -91,6 +136,23 @@ int main(int argc, char **argv)
             acc += y;
         }
         MPI_Comm_free(&half);
+    } else if (threads > 1) {
+        struct worker w[64];
+        pthread_t tid[64];
+        for (long t = 0; t < threads; t++) {
+            w[t].allreduces = allreduces;
+            w[t].rank = rank;
+            w[t].acc = 0.0;
+            MPI_Comm_dup(MPI_COMM_WORLD, &w[t].comm);
+        }
+        for (long t = 0; t < threads; t++)
+            if (pthread_create(&tid[t], NULL, allreduce_worker, &w[t]) != 0)
+                MPI_Abort(MPI_COMM_WORLD, 1);
+        for (long t = 0; t < threads; t++) {
+            pthread_join(tid[t], NULL);
+            acc += w[t].acc;
+            MPI_Comm_free(&w[t].comm);
+        }
     } else {
         for (long i = 0; i < allreduces; i++) {
             double x = rank + i, y;
@@ -126,9 +188,9 @@ int main(int argc, char **argv)
     double total;
     MPI_Reduce(&acc, &total, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
     if (rank == 0)
-        printf("traffic: ranks=%d allreduces=%ld sends=%ld bytes=%ld%s%s unexpected=%ld total=%.1f\n",
+        printf("traffic: ranks=%d allreduces=%ld sends=%ld bytes=%ld%s%s unexpected=%ld threads=%ld total=%.1f\n",
                size, allreduces, sends, bytes, evenodd ? " evenodd" : "",
-               smallreduce ? " smallreduce" : "", unexpected, total);
+               smallreduce ? " smallreduce" : "", unexpected, threads, total);
     MPI_Finalize();
     return 0;
 }

@@ -18,7 +18,7 @@ use mpit_sys::{
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use tuner_core::toolmetrics::{self, Family};
+use tuner_core::toolmetrics::{self, Family, Timing};
 use tuner_core::Raw;
 
 /// Runs the tuner's part of a wrapper; a panic disables the tuner.
@@ -31,11 +31,18 @@ fn guarded(what: &str, f: impl FnOnce()) {
 
 /// Finds the real definition of `name`: the next one after this library,
 /// else any (for applications that call PMPI directly through us).
+#[inline(always)]
 fn resolve(name: &CStr, cache: &AtomicUsize) -> usize {
     let cached = cache.load(Ordering::Relaxed);
     if cached != 0 {
         return cached;
     }
+    resolve_slow(name, cache)
+}
+
+#[cold]
+#[inline(never)]
+fn resolve_slow(name: &CStr, cache: &AtomicUsize) -> usize {
     // SAFETY: dlsym with a NUL-terminated name; RTLD_NEXT is valid from a
     // shared object. The result is a function address or null.
     let mut f = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) } as usize;
@@ -124,10 +131,31 @@ fn init_around(real: impl FnOnce() -> c_int) -> c_int {
     }
     let rc = real();
     if outermost && rc == success() {
+        note_thread_level();
         guarded("MPI_Init", lifecycle::after_init);
     }
     lifecycle::leave();
     rc
+}
+
+/// Tells the call counters whether the application may call MPI from
+/// several threads at once: the thread level the library provided, as
+/// `MPI_Query_thread` reports it (an application that called `MPI_Init`
+/// may still have been given `MPI_THREAD_MULTIPLE`). If the query fails,
+/// the counters stay in their safe, concurrent mode.
+fn note_thread_level() {
+    let query = real!(
+        c"PMPI_Query_thread",
+        unsafe extern "C" fn(*mut c_int) -> c_int
+    );
+    let mut provided: c_int = 0;
+    // SAFETY: MPI is initialised (the real init just succeeded) and
+    // `provided` is a valid out-pointer.
+    if unsafe { query(&mut provided) } == success() {
+        // SAFETY: reading a constant of the C shim.
+        let multiple = unsafe { mpit_sys::MPIT_THREAD_MULTIPLE };
+        toolmetrics::set_concurrent_callers(provided >= multiple);
+    }
 }
 
 fn finalize_around(real: impl FnOnce() -> c_int) -> c_int {
@@ -489,8 +517,8 @@ pub unsafe extern "C" fn MPI_Win_free(win: *mut MPI_Win) -> c_int {
 
 // ---------------------------------------------------------------------------
 // Point-to-point and collective calls: counted on the hot path with relaxed
-// atomics only (no lock, no allocation, no I/O); one call in
-// toolmetrics::TIMING_PERIOD is timed.
+// atomics only (no lock, no allocation, no I/O); the first calls of each
+// family and then one in toolmetrics::TIMING_PERIOD are timed.
 
 /// Bytes of `count` elements of `datatype` (`PMPI_Type_size`); 0 for an
 /// empty message, without asking the library.
@@ -524,14 +552,14 @@ fn counted(family: Family, bytes: impl FnOnce() -> u64, call: impl FnOnce() -> c
     if !lifecycle::metrics_on() {
         return call();
     }
-    let timed =
-        catch_unwind(AssertUnwindSafe(|| toolmetrics::record(family, bytes()))).unwrap_or(false);
-    if !timed {
+    let timing = catch_unwind(AssertUnwindSafe(|| toolmetrics::record(family, bytes())))
+        .unwrap_or(Timing::No);
+    if timing == Timing::No {
         return call();
     }
     let start = std::time::Instant::now();
     let rc = call();
-    toolmetrics::record_time(family, start.elapsed().as_nanos() as u64);
+    toolmetrics::record_time(family, timing, start.elapsed().as_nanos() as u64);
     rc
 }
 

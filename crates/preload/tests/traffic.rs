@@ -75,6 +75,13 @@ fn known_traffic_is_counted_exactly() {
         tmp.path(),
     );
     for log in &logs {
+        // MPI_Init: the counters use loads and stores.
+        assert_eq!(
+            log.header()["concurrent_callers"],
+            false,
+            "rank {}",
+            log.rank
+        );
         assert_eq!(
             last(log, "tool.allreduce.calls"),
             vec![1000.0],
@@ -115,6 +122,35 @@ fn known_traffic_is_counted_exactly() {
         (Some(1000.0), Some(1000.0))
     );
     assert_eq!(calls["ranks"], 4);
+}
+
+/// MPI_THREAD_MULTIPLE: four threads per rank make allreduces at the same
+/// time (each on its own communicator). The counters then use atomic
+/// read-modify-writes, and no call is lost; the application's result is
+/// unchanged (checked by `traffic`). Below MPI_THREAD_MULTIPLE the same
+/// counters use plain loads and stores: the test above covers that mode.
+#[test]
+fn concurrent_calls_from_threads_are_counted_exactly() {
+    let tmp = tempdir();
+    let (logs, summary, _) = traffic(2, &["allreduces=5000", "sends=0", "threads=4"], tmp.path());
+    for log in &logs {
+        assert_eq!(
+            log.header()["concurrent_callers"],
+            true,
+            "rank {}",
+            log.rank
+        );
+        assert_eq!(
+            last(log, "tool.allreduce.calls"),
+            vec![20000.0],
+            "rank {}",
+            log.rank
+        );
+        assert_eq!(last(log, "tool.allreduce.bytes"), vec![160000.0]);
+        let hist = last(log, "tool.allreduce.hist");
+        assert_eq!(hist[bucket(8)], 20000.0, "rank {}", log.rank);
+    }
+    assert_eq!(summary["size_histograms"]["allreduce"][bucket(8)], 40000);
 }
 
 /// Even ranks reduce, odd ranks broadcast: two classes with the right

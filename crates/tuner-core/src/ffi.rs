@@ -712,21 +712,50 @@ pub(crate) fn pvar_stop_all(api: &Api, session: SessionHandle) -> Result<()> {
     check(api, "MPI_T_pvar_stop", rc)
 }
 
-/// Reads a PVAR into `buf`, which holds count elements of its datatype.
-pub(crate) fn pvar_read(
-    api: &Api,
-    session: SessionHandle,
-    handle: PvarHandle,
-    buf: &mut [u64],
-) -> Result<()> {
-    debug_assert!(!buf.is_empty());
-    // SAFETY: `buf` is at least count * datatype size bytes (pvar.rs sizes
-    // it from the count the library returned for this handle).
-    let rc = call!(
-        api,
-        MPI_T_pvar_read(session.0, handle.0, buf.as_mut_ptr().cast::<c_void>())
-    )?;
-    check(api, "MPI_T_pvar_read", rc)
+/// `MPI_T_pvar_read`, resolved once: what reading a PVAR on every sampling
+/// tick needs, without looking the function up and checking it each time.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PvarReader {
+    read:
+        unsafe extern "C" fn(sys::MPI_T_pvar_session, sys::MPI_T_pvar_handle, *mut c_void) -> c_int,
+    success: c_int,
+}
+
+impl PvarReader {
+    /// The reader of this process's MPI library.
+    pub(crate) fn new(api: &Api) -> Result<PvarReader> {
+        match api.f.MPI_T_pvar_read.as_ref() {
+            Ok(read) => Ok(PvarReader {
+                read: *read,
+                success: api.c.success,
+            }),
+            Err(_) => Err(Error::MissingFunction("MPI_T_pvar_read")),
+        }
+    }
+
+    /// Reads a PVAR into `buf`, which holds count elements of its datatype.
+    #[inline]
+    pub(crate) fn read(
+        &self,
+        session: SessionHandle,
+        handle: PvarHandle,
+        buf: &mut [u64],
+    ) -> Result<()> {
+        debug_assert!(!buf.is_empty());
+        // SAFETY: `read` is the library's MPI_T_pvar_read; `buf` is at least
+        // count * datatype size bytes (pvar.rs and sampler.rs size it from
+        // the count the library returned for this handle).
+        let rc = unsafe { (self.read)(session.0, handle.0, buf.as_mut_ptr().cast::<c_void>()) };
+        if rc == self.success {
+            return Ok(());
+        }
+        read_failed(rc)
+    }
+}
+
+#[cold]
+fn read_failed(rc: c_int) -> Result<()> {
+    check(api()?, "MPI_T_pvar_read", rc)
 }
 
 // ---------------------------------------------------------------------------

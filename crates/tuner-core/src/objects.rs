@@ -76,6 +76,10 @@ pub struct Tracked {
 #[derive(Debug)]
 pub struct ObjectTable {
     slots: Box<[Slot]>,
+    /// One past the highest slot ever claimed: scans stop there, so an
+    /// application with few live objects pays for few slots, not for the
+    /// table's capacity.
+    high_water: AtomicUsize,
     next_id: AtomicU64,
     dropped: AtomicU64,
     short_lived: AtomicU64,
@@ -86,10 +90,19 @@ impl ObjectTable {
     pub fn new(capacity: usize) -> ObjectTable {
         ObjectTable {
             slots: (0..capacity.max(1)).map(|_| Slot::new()).collect(),
+            high_water: AtomicUsize::new(0),
             next_id: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
             short_lived: AtomicU64::new(0),
         }
+    }
+
+    /// The slots claimed at least once (a registration in progress on
+    /// another thread may be missed; the helper finds it at its next tick,
+    /// and a thread that registered an object sees its own slot).
+    fn used(&self) -> &[Slot] {
+        let n = self.high_water.load(Acquire).min(self.slots.len());
+        &self.slots[..n]
     }
 
     /// Records a new object. Lock-free and allocation-free; when the table
@@ -102,7 +115,7 @@ impl ObjectTable {
         };
         // Already tracked (a Fortran wrapper and the C one it calls both
         // report the same object).
-        let tracked = self.slots.iter().any(|s| {
+        let tracked = self.used().iter().any(|s| {
             matches!(s.state.load(Acquire), NEW | ACTIVE)
                 && s.kind.load(Relaxed) == kind
                 && s.raw.load(Relaxed) == raw
@@ -110,7 +123,7 @@ impl ObjectTable {
         if tracked {
             return;
         }
-        for slot in self.slots.iter() {
+        for (i, slot) in self.slots.iter().enumerate() {
             // A load first: a compare-and-swap on a busy slot would take
             // its cache line exclusively for nothing.
             if slot.state.load(Relaxed) == FREE
@@ -124,6 +137,7 @@ impl ObjectTable {
                 slot.id.store(self.next_id.fetch_add(1, Relaxed), Relaxed);
                 slot.nhandles.store(0, Relaxed);
                 slot.started.store(0, Relaxed);
+                self.high_water.fetch_max(i + 1, AcqRel);
                 slot.state.store(NEW, Release);
                 return;
             }
@@ -138,7 +152,7 @@ impl ObjectTable {
         let Some((kind, raw)) = encode(object) else {
             return false;
         };
-        for slot in self.slots.iter() {
+        for slot in self.used().iter() {
             let state = slot.state.load(Acquire);
             if (state == NEW || state == ACTIVE)
                 && slot.kind.load(Relaxed) == kind
@@ -189,7 +203,7 @@ impl ObjectTable {
     }
 
     fn tracked(&self, wanted: u8) -> impl Iterator<Item = Tracked> + '_ {
-        self.slots
+        self.used()
             .iter()
             .enumerate()
             .filter(move |(_, s)| s.state.load(Acquire) == wanted)
@@ -259,7 +273,7 @@ impl ObjectTable {
     /// Objects freed by the application since the last call (id and
     /// object); their slots become free again.
     pub fn reap(&self, out: &mut Vec<(u64, Object)>) {
-        for slot in self.slots.iter() {
+        for slot in self.used().iter() {
             if slot.state.load(Acquire) == DEAD {
                 out.push((
                     slot.id.load(Relaxed),
@@ -273,7 +287,7 @@ impl ObjectTable {
     /// Frees the handles of every object still tracked (at finalize, after
     /// the helper thread stopped).
     pub fn retire_all(&self) {
-        for slot in self.slots.iter() {
+        for slot in self.used().iter() {
             let state = slot.state.load(Acquire);
             if (state == NEW || state == ACTIVE)
                 && slot
@@ -303,7 +317,7 @@ impl ObjectTable {
 
     /// How many objects are tracked now (NEW or ACTIVE).
     pub fn live(&self) -> usize {
-        self.slots
+        self.used()
             .iter()
             .filter(|s| matches!(s.state.load(Relaxed), NEW | ACTIVE))
             .count()
@@ -399,6 +413,28 @@ mod tests {
         assert!(table.retire(comm(7)));
         assert!(!table.retire(comm(7)));
         assert_eq!(table.short_lived(), 1);
+    }
+
+    #[test]
+    fn scans_cover_only_the_slots_ever_used() {
+        // A large table with few live objects: creation and free must not
+        // walk every slot (they did, at 0.5 us per communicator created).
+        let table = ObjectTable::new(1024);
+        for i in 0..1000 {
+            table.register(comm(100 + i));
+            table.register(comm(5000 + i));
+            assert!(table.retire(comm(100 + i)));
+            assert!(table.retire(comm(5000 + i)));
+        }
+        assert_eq!(table.used().len(), 2);
+        table.register(comm(1));
+        table.register(comm(2));
+        table.register(comm(3));
+        assert_eq!(table.used().len(), 3);
+        assert_eq!(table.live(), 3);
+        assert_eq!(table.new_objects().count(), 3);
+        assert!(table.retire(comm(3)));
+        assert!(!table.retire(comm(3)));
     }
 
     #[test]

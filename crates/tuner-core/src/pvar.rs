@@ -37,6 +37,7 @@ impl<'t> PvarSession<'t> {
         let count = usize::try_from(count).unwrap_or(0);
         Ok(Pvar {
             session: self,
+            reader: ffi::PvarReader::new(api)?,
             handle,
             name: info.name.clone(),
             class: info.class,
@@ -68,6 +69,7 @@ impl Drop for PvarSession<'_> {
 #[derive(Debug)]
 pub struct Pvar<'s> {
     session: &'s PvarSession<'s>,
+    reader: ffi::PvarReader,
     handle: ffi::PvarHandle,
     name: String,
     class: PvarClass,
@@ -136,6 +138,7 @@ impl Pvar<'_> {
 
     /// Reads the current value into `out` as doubles without allocating;
     /// returns the number of elements written (0 for strings).
+    #[inline]
     pub fn read_into(&mut self, out: &mut [f64]) -> Result<usize> {
         self.read_raw()?;
         Ok(Value::decode_f64_into(
@@ -146,8 +149,10 @@ impl Pvar<'_> {
         ))
     }
 
+    #[inline]
     fn read_raw(&mut self) -> Result<()> {
-        ffi::pvar_read(ffi::api()?, self.session.handle, self.handle, &mut self.buf)
+        self.reader
+            .read(self.session.handle, self.handle, &mut self.buf)
             .map_err(|e| e.about(&self.name))
     }
 }

@@ -11,6 +11,12 @@
 //! their variables `<framework>_<component>_...` and `opal_common_<name>_...`:
 //! a variable whose object exists on disk but is not mapped in this process
 //! is not touched.
+//!
+//! The same holds for PVARs: Open MPI 4.1 registers the PVARs of its PSM2
+//! MTL (`mtl_psm2_*`) and keeps them after closing the MTL when the job
+//! runs over ob1; `MPI_T_pvar_handle_alloc` on one then fails
+//! (`MPI_T_ERR_INVALID`) in a multi-rank job and segfaults inside libpsm2
+//! (`psm2_mq_get_stats`) in a singleton. The sampler skips them.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -83,7 +89,7 @@ fn mapped_objects() -> Vec<PathBuf> {
         .collect()
 }
 
-/// Whether the storage of Open MPI's CVAR `name` may lie in a shared object
+/// Whether the storage of Open MPI's variable (CVAR or PVAR) `name` may lie in a shared object
 /// that was unloaded: true when the variable belongs to a component or
 /// common library installed as a shared object that is not mapped now.
 pub fn openmpi_storage_unloaded(name: &str) -> bool {
@@ -137,6 +143,10 @@ mod tests {
             vec!["mca_pml_ucx", "libmca_common_ucx"]
         );
         assert!(owner_candidates("mpi_yield").is_empty());
+        assert_eq!(
+            owner_candidates("mtl_psm2_rx_user_bytes"),
+            vec!["mca_mtl_psm2", "libmca_common_psm2"]
+        );
         assert_eq!(
             object_stem(Path::new("/x/libmca_common_ucx.so.40.30.2")).as_deref(),
             Some("libmca_common_ucx")

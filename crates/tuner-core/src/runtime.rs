@@ -369,6 +369,7 @@ impl Runtime {
             "library": info.library,
             "library_version": info.library_version,
             "mpi_t_thread_level": mpit.provided(),
+            "concurrent_callers": crate::toolmetrics::concurrent_callers(),
             "start_unix": info.start_unix,
             "config": config,
             "catalogue": {

@@ -2,10 +2,22 @@
 //!
 //! For each family of MPI calls (point-to-point and collectives), the number
 //! of calls, the bytes they carried, a power-of-two histogram of message
-//! sizes, and the time spent in them (timed on one call in
-//! [`TIMING_PERIOD`] and scaled, so that timing costs nearly nothing). All
-//! counters are static relaxed atomics: recording a call takes no lock and
-//! allocates nothing.
+//! sizes, and the time spent in them. The first [`TIMED_ALWAYS`] calls of a
+//! family are all timed; after that one call in [`TIMING_PERIOD`] is, and
+//! its time is scaled to the calls not timed, so that timing costs nearly
+//! nothing (a clock read is 20-40 ns, several times the rest of the
+//! wrapper) while rare calls are still timed exactly. All counters are
+//! static relaxed atomics: recording a call takes no lock and allocates
+//! nothing.
+//!
+//! When the application cannot call MPI from two threads at once (its
+//! thread level is below `MPI_THREAD_MULTIPLE`, see
+//! [`set_concurrent_callers`]) a counter is updated with a relaxed load and
+//! a relaxed store instead of an atomic read-modify-write: the MPI standard
+//! forbids concurrent MPI calls below that level, so the application's own
+//! synchronisation orders the wrappers' updates and none is lost, and the
+//! `lock`-prefixed instruction (most of a wrapper's cost) is avoided. The
+//! helper thread only reads the counters.
 //!
 //! The sampler publishes them like PVARs, under names such as
 //! `tool.allreduce.calls`, `tool.allreduce.bytes`, `tool.allreduce.time`
@@ -15,13 +27,71 @@
 //! Histogram bucket `b` counts messages of `[2^(b-1), 2^b)` bytes; bucket 0
 //! counts empty messages.
 
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 
 /// Number of histogram buckets: up to 2^30 bytes and more in the last one.
 pub const BUCKETS: usize = 32;
 
-/// One call in this many is timed (per family); the total is scaled.
-pub const TIMING_PERIOD: u64 = 8;
+/// The first calls of each family are all timed.
+pub const TIMED_ALWAYS: u64 = 64;
+
+/// After the first [`TIMED_ALWAYS`] calls, one call in this many is timed
+/// (per family); their time is scaled to the others.
+pub const TIMING_PERIOD: u64 = 64;
+
+/// Whether the application may call MPI from several threads at once.
+/// Until told otherwise (before `MPI_Init` returns), assume it may.
+static CONCURRENT_CALLERS: AtomicBool = AtomicBool::new(true);
+
+/// Tells the counters whether the application may make MPI calls from
+/// several threads at the same time (it was provided
+/// `MPI_THREAD_MULTIPLE`). Called once, right after `MPI_Init`.
+pub fn set_concurrent_callers(concurrent: bool) {
+    CONCURRENT_CALLERS.store(concurrent, Relaxed);
+}
+
+/// Whether counters are updated with atomic read-modify-writes.
+pub fn concurrent_callers() -> bool {
+    CONCURRENT_CALLERS.load(Relaxed)
+}
+
+/// Adds `by` to `counter` and returns the old value: an atomic
+/// read-modify-write when calls may be concurrent, else a load and a store
+/// (see the module documentation for why no update is lost).
+#[inline(always)]
+fn add(counter: &AtomicU64, by: u64, concurrent: bool) -> u64 {
+    if concurrent {
+        counter.fetch_add(by, Relaxed)
+    } else {
+        let old = counter.load(Relaxed);
+        counter.store(old.wrapping_add(by), Relaxed);
+        old
+    }
+}
+
+/// Whether a call must be timed, and how its time counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Timing {
+    /// Not timed.
+    No,
+    /// One of the first calls: its time counts as it is.
+    Exact,
+    /// A sampled call: its time stands for [`TIMING_PERIOD`] calls.
+    Sampled,
+}
+
+impl Timing {
+    #[inline(always)]
+    fn of_call(n: u64) -> Timing {
+        if n < TIMED_ALWAYS {
+            Timing::Exact
+        } else if n % TIMING_PERIOD == 0 {
+            Timing::Sampled
+        } else {
+            Timing::No
+        }
+    }
+}
 
 /// A family of MPI calls counted together.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,8 +177,9 @@ impl Family {
 pub struct Counters {
     calls: AtomicU64,
     bytes: AtomicU64,
-    timed_calls: AtomicU64,
-    timed_nanos: AtomicU64,
+    exact_nanos: AtomicU64,
+    sampled_calls: AtomicU64,
+    sampled_nanos: AtomicU64,
     hist: [AtomicU64; BUCKETS],
 }
 
@@ -117,8 +188,9 @@ impl Counters {
         Counters {
             calls: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
-            timed_calls: AtomicU64::new(0),
-            timed_nanos: AtomicU64::new(0),
+            exact_nanos: AtomicU64::new(0),
+            sampled_calls: AtomicU64::new(0),
+            sampled_nanos: AtomicU64::new(0),
             hist: [const { AtomicU64::new(0) }; BUCKETS],
         }
     }
@@ -145,32 +217,54 @@ pub fn bucket_floor(b: usize) -> u64 {
     }
 }
 
-/// Counts one call that moved `bytes` bytes. Returns whether this call
-/// should be timed (then report it with [`record_time`]). Lock-free,
+/// Counts one call that moved `bytes` bytes. Returns whether and how this
+/// call should be timed (then report it with [`record_time`]). Lock-free,
 /// allocation-free.
 #[inline]
-pub fn record(family: Family, bytes: u64) -> bool {
+pub fn record(family: Family, bytes: u64) -> Timing {
     let c = &COUNTERS[family as usize];
-    let n = c.calls.fetch_add(1, Relaxed);
-    c.bytes.fetch_add(bytes, Relaxed);
-    c.hist[bucket(bytes)].fetch_add(1, Relaxed);
-    n % TIMING_PERIOD == 0
+    let concurrent = CONCURRENT_CALLERS.load(Relaxed);
+    let n = add(&c.calls, 1, concurrent);
+    add(&c.bytes, bytes, concurrent);
+    add(&c.hist[bucket(bytes)], 1, concurrent);
+    Timing::of_call(n)
 }
 
 /// Counts a call that moves no data of its own (`MPI_Wait`,
-/// `MPI_Barrier`). Returns whether to time it.
+/// `MPI_Barrier`). Returns whether and how to time it.
 #[inline]
-pub fn record_call(family: Family) -> bool {
+pub fn record_call(family: Family) -> Timing {
     let c = &COUNTERS[family as usize];
-    c.calls.fetch_add(1, Relaxed) % TIMING_PERIOD == 0
+    Timing::of_call(add(&c.calls, 1, CONCURRENT_CALLERS.load(Relaxed)))
 }
 
 /// Adds the duration of a timed call.
 #[inline]
-pub fn record_time(family: Family, nanos: u64) {
+pub fn record_time(family: Family, timing: Timing, nanos: u64) {
     let c = &COUNTERS[family as usize];
-    c.timed_calls.fetch_add(1, Relaxed);
-    c.timed_nanos.fetch_add(nanos, Relaxed);
+    let concurrent = CONCURRENT_CALLERS.load(Relaxed);
+    match timing {
+        Timing::No => {}
+        Timing::Exact => {
+            add(&c.exact_nanos, nanos, concurrent);
+        }
+        Timing::Sampled => {
+            add(&c.sampled_nanos, nanos, concurrent);
+            add(&c.sampled_calls, 1, concurrent);
+        }
+    }
+}
+
+/// Estimated seconds in `calls` calls: the first ones exactly, the rest
+/// from the sampled ones' mean.
+fn estimated_seconds(calls: u64, exact_nanos: u64, sampled_calls: u64, sampled_nanos: u64) -> f64 {
+    let rest = calls.saturating_sub(TIMED_ALWAYS);
+    let scaled = if sampled_calls > 0 {
+        sampled_nanos as f64 * (rest as f64 / sampled_calls as f64)
+    } else {
+        0.0
+    };
+    (exact_nanos as f64 + scaled) * 1e-9
 }
 
 /// A consistent-enough copy of one family's counters (each counter is read
@@ -216,13 +310,12 @@ pub fn snapshot() -> Vec<FamilySnapshot> {
         .map(|&family| {
             let c = &COUNTERS[family as usize];
             let calls = c.calls.load(Relaxed);
-            let timed = c.timed_calls.load(Relaxed);
-            let nanos = c.timed_nanos.load(Relaxed);
-            let seconds = if timed > 0 {
-                nanos as f64 * 1e-9 * (calls as f64 / timed as f64)
-            } else {
-                0.0
-            };
+            let seconds = estimated_seconds(
+                calls,
+                c.exact_nanos.load(Relaxed),
+                c.sampled_calls.load(Relaxed),
+                c.sampled_nanos.load(Relaxed),
+            );
             let mut hist = [0u64; BUCKETS];
             for (h, a) in hist.iter_mut().zip(&c.hist) {
                 *h = a.load(Relaxed);
@@ -281,6 +374,34 @@ mod tests {
         };
         assert_eq!(s.quantile_bytes(0.5), 8);
         assert_eq!(s.quantile_bytes(0.95), 65536);
+    }
+
+    #[test]
+    fn first_calls_timed_then_one_in_a_period() {
+        assert_eq!(Timing::of_call(0), Timing::Exact);
+        assert_eq!(Timing::of_call(TIMED_ALWAYS - 1), Timing::Exact);
+        assert_eq!(Timing::of_call(TIMED_ALWAYS), Timing::Sampled);
+        assert_eq!(Timing::of_call(TIMED_ALWAYS + 1), Timing::No);
+        assert_eq!(Timing::of_call(2 * TIMING_PERIOD), Timing::Sampled);
+        let timed = (0..10_000).filter(|&n| Timing::of_call(n) != Timing::No);
+        assert!(timed.count() < 64 + 10_000 / TIMING_PERIOD as usize + 1);
+    }
+
+    #[test]
+    fn time_estimate_is_exact_for_few_calls_and_scaled_after() {
+        // 10 calls of 1 us each, all timed.
+        assert!((estimated_seconds(10, 10_000, 0, 0) - 10e-6).abs() < 1e-12);
+        // 64 exact calls of 1 us, then 6400 more of 2 us of which 100 sampled.
+        let s = estimated_seconds(64 + 6400, 64_000, 100, 200_000);
+        assert!((s - (64e-6 + 6400.0 * 2e-6)).abs() < 1e-9, "{s}");
+    }
+
+    #[test]
+    fn load_store_counting_adds_up_on_one_thread() {
+        let c = AtomicU64::new(5);
+        assert_eq!(add(&c, 3, false), 5);
+        assert_eq!(add(&c, 2, true), 8);
+        assert_eq!(c.load(Relaxed), 10);
     }
 
     #[test]

@@ -115,28 +115,48 @@ impl Value {
 
     /// Decodes into a slice of doubles without allocating; returns how many
     /// elements were written. Strings write nothing.
+    #[inline]
     pub(crate) fn decode_f64_into(
         datatype: Datatype,
         count: usize,
         buf: &[u64],
         out: &mut [f64],
     ) -> usize {
-        let bytes = as_bytes(buf);
-        let size = datatype.size().max(1);
         if datatype == Datatype::Char {
             return 0;
         }
+        let bytes = as_bytes(buf);
+        let size = datatype.size().max(1);
         let n = count.min(bytes.len() / size).min(out.len());
-        for (i, slot) in out.iter_mut().enumerate().take(n) {
-            let mut w = [0u8; 8];
-            w[..size].copy_from_slice(&bytes[i * size..(i + 1) * size]);
-            *slot = match datatype {
-                Datatype::Double => f64::from_ne_bytes(w),
-                Datatype::Int => i32::from_ne_bytes([w[0], w[1], w[2], w[3]]) as f64,
-                Datatype::Unsigned => u32::from_ne_bytes([w[0], w[1], w[2], w[3]]) as f64,
-                Datatype::Count | Datatype::Long | Datatype::LongLong => signed(w, size) as f64,
-                _ => u64::from_ne_bytes(w) as f64,
-            };
+        let (src, out) = (&bytes[..n * size], &mut out[..n]);
+        // One loop per element type, with fixed-size chunks (no
+        // variable-length copy per element): this runs for every PVAR on
+        // every sampling tick.
+        fn each<const N: usize>(src: &[u8], out: &mut [f64], f: impl Fn([u8; N]) -> f64) {
+            for (o, chunk) in out.iter_mut().zip(src.chunks_exact(N)) {
+                let mut w = [0u8; N];
+                w.copy_from_slice(chunk);
+                *o = f(w);
+            }
+        }
+        match (datatype, size) {
+            (Datatype::Double, 8) => each::<8>(src, out, f64::from_ne_bytes),
+            (Datatype::Int | Datatype::Long | Datatype::LongLong | Datatype::Count, 4) => {
+                each::<4>(src, out, |w| i32::from_ne_bytes(w) as f64)
+            }
+            (Datatype::Long | Datatype::LongLong | Datatype::Count, 8) => {
+                each::<8>(src, out, |w| i64::from_ne_bytes(w) as f64)
+            }
+            (_, 4) => each::<4>(src, out, |w| u32::from_ne_bytes(w) as f64),
+            (_, 8) => each::<8>(src, out, |w| u64::from_ne_bytes(w) as f64),
+            _ => {
+                for (i, slot) in out.iter_mut().enumerate() {
+                    let mut w = [0u8; 8];
+                    let size = size.min(8);
+                    w[..size].copy_from_slice(&src[i * size..(i + 1) * size]);
+                    *slot = u64::from_ne_bytes(w) as f64;
+                }
+            }
         }
         n
     }
@@ -281,6 +301,8 @@ mod tests {
             (Datatype::UnsignedLong, Value::Uint(vec![u64::MAX, 0])),
             (Datatype::UnsignedLongLong, Value::Uint(vec![42])),
             (Datatype::Count, Value::Int(vec![-1, 1 << 40])),
+            (Datatype::Long, Value::Int(vec![-3, 1 << 40])),
+            (Datatype::LongLong, Value::Int(vec![i64::MIN, i64::MAX])),
             (Datatype::Double, Value::Double(vec![0.5, -2.25, 1e300])),
         ];
         for (dt, v) in cases {

@@ -311,6 +311,13 @@ impl RankLog {
         self.records.iter().filter(move |r| r["type"] == kind)
     }
 
+    /// The header record (the first).
+    pub fn header(&self) -> &Value {
+        let first = self.records.first().expect("a header record");
+        assert_eq!(first["type"], "header", "{}", self.at(0));
+        first
+    }
+
     /// The sample records.
     pub fn samples(&self) -> Vec<&Value> {
         self.of_type("sample").collect()
