@@ -208,12 +208,23 @@ impl Shared {
     }
 }
 
+/// A `sample` record of the log, serialised straight from the snapshot
+/// (every tick: no intermediate JSON tree).
+#[derive(serde::Serialize)]
+struct SampleRecord<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    t: f64,
+    seq: u64,
+    vars: &'a [crate::sampler::SampledVar],
+}
+
 /// What the helper thread hands back when it stops.
 struct HelperDone {
     sampler: Sampler,
     log: LogWriter,
     hooks: Box<dyn Hooks>,
-    last: Snapshot,
+    last: Arc<Snapshot>,
 }
 
 /// The running tuner of one rank.
@@ -465,7 +476,7 @@ impl Runtime {
             None => None,
         };
         let snapshot = match &done {
-            Some(d) => d.last.clone(),
+            Some(d) => (*d.last).clone(),
             None => (*self.shared.snapshot()).clone(),
         };
         let mut done = done;
@@ -610,7 +621,7 @@ fn helper_loop(
                 sampler,
                 log,
                 hooks,
-                last: Snapshot::default(),
+                last: Arc::default(),
             };
         }
     };
@@ -627,13 +638,19 @@ fn helper_loop(
         sampler.sample(&shared.objects, t);
         sampler.sample_tool_metrics(t);
         seq += 1;
-        let snapshot = sampler.snapshot(t, seq);
-        log.record(&json!({"type": "sample", "t": t, "seq": seq, "vars": snapshot.vars}));
+        let snapshot = Arc::new(sampler.snapshot(t, seq));
+        log.record(&SampleRecord {
+            kind: "sample",
+            t,
+            seq,
+            vars: &snapshot.vars,
+        });
         hooks.tick(&mpit, sampler.catalogue(), &snapshot, &mut log);
         for w in sampler.take_warnings() {
             log.record(&json!({"type": "warning", "t": t, "message": w}));
         }
-        shared.snapshot.store(Arc::new(snapshot.clone()));
+        // Published as it is (no copy): readers share it with the helper.
+        shared.snapshot.store(Arc::clone(&snapshot));
         shared.ticks.fetch_add(1, Relaxed);
         if shared.flush.swap(false, AcqRel) {
             log.flush();

@@ -392,7 +392,6 @@ impl Sampler {
             }
             any = true;
             mpi_time += f.seconds;
-            let name = f.family.name();
             let hist: Vec<f64> = f.hist.iter().map(|&n| n as f64).collect();
             let entries: [(&str, PvarClass, &[f64]); 6] = [
                 ("calls", PvarClass::Counter, &[f.calls as f64]),
@@ -410,22 +409,23 @@ impl Sampler {
                 ),
                 ("hist", PvarClass::Counter, &hist),
             ];
-            for (metric, class, values) in entries {
-                let key = format!("tool.{name}.{metric}");
-                self.tool
-                    .entry(key)
-                    .or_insert_with(|| {
-                        // The counters start at zero with the process: the
-                        // run's total is counted from there, not from the
-                        // first sample that saw a call.
-                        let mut m = Metric::new(class);
-                        if class.is_accumulating() {
-                            m.update(&vec![0.0; values.len()], 0.0);
-                        }
-                        (class, m)
-                    })
-                    .1
-                    .update(values, time);
+            let names = &tool_metric_names()[f.family as usize];
+            for ((metric, class, values), key) in entries.into_iter().zip(names) {
+                debug_assert!(key.ends_with(metric));
+                // Names are formatted once per process, not on every tick.
+                if let Some((_, m)) = self.tool.get_mut(key.as_str()) {
+                    m.update(values, time);
+                    continue;
+                }
+                // The counters start at zero with the process: the run's
+                // total is counted from there, not from the first sample
+                // that saw a call.
+                let mut m = Metric::new(class);
+                if class.is_accumulating() {
+                    m.update(&vec![0.0; values.len()], 0.0);
+                }
+                m.update(values, time);
+                self.tool.insert(key.clone(), (class, m));
             }
         }
         if any {
@@ -499,6 +499,21 @@ fn label(id: u64, object: Object) -> String {
         Object::Win(_) => format!("win{id}"),
         Object::None => format!("object{id}"),
     }
+}
+
+/// The metrics each call family publishes, in the order
+/// `sample_tool_metrics` computes them.
+const TOOL_METRICS: [&str; 6] = ["calls", "bytes", "time", "bytes_p50", "bytes_p90", "hist"];
+
+/// `tool.<family>.<metric>` for every family (by index) and metric.
+fn tool_metric_names() -> &'static [[String; 6]] {
+    static NAMES: std::sync::OnceLock<Vec<[String; 6]>> = std::sync::OnceLock::new();
+    NAMES.get_or_init(|| {
+        crate::toolmetrics::Family::ALL
+            .iter()
+            .map(|f| TOOL_METRICS.map(|m| format!("tool.{}.{m}", f.name())))
+            .collect()
+    })
 }
 
 /// Reads one handle into `values`; false (and nothing changed) on error.
