@@ -362,6 +362,13 @@ impl Runtime {
                 return Err(Disabled(format!("{why}; disabled on all ranks")));
             }
         };
+        let local_ranks = ["MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE"]
+            .iter()
+            .find_map(|v| std::env::var(v).ok()?.trim().parse().ok());
+        let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+        if let Some(w) = no_spare_core_warning(config.interval, cpus, local_ranks) {
+            warnings.push(w);
+        }
         // Configuration problems go to rank 0's terminal; variables that
         // cannot be sampled (components the library unloaded) only to the log.
         for w in &warnings {
@@ -693,6 +700,38 @@ fn helper_loop(
     }
 }
 
+/// A warning when the sampling interval is short and the helper thread has
+/// no core of its own: the rank may use only one CPU (Open MPI binds each
+/// rank to a core by default), or there are at least as many ranks on the
+/// node as CPUs this rank may use. Waking up every millisecond then
+/// preempts a rank (measured in BENCHMARKS.md: a helper that wakes every
+/// 1 ms and does nothing slowed stencil3d by 7% on 2 busy ranks on 2
+/// cores; with a free core, sampling every 1 ms cost 0.6%).
+fn no_spare_core_warning(
+    interval: Duration,
+    cpus: usize,
+    local_ranks: Option<usize>,
+) -> Option<String> {
+    if interval >= Duration::from_millis(10) || cpus == 0 {
+        return None;
+    }
+    let why = if cpus == 1 {
+        "this rank may run on one CPU only (bound to a core), which its helper thread shares"
+            .to_string()
+    } else {
+        match local_ranks {
+            Some(local) if local >= cpus => format!(
+                "{local} ranks on this node may use {cpus} CPUs, so the helper threads share the ranks' cores"
+            ),
+            _ => return None,
+        }
+    };
+    Some(format!(
+        "MPIT_TUNER_INTERVAL={:?}: {why}; waking up this often takes CPU time from the application (see BENCHMARKS.md: +7% on stencil3d at 1ms without any sampling work); use 10ms or more, or leave a core free for the helper",
+        interval
+    ))
+}
+
 /// The shared-memory eager limit of the library, where it can be known: an
 /// environment setting the library reads at init, or Open MPI's CVAR.
 fn eager_limit(mpit: &MpiT, catalogue: Option<&Catalogue>) -> Option<(u64, String)> {
@@ -765,6 +804,22 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn short_intervals_without_a_spare_core_are_warned_about() {
+        let ms = Duration::from_millis;
+        // Bound to one core (Open MPI's default for small jobs).
+        assert!(no_spare_core_warning(ms(1), 1, None)
+            .unwrap()
+            .contains("one CPU"));
+        // As many ranks on the node as CPUs.
+        let w = no_spare_core_warning(ms(5), 2, Some(2)).unwrap();
+        assert!(w.contains("2 ranks on this node may use 2 CPUs"), "{w}");
+        // A core to spare, a long interval, or nothing known: silent.
+        assert!(no_spare_core_warning(ms(1), 2, Some(1)).is_none());
+        assert!(no_spare_core_warning(ms(10), 1, Some(8)).is_none());
+        assert!(no_spare_core_warning(ms(1), 4, None).is_none());
+    }
 
     #[test]
     fn dates() {
