@@ -212,16 +212,20 @@ impl Engine {
             let t = backend.time();
             match decision {
                 Decision::Skipped(skip) => {
-                    let kind = std::mem::discriminant(&skip);
-                    if !matches!(skip, Skip::NotDue | Skip::NotSelected)
-                        && self.last_skip[i] != Some(kind)
-                    {
-                        out(json!({
-                            "type": "decision", "t": t, "policy": policy.name(), "phase": phase.name(),
-                            "fired": false, "reason": skip.to_string(),
-                        }));
+                    // A skip is logged when its reason changes; "not due
+                    // yet" between two evaluations does not count as a
+                    // change (a 20 ms policy on a 10 ms tick would otherwise
+                    // log "max_writes reached" at every evaluation).
+                    if !matches!(skip, Skip::NotDue | Skip::NotSelected) {
+                        let kind = std::mem::discriminant(&skip);
+                        if self.last_skip[i] != Some(kind) {
+                            out(json!({
+                                "type": "decision", "t": t, "policy": policy.name(), "phase": phase.name(),
+                                "fired": false, "reason": skip.to_string(),
+                            }));
+                        }
+                        self.last_skip[i] = Some(kind);
                     }
-                    self.last_skip[i] = Some(kind);
                 }
                 Decision::Fired { branch, write } => {
                     self.last_skip[i] = None;

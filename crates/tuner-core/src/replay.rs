@@ -1334,6 +1334,27 @@ otherwise = [ {{ set = "MPIR_CVAR_VBUF_POOL_CONTROL", value = 0 }} ]
     }
 
     #[test]
+    fn a_skip_reason_is_logged_once_even_between_evaluations_not_due() {
+        // Samples every 0.5 s, policy every 1 s: the samples in between
+        // ("not due") must not make the same reason repeat.
+        let mut text = format!("{CATALOGUE}\n");
+        for i in 0..12 {
+            text.push_str(&format!(
+                "{{\"t\": {}, \"pvars\": {{\"mv2_vbuf_allocated_array\": [64, 32, 32, 16], \"mv2_vbuf_max_use_array\": {WASTEFUL:?}}}}}\n",
+                f64::from(i) * 0.5
+            ));
+        }
+        let traces = parse_trace(&text, "half.jsonl").unwrap();
+        let out = replay(&vbuf_policy(""), &traces);
+        // Written at 0 s; from 1 s to 5.5 s the pools stay the same, so the
+        // decision is "already in effect", logged once, not every second.
+        assert_eq!(
+            reasons(&out[0]),
+            vec![(1.0, "already in effect".to_string())]
+        );
+    }
+
+    #[test]
     fn scope_rules_apply_to_declared_cvars() {
         let set = PolicySet::parse(
             r#"
