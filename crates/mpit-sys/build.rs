@@ -141,7 +141,8 @@ fn main() {
         .allowlist_function("P?MPI_T_.*")
         .allowlist_function(
             "P?MPI_(Init|Init_thread|Initialized|Finalize|Finalized|Query_thread|Abort\
-             |Comm_rank|Comm_size|Comm_dup|Comm_free|Comm_split|Get_library_version\
+             |Comm_rank|Comm_size|Comm_dup|Comm_free|Comm_split|Comm_group|Comm_create_group\
+             |Group_free|Get_library_version\
              |Get_processor_name|Allreduce|Reduce|Bcast|Barrier|Wtime)",
         )
         .allowlist_type("MPI_T_.*|MPI_(Comm|Datatype|Op|Win|Group|Status|Count|Info|Aint|Request)|mpit_code_name|mpit_fint")

@@ -279,8 +279,8 @@ impl Runtime {
             start,
         } = pre;
         let fail = |what: &str, e: &dyn std::fmt::Display| Disabled(format!("{what}: {e}"));
-        let private =
-            ffi::comm_dup(world).map_err(|e| fail("cannot create the tool's communicator", &e))?;
+        let private = ffi::comm_private(world)
+            .map_err(|e| fail("cannot create the tool's communicator", &e))?;
         let (rank, size) = ffi::rank_size(private).map_err(|e| fail("MPI_Comm_rank", &e))?;
 
         // The run directory: rank 0 names and creates it, everyone learns
