@@ -1006,8 +1006,9 @@ pub fn comm_private(comm: Comm) -> Result<Comm> {
     Ok(Raw(new))
 }
 
-/// The tag of the tool's `MPI_Comm_create_group` call ("mpit").
-const PRIVATE_COMM_TAG: c_int = 0x6d70_6974 & 0x7fff;
+/// The tag of the tool's `MPI_Comm_create_group` call: any value up to
+/// 32767, the least `MPI_TAG_UB` the standard allows.
+const PRIVATE_COMM_TAG: c_int = 0x6d70;
 
 /// Frees a communicator made by [`comm_private`].
 pub fn comm_free(comm: Comm) -> Result<()> {

@@ -115,6 +115,7 @@ pub struct ObjectEvent {
 #[derive(Debug)]
 pub struct Sampler {
     session: ffi::SessionHandle,
+    reader: ffi::PvarReader,
     catalogue: Catalogue,
     unbound: Vec<Unbound>,
     bound: Vec<PvarInfo>,
@@ -134,6 +135,7 @@ impl Sampler {
         let api = ffi::api()?;
         let mut sampler = Sampler {
             session: ffi::pvar_session_create(api)?,
+            reader: ffi::PvarReader::new(api)?,
             catalogue,
             unbound: Vec::new(),
             bound: Vec::new(),
@@ -350,11 +352,11 @@ impl Sampler {
     /// Reads every handle and updates the metrics; `time` is seconds since
     /// start.
     pub fn sample(&mut self, table: &ObjectTable, time: f64) {
-        let Ok(api) = ffi::api() else { return };
+        let reader = &self.reader;
         let mut values = Vec::new();
         for u in &mut self.unbound {
             if read(
-                api,
+                reader,
                 self.session,
                 u.handle,
                 &u.info,
@@ -374,7 +376,15 @@ impl Sampler {
             let buf = &mut self.buf;
             table.with_handles(tracked, |session, handles| {
                 for ((i, count, metric), handle) in obj.vars.iter_mut().zip(handles) {
-                    if read(api, session, handle, &bound[*i], *count, buf, &mut values) {
+                    if read(
+                        reader,
+                        session,
+                        handle,
+                        &bound[*i],
+                        *count,
+                        buf,
+                        &mut values,
+                    ) {
                         metric.update(&values, time);
                     }
                 }
@@ -409,7 +419,7 @@ impl Sampler {
                 ),
                 ("hist", PvarClass::Counter, &hist),
             ];
-            let names = &tool_metric_names()[f.family as usize];
+            let names = crate::toolmetrics::family_metric_names(f.family);
             for ((metric, class, values), key) in entries.into_iter().zip(names) {
                 debug_assert!(key.ends_with(metric));
                 // Names are formatted once per process, not on every tick.
@@ -501,24 +511,9 @@ fn label(id: u64, object: Object) -> String {
     }
 }
 
-/// The metrics each call family publishes, in the order
-/// `sample_tool_metrics` computes them.
-const TOOL_METRICS: [&str; 6] = ["calls", "bytes", "time", "bytes_p50", "bytes_p90", "hist"];
-
-/// `tool.<family>.<metric>` for every family (by index) and metric.
-fn tool_metric_names() -> &'static [[String; 6]] {
-    static NAMES: std::sync::OnceLock<Vec<[String; 6]>> = std::sync::OnceLock::new();
-    NAMES.get_or_init(|| {
-        crate::toolmetrics::Family::ALL
-            .iter()
-            .map(|f| TOOL_METRICS.map(|m| format!("tool.{}.{m}", f.name())))
-            .collect()
-    })
-}
-
 /// Reads one handle into `values`; false (and nothing changed) on error.
 fn read(
-    api: &ffi::Api,
+    reader: &ffi::PvarReader,
     session: ffi::SessionHandle,
     handle: ffi::PvarHandle,
     info: &PvarInfo,
@@ -533,8 +528,7 @@ fn read(
     if buf.len() < words {
         buf.resize(words, 0);
     }
-    let read = ffi::PvarReader::new(api).and_then(|r| r.read(session, handle, &mut buf[..words]));
-    if read.is_err() {
+    if reader.read(session, handle, &mut buf[..words]).is_err() {
         return false;
     }
     values.resize(count, 0.0);

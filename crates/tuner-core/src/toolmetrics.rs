@@ -331,14 +331,28 @@ pub fn snapshot() -> Vec<FamilySnapshot> {
         .collect()
 }
 
-/// The metric names a family publishes, and whether each is an array.
+/// The metrics each family publishes (`tool.<family>.<metric>`), in the
+/// order the sampler computes them.
+pub const METRICS: [&str; 6] = ["calls", "bytes", "time", "bytes_p50", "bytes_p90", "hist"];
+
+/// The names `tool.<family>.<metric>` of one family's [`METRICS`], formatted
+/// once per process.
+pub fn family_metric_names(family: Family) -> &'static [String; 6] {
+    static NAMES: std::sync::OnceLock<Vec<[String; 6]>> = std::sync::OnceLock::new();
+    &NAMES.get_or_init(|| {
+        Family::ALL
+            .iter()
+            .map(|f| METRICS.map(|m| format!("tool.{}.{m}", f.name())))
+            .collect()
+    })[family as usize]
+}
+
+/// Every metric name the interposer can publish.
 pub fn metric_names() -> Vec<String> {
-    let mut names = Vec::new();
-    for f in Family::ALL {
-        for m in ["calls", "bytes", "time", "bytes_p50", "bytes_p90", "hist"] {
-            names.push(format!("tool.{}.{m}", f.name()));
-        }
-    }
+    let mut names: Vec<String> = Family::ALL
+        .iter()
+        .flat_map(|&f| family_metric_names(f).iter().cloned())
+        .collect();
     names.push("tool.mpi.time".into());
     names
 }
