@@ -9,7 +9,7 @@ set -euo pipefail
 
 need=()
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-for pkg in libmpich-dev mpich libopenmpi-dev openmpi-bin libclang-dev clang gfortran patchelf pkg-config make binutils fonts-dejavu-core; do
+for pkg in libmpich-dev mpich libopenmpi-dev openmpi-bin libclang-dev clang gfortran patchelf pkg-config make binutils procps fonts-dejavu-core; do
   have_pkg "$pkg" || need+=("$pkg")
 done
 

@@ -142,10 +142,11 @@ fn main() {
         .allowlist_function(
             "P?MPI_(Init|Init_thread|Initialized|Finalize|Finalized|Query_thread|Abort\
              |Comm_rank|Comm_size|Comm_dup|Comm_free|Comm_split|Comm_group|Comm_create_group\
-             |Group_free|Get_library_version\
+             |Group_free|Get_library_version|Comm_get_errhandler|Comm_set_errhandler\
+             |Errhandler_free|Error_string|Error_class\
              |Get_processor_name|Allreduce|Reduce|Bcast|Barrier|Wtime)",
         )
-        .allowlist_type("MPI_T_.*|MPI_(Comm|Datatype|Op|Win|Group|Status|Count|Info|Aint|Request)|mpit_code_name|mpit_fint")
+        .allowlist_type("MPI_T_.*|MPI_(Comm|Datatype|Op|Win|Group|Errhandler|Status|Count|Info|Aint|Request)|mpit_code_name|mpit_fint")
         .dynamic_library_name("MpiFunctions")
         .dynamic_link_require_all(false);
     let mut constants = bindgen::Builder::default()

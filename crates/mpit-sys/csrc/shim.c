@@ -79,15 +79,16 @@ const MPI_Datatype MPIT_CHAR = MPI_CHAR;
 const MPI_Datatype MPIT_BYTE = MPI_BYTE;
 const MPI_Datatype MPIT_INT64_T = MPI_INT64_T;
 const MPI_Datatype MPIT_UINT64_T = MPI_UINT64_T;
-const MPI_Datatype MPIT_DOUBLE_INT = MPI_DOUBLE_INT;
 const MPI_Datatype MPIT_DATATYPE_NULL = MPI_DATATYPE_NULL;
 
 const MPI_Op MPIT_SUM = MPI_SUM;
 const MPI_Op MPIT_MIN = MPI_MIN;
 const MPI_Op MPIT_MAX = MPI_MAX;
-const MPI_Op MPIT_MINLOC = MPI_MINLOC;
-const MPI_Op MPIT_MAXLOC = MPI_MAXLOC;
 const MPI_Op MPIT_BOR = MPI_BOR;
+
+const MPI_Errhandler MPIT_ERRORS_RETURN = MPI_ERRORS_RETURN;
+const MPI_Errhandler MPIT_ERRHANDLER_NULL = MPI_ERRHANDLER_NULL;
+const int MPIT_MAX_ERROR_STRING = MPI_MAX_ERROR_STRING;
 
 /* MPICH declares MPI_T_PVAR_ALL_HANDLES as a variable in libmpi, Open MPI as
  * a cast constant: a function covers both. */

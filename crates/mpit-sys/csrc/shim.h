@@ -71,11 +71,18 @@ extern const MPI_Group MPIT_GROUP_NULL;
 /* Datatypes MPI_T reports values in, and those the tool reduces with. */
 extern const MPI_Datatype MPIT_INT, MPIT_UNSIGNED, MPIT_LONG, MPIT_UNSIGNED_LONG,
     MPIT_LONG_LONG, MPIT_UNSIGNED_LONG_LONG, MPIT_COUNT, MPIT_DOUBLE, MPIT_FLOAT,
-    MPIT_CHAR, MPIT_BYTE, MPIT_INT64_T, MPIT_UINT64_T, MPIT_DOUBLE_INT,
-    MPIT_DATATYPE_NULL;
+    MPIT_CHAR, MPIT_BYTE, MPIT_INT64_T, MPIT_UINT64_T, MPIT_DATATYPE_NULL;
 
-/* Reduction operations the tool's cross-rank summary uses. */
-extern const MPI_Op MPIT_SUM, MPIT_MIN, MPIT_MAX, MPIT_MINLOC, MPIT_MAXLOC, MPIT_BOR;
+/* Reduction operations the tool's cross-rank summary uses: basic types and
+ * basic operations only. No pair type and no MINLOC/MAXLOC: MVAPICH2 2.3.7
+ * built without Fortran (or with NVHPC) rejects every C pair type in them. */
+extern const MPI_Op MPIT_SUM, MPIT_MIN, MPIT_MAX, MPIT_BOR;
+
+/* The error handler the tool's own communicators use, so that a failing
+ * call of the tool returns instead of ending the job. */
+extern const MPI_Errhandler MPIT_ERRORS_RETURN, MPIT_ERRHANDLER_NULL;
+/* MPI_MAX_ERROR_STRING. */
+extern const int MPIT_MAX_ERROR_STRING;
 
 /* Special buffer and status addresses. */
 extern void *const MPIT_IN_PLACE;

@@ -71,6 +71,7 @@
 mod catalogue;
 mod check;
 mod duration;
+pub mod envvalues;
 mod error;
 mod expr;
 mod hosts;

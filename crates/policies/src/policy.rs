@@ -1251,6 +1251,13 @@ impl Compiler<'_, '_> {
                 );
                 return None;
             }
+            // Checked against the library's grammar here, so that `check`
+            // and the runtime refuse it alike, before any library sees it.
+            if let Err(why) = crate::envvalues::check(name.get_ref(), &value) {
+                let span = r.value.as_ref().map_or_else(|| name.span(), Spanned::span);
+                self.err(&span, why);
+                return None;
+            }
             ActionKind::SetEnv {
                 name: name.get_ref().clone(),
                 value,

@@ -52,7 +52,7 @@ fn resolve_slow(name: &CStr, cache: &AtomicUsize) -> usize {
     }
     if f == 0 {
         let _ = catch_unwind(|| {
-            eprintln!(
+            tuner_core::say!(
                 "mpit-tuner: the MPI library in this process has no {}; cannot continue",
                 name.to_string_lossy()
             )

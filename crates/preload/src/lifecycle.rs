@@ -65,7 +65,7 @@ fn rank_label() -> String {
 /// then every wrapper passes straight through.
 pub fn disable(why: &str) {
     if !DISABLED.swap(true, AcqRel) {
-        eprintln!(
+        tuner_core::say!(
             "mpit-tuner[rank {}]: {why}; the tuner is disabled on this rank, the application continues",
             rank_label()
         );
@@ -87,7 +87,7 @@ pub fn before_init() {
     if let Some(problem) = problem {
         // Before MPI_Init the rank is known only from the launcher.
         if LaunchEnv::from_env().rank.unwrap_or(0) == 0 {
-            eprintln!("mpit-tuner: {problem}");
+            tuner_core::say!("mpit-tuner: {problem}");
         }
     }
     let hooks: Box<dyn Hooks> = match policies {
@@ -112,7 +112,7 @@ pub fn after_init() {
         Err(disabled) => {
             DISABLED.store(true, Release);
             if !disabled.0.is_empty() {
-                eprintln!(
+                tuner_core::say!(
                     "mpit-tuner[rank {}]: {}; the application continues without the tuner",
                     rank_label(),
                     disabled.0

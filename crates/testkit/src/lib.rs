@@ -174,22 +174,55 @@ pub fn run_self(name: &str, ranks: u32) -> Job {
 }
 
 /// As [`run_self`], with extra environment variables for the ranks.
+///
+/// Each rank writes its output to a file of its own (never to the merged
+/// standard output of the job, where lines of different ranks interleave
+/// under load), and every rank's file must say that it ran exactly this one
+/// test. The job's `stdout` is then the ranks' outputs one after another.
 pub fn run_self_with(name: &str, ranks: u32, env: &[(&str, &str)]) -> Job {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static JOBS: AtomicU32 = AtomicU32::new(0);
     let exe = std::env::current_exe().expect("the test binary knows its path");
-    let mut cmd = mpiexec(ranks, exe);
-    cmd.args([name, "--exact", "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, "1");
+    let out = std::env::temp_dir().join(format!(
+        "mpit-testkit-{}-{}",
+        std::process::id(),
+        JOBS.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&out);
+    std::fs::create_dir_all(&out)
+        .unwrap_or_else(|e| panic!("cannot create {}: {e}", out.display()));
+    // The launchers name the rank differently; the shell picks the one set.
+    let script = r#"r="${PMI_RANK:-${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-unknown}}}"; exec "$0" "$@" >"$MPIT_TESTKIT_OUT/rank-$r.out" 2>&1"#;
+    let mut cmd = mpiexec(ranks, "sh");
+    cmd.arg("-c")
+        .arg(script)
+        .arg(&exe)
+        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, "1")
+        .env("MPIT_TESTKIT_OUT", &out);
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let job = run(cmd);
-    if job.success() {
+    let mut job = run(cmd);
+    let mut outputs = String::new();
+    let mut ran = 0;
+    for rank in 0..ranks {
+        let path = out.join(format!("rank-{rank}.out"));
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
         // Guard against a filter that matched nothing: every rank must have
         // run exactly this one test.
-        let ran = job.stdout().matches("test result: ok. 1 passed").count();
+        if text.contains("test result: ok. 1 passed") {
+            ran += 1;
+        }
+        outputs.push_str(&format!("--- rank {rank} ({})\n{text}", path.display()));
+    }
+    let _ = std::fs::remove_dir_all(&out);
+    outputs.push_str(&String::from_utf8_lossy(&job.output.stdout));
+    job.output.stdout = outputs.into_bytes();
+    if job.success() {
         assert_eq!(
             ran,
-            ranks as usize,
+            ranks,
             "expected {ranks} rank(s) to run `{name}`:\n{}",
             job.stdout()
         );

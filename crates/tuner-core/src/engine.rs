@@ -648,6 +648,20 @@ impl PolicyHooks {
 }
 
 impl crate::runtime::Hooks for PolicyHooks {
+    fn identity(&self) -> u64 {
+        // FNV-1a over the policy names: the collectives of `init` depend
+        // on how many policies there are and in which order. Never 0
+        // (monitor mode), and below 2^63.
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        for p in self.engine.policies() {
+            for b in p.name().bytes().chain([0]) {
+                hash ^= u64::from(b);
+                hash = hash.wrapping_mul(0x0100_0000_01b3);
+            }
+        }
+        (hash >> 1) | 1
+    }
+
     fn before_mpit(&mut self, launch: &crate::runtime::LaunchEnv) {
         self.engine.set_host(&crate::ffi::host_name());
         let has_env = self
@@ -728,7 +742,7 @@ impl crate::runtime::Hooks for PolicyHooks {
         catalogue: &MpiCatalogue,
         info: &crate::runtime::RunInfo,
         log: &mut crate::log::LogWriter,
-        comm: crate::ffi::Comm,
+        seq: &mut crate::collective::Collectives,
     ) {
         self.rank = info.rank.max(0) as u32;
         self.size = info.size.max(1) as u32;
@@ -744,45 +758,22 @@ impl crate::runtime::Hooks for PolicyHooks {
         // One message per disabled policy for the whole job, on rank 0.
         let n = self.engine.policies().len();
         let mine: Vec<bool> = (0..n).map(|i| self.engine.disabled(i).is_some()).collect();
-        match aggregate_disabled(comm, info.rank, &mine) {
-            Ok(Some(per_policy)) => {
-                let mut lines = Vec::new();
-                for (i, (count, lo, hi)) in per_policy.into_iter().enumerate() {
-                    if count == 0 {
-                        continue;
-                    }
-                    let name = self.engine.policies()[i].name();
-                    let where_ = if count as i64 == i64::from(hi - lo + 1) {
-                        format!(
-                            "ranks {}",
-                            format_ranks(&(lo as u32..=hi as u32).collect::<Vec<_>>())
-                        )
-                    } else {
-                        format!("{count} ranks between {lo} and {hi}")
-                    };
-                    let reason = self
-                        .engine
-                        .disabled(i)
-                        .map(str::to_string)
-                        .unwrap_or_else(|| "see the logs of those ranks".into());
-                    lines.push(format!("policy {name} disabled on {where_}: {reason}"));
+        let per_policy = aggregate_disabled(seq, &mine);
+        match seq.agree() {
+            crate::collective::Verdict::AllOk => {
+                if let Some(per_policy) = per_policy.filter(|_| info.rank == 0) {
+                    self.announce_disabled(per_policy, n);
                 }
-                if self.user_file {
-                    for l in &lines {
-                        eprintln!("mpit-tuner: {l}");
-                    }
-                } else if !lines.is_empty() && !self.quiet {
-                    eprintln!(
-                        "mpit-tuner: {} of {} default policies do not apply to this MPI library (see summary.json)",
-                        lines.len(),
-                        n
-                    );
-                }
-                self.messages.extend(lines);
             }
-            Ok(None) => {}
-            Err(e) => log.record(&json!({"type": "warning", "t": 0.0,
-                "message": format!("could not aggregate disabled policies: {e}")})),
+            crate::collective::Verdict::Failed(why) => {
+                let message = format!(
+                    "disabled policies not aggregated across ranks (each rank's log lists its own): {why}"
+                );
+                if info.rank == 0 {
+                    crate::say!("mpit-tuner: {message}");
+                }
+                log.record(&json!({"type": "warning", "t": 0.0, "message": message}));
+            }
         }
         let snapshot = Snapshot::default();
         let mut backend = MpiBackend {
@@ -864,41 +855,80 @@ impl crate::runtime::Hooks for PolicyHooks {
     }
 }
 
+impl PolicyHooks {
+    /// Rank 0's messages about policies disabled somewhere, from the
+    /// aggregated counts.
+    fn announce_disabled(&mut self, per_policy: Vec<(u32, i32, i32)>, n: usize) {
+        let mut lines = Vec::new();
+        for (i, (count, lo, hi)) in per_policy.into_iter().enumerate() {
+            if count == 0 {
+                continue;
+            }
+            let name = self.engine.policies()[i].name();
+            let where_ = if i64::from(count) == i64::from(hi) - i64::from(lo) + 1 {
+                format!(
+                    "ranks {}",
+                    format_ranks(&(lo.max(0) as u32..=hi.max(0) as u32).collect::<Vec<_>>())
+                )
+            } else {
+                format!("{count} ranks between {lo} and {hi}")
+            };
+            let reason = self
+                .engine
+                .disabled(i)
+                .map(str::to_string)
+                .unwrap_or_else(|| "see the logs of those ranks".into());
+            lines.push(format!("policy {name} disabled on {where_}: {reason}"));
+        }
+        if self.user_file {
+            for l in &lines {
+                crate::say!("mpit-tuner: {l}");
+            }
+        } else if !lines.is_empty() && !self.quiet {
+            crate::say!(
+                "mpit-tuner: {} of {} default policies do not apply to this MPI library (see summary.json)",
+                lines.len(),
+                n
+            );
+        }
+        self.messages.extend(lines);
+    }
+}
+
 /// Per policy: (how many ranks disabled it, lowest such rank, highest), on
-/// rank 0; `None` elsewhere. O(log P) reductions.
+/// every rank: two reductions of 64-bit integers in `seq` (whose agreement
+/// afterwards says whether they can be trusted).
 fn aggregate_disabled(
-    comm: crate::ffi::Comm,
-    rank: i32,
+    seq: &mut crate::collective::Collectives,
     mine: &[bool],
-) -> crate::Result<Option<Vec<(u32, i32, i32)>>> {
-    use crate::ffi::{reduce_loc, reduce_sum, DoubleInt};
+) -> Option<Vec<(u32, i32, i32)>> {
+    use crate::collective::ReduceOp;
+    const NONE: i64 = i64::MAX;
     let n = mine.len();
     if n == 0 {
-        return Ok(Some(Vec::new()));
+        return Some(Vec::new());
     }
-    let counts: Vec<f64> = mine.iter().map(|d| f64::from(u8::from(*d))).collect();
-    let mut total = vec![0.0; n];
-    reduce_sum(comm, &counts, &mut total, 0)?;
-    let pairs = |fill: f64| -> Vec<DoubleInt> {
-        mine.iter()
-            .map(|d| DoubleInt {
-                value: if *d { f64::from(rank) } else { fill },
-                rank,
-            })
-            .collect()
-    };
-    let mut lo = vec![DoubleInt::default(); n];
-    let mut hi = vec![DoubleInt::default(); n];
-    reduce_loc(comm, &pairs(f64::INFINITY), &mut lo, false, 0)?;
-    reduce_loc(comm, &pairs(f64::NEG_INFINITY), &mut hi, true, 0)?;
-    if rank != 0 {
-        return Ok(None);
-    }
-    Ok(Some(
+    let me = i64::from(seq.rank());
+    let counts: Vec<i64> = mine.iter().map(|d| i64::from(*d)).collect();
+    let mut total = vec![0i64; n];
+    seq.allreduce_i64(&counts, &mut total, ReduceOp::Sum);
+    let ends: Vec<i64> = mine
+        .iter()
+        .flat_map(|d| if *d { [me, -me] } else { [NONE, NONE] })
+        .collect();
+    let mut range = vec![0i64; 2 * n];
+    seq.allreduce_i64(&ends, &mut range, ReduceOp::Min);
+    Some(
         (0..n)
-            .map(|i| (total[i] as u32, lo[i].value as i32, hi[i].value as i32))
+            .map(|i| {
+                (
+                    u32::try_from(total[i]).unwrap_or(0),
+                    i32::try_from(range[2 * i]).unwrap_or(-1),
+                    i32::try_from(-range[2 * i + 1]).unwrap_or(-1),
+                )
+            })
             .collect(),
-    ))
+    )
 }
 
 #[cfg(test)]

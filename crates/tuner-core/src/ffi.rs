@@ -252,10 +252,27 @@ pub(crate) fn check(api: &Api, call: &'static str, rc: c_int) -> Result<()> {
             variable: String::new(),
         });
     }
+    let name = sys::error_name(rc)
+        .map(str::to_string)
+        .or_else(|| {
+            // Not an MPI_T code: the library's own text, first line only
+            // (MPICH appends its error stack). MPI (not MPI_T) routines
+            // fail only after MPI_Init, when MPI_Error_string is usable.
+            (!call.starts_with("MPI_T_"))
+                .then(|| error_string(rc))
+                .flatten()
+                .and_then(|text| {
+                    text.lines()
+                        .next()
+                        .map(|l| l.trim_end_matches(',').to_string())
+                })
+                .filter(|l| !l.is_empty())
+        })
+        .unwrap_or_else(|| format!("unknown error {rc}"));
     Err(Error::Mpi(MpiError {
         call,
         code: rc,
-        name: sys::error_name(rc).map_or_else(|| format!("unknown error {rc}"), str::to_string),
+        name,
         variable: None,
     }))
 }
@@ -1001,9 +1018,25 @@ pub fn comm_private(comm: Comm) -> Result<Comm> {
     )
     .and_then(|rc| check(api, "MPI_Comm_create_group", rc));
     // SAFETY: the group obtained above, freed once.
-    let _ = call!(api, PMPI_Group_free(&mut group));
+    let freed =
+        call!(api, PMPI_Group_free(&mut group)).and_then(|rc| check(api, "MPI_Group_free", rc));
     created?;
-    Ok(Raw(new))
+    if new == api.c.comm_null.0 {
+        // Every process of `comm` is in its group: a null result is the
+        // library's failure, reported as one.
+        return Err(Error::Mpi(MpiError {
+            call: "MPI_Comm_create_group",
+            code: api.c.success,
+            name: "MPI_COMM_NULL returned for the whole group".into(),
+            variable: None,
+        }));
+    }
+    let comm = Raw(new);
+    if let Err(e) = freed {
+        let _ = comm_free(comm);
+        return Err(e);
+    }
+    Ok(comm)
 }
 
 /// The tag of the tool's `MPI_Comm_create_group` call: any value up to
@@ -1061,50 +1094,6 @@ pub(crate) fn reduce_sum(comm: Comm, send: &[f64], recv: &mut [f64], root: i32) 
     check(api, "MPI_Reduce", rc)
 }
 
-/// A (value, rank) pair laid out as C's `struct { double; int; }`, the
-/// element of MPI_DOUBLE_INT.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub(crate) struct DoubleInt {
-    pub value: f64,
-    pub rank: c_int,
-}
-
-/// MINLOC (`max == false`) or MAXLOC reduction onto `root`.
-pub(crate) fn reduce_loc(
-    comm: Comm,
-    send: &[DoubleInt],
-    recv: &mut [DoubleInt],
-    max: bool,
-    root: i32,
-) -> Result<()> {
-    let api = api()?;
-    debug_assert_eq!(send.len(), recv.len());
-    // SAFETY: reading shim constants.
-    let op = unsafe {
-        if max {
-            sys::MPIT_MAXLOC
-        } else {
-            sys::MPIT_MINLOC
-        }
-    };
-    // SAFETY: both buffers hold send.len() DoubleInt, laid out like the
-    // MPI_DOUBLE_INT pair type; same count on every rank.
-    let rc = call!(
-        api,
-        PMPI_Reduce(
-            send.as_ptr().cast::<c_void>() as *mut c_void,
-            recv.as_mut_ptr().cast(),
-            send.len() as c_int,
-            sys::MPIT_DOUBLE_INT,
-            op,
-            root,
-            comm.0
-        )
-    )?;
-    check(api, "MPI_Reduce", rc)
-}
-
 /// The host name, from the kernel.
 pub fn host_name() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
@@ -1113,41 +1102,36 @@ pub fn host_name() -> String {
         .unwrap_or_else(|_| "unknown".into())
 }
 
-/// Whether every rank of `comm` says yes (`PMPI_Allreduce` of MPI_MIN).
-pub fn all_agree(comm: Comm, yes: bool) -> Result<bool> {
-    let api = api()?;
-    let send: c_int = c_int::from(yes);
-    let mut recv: c_int = 0;
-    // SAFETY: one int in each buffer; collective over `comm`, called by
-    // every rank at the same point.
-    let rc = call!(
-        api,
-        PMPI_Allreduce(
-            (&send as *const c_int).cast::<c_void>() as *mut c_void,
-            (&mut recv as *mut c_int).cast(),
-            1,
-            sys::MPIT_INT,
-            sys::MPIT_MIN,
-            comm.0
-        )
-    )?;
-    check(api, "MPI_Allreduce", rc)?;
-    Ok(recv != 0)
+/// The reduction operations the tool uses (basic ones only: no pair types,
+/// no MINLOC/MAXLOC, which MVAPICH2 2.3.7 rejects in builds without Fortran).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReduceOp {
+    /// `MPI_MIN`
+    Min,
+    /// `MPI_MAX`
+    Max,
+    /// `MPI_SUM`
+    Sum,
 }
 
 /// Element-wise reduction of signed 64-bit integers to every rank
-/// (`PMPI_Allreduce` of MPI_INT64_T); `op` is "min", "max" or "sum".
+/// (`PMPI_Allreduce` of MPI_INT64_T).
 /// (Signed on purpose: MPICH 4.0.2 compares MPI_UINT64_T as signed in
 /// MPI_MIN, so values of 2^63 and above would come out wrong.)
-pub(crate) fn allreduce_i64(comm: Comm, send: &[i64], recv: &mut [i64], op: &str) -> Result<()> {
+pub(crate) fn allreduce_i64(
+    comm: Comm,
+    send: &[i64],
+    recv: &mut [i64],
+    op: ReduceOp,
+) -> Result<()> {
     let api = api()?;
     debug_assert_eq!(send.len(), recv.len());
     // SAFETY: reading shim constants.
     let op = unsafe {
         match op {
-            "min" => sys::MPIT_MIN,
-            "max" => sys::MPIT_MAX,
-            _ => sys::MPIT_SUM,
+            ReduceOp::Min => sys::MPIT_MIN,
+            ReduceOp::Max => sys::MPIT_MAX,
+            ReduceOp::Sum => sys::MPIT_SUM,
         }
     };
     // SAFETY: both buffers hold send.len() i64; same count on every rank;
@@ -1164,4 +1148,86 @@ pub(crate) fn allreduce_i64(comm: Comm, send: &[i64], recv: &mut [i64], op: &str
         )
     )?;
     check(api, "MPI_Allreduce", rc)
+}
+
+// ---------------------------------------------------------------------------
+// Error handlers: the tool's own calls must return their errors, never end
+// the job (the default handler, MPI_ERRORS_ARE_FATAL, aborts).
+
+/// An error handler handle of this process.
+pub(crate) type Errhandler = Raw<sys::MPI_Errhandler>;
+
+/// Sets `MPI_ERRORS_RETURN` on a communicator of the tool's own.
+pub(crate) fn set_errors_return(comm: Comm) -> Result<()> {
+    let api = api()?;
+    // SAFETY: a live communicator; MPIT_ERRORS_RETURN is the header's
+    // predefined handler (shim constant).
+    let rc = call!(
+        api,
+        PMPI_Comm_set_errhandler(comm.0, sys::MPIT_ERRORS_RETURN)
+    )?;
+    check(api, "MPI_Comm_set_errhandler", rc)
+}
+
+/// Swaps in `MPI_ERRORS_RETURN` on `comm` and returns the handler it had,
+/// to be put back with [`restore_errhandler`].
+pub(crate) fn swap_in_errors_return(comm: Comm) -> Result<Errhandler> {
+    let api = api()?;
+    // SAFETY: reading a shim constant.
+    let mut old = unsafe { sys::MPIT_ERRHANDLER_NULL };
+    // SAFETY: a live communicator and a valid out-pointer.
+    let rc = call!(api, PMPI_Comm_get_errhandler(comm.0, &mut old))?;
+    check(api, "MPI_Comm_get_errhandler", rc)?;
+    let old = Raw(old);
+    if let Err(e) = set_errors_return(comm) {
+        let _ = free_errhandler(old);
+        return Err(e);
+    }
+    Ok(old)
+}
+
+/// Puts back the handler [`swap_in_errors_return`] returned and releases
+/// the reference `MPI_Comm_get_errhandler` gave.
+pub(crate) fn restore_errhandler(comm: Comm, old: Errhandler) -> Result<()> {
+    let api = api()?;
+    // SAFETY: a live communicator and the handler it had before.
+    let set = call!(api, PMPI_Comm_set_errhandler(comm.0, old.0))
+        .and_then(|rc| check(api, "MPI_Comm_set_errhandler", rc));
+    let freed = free_errhandler(old);
+    set.and(freed)
+}
+
+fn free_errhandler(handler: Errhandler) -> Result<()> {
+    let api = api()?;
+    let mut h = handler.0;
+    // SAFETY: a reference obtained from MPI_Comm_get_errhandler, released
+    // once (the communicator keeps its own).
+    let rc = call!(api, PMPI_Errhandler_free(&mut h))?;
+    check(api, "MPI_Errhandler_free", rc)
+}
+
+/// The error class of an MPI error code (`MPI_Error_class`), comparable
+/// across ranks (codes are not, in MPICH).
+pub(crate) fn error_class(code: c_int) -> Option<c_int> {
+    let api = api().ok()?;
+    let mut class: c_int = 0;
+    // SAFETY: a valid out-pointer; any int is accepted as a code.
+    let rc = call!(api, PMPI_Error_class(code, &mut class)).ok()?;
+    (rc == api.c.success).then_some(class)
+}
+
+/// The library's text for an error code or class (`MPI_Error_string`).
+pub(crate) fn error_string(code: c_int) -> Option<String> {
+    let api = api().ok()?;
+    // SAFETY: reading a shim constant.
+    let max = unsafe { sys::MPIT_MAX_ERROR_STRING }.clamp(1, 1 << 16);
+    let mut buf = vec![0u8; max as usize];
+    let mut len: c_int = 0;
+    // SAFETY: a buffer of MPI_MAX_ERROR_STRING bytes, as required.
+    let rc = call!(
+        api,
+        PMPI_Error_string(code, buf.as_mut_ptr().cast::<c_char>(), &mut len)
+    )
+    .ok()?;
+    (rc == api.c.success).then(|| string_from(&buf).trim().to_string())
 }

@@ -39,8 +39,23 @@
 //! ```
 #![warn(missing_docs)]
 
+/// Prints one line on this rank's standard error in a single `write`, so
+/// that the lines of ranks sharing a launcher's stderr never interleave in
+/// the middle (`eprintln!` writes a formatted line piece by piece). An
+/// error writing to stderr has nowhere else to go and is dropped.
+#[macro_export]
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use ::std::io::Write as _;
+        let mut line = ::std::format!($($arg)*);
+        line.push('\n');
+        let _ = ::std::io::stderr().lock().write_all(line.as_bytes());
+    }};
+}
+
 pub mod actuator;
 mod catalogue;
+pub mod collective;
 pub mod config;
 mod cvar;
 pub mod engine;

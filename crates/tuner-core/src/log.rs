@@ -26,7 +26,9 @@ pub fn rank_file_name(rank: i32) -> String {
 #[derive(Debug)]
 pub struct LogWriter {
     path: PathBuf,
-    file: File,
+    /// `None` for a writer that discards (a rank whose log could not be
+    /// opened still takes part in the tool's collectives).
+    file: Option<File>,
     buf: Vec<u8>,
     last_flush: Instant,
     every: Duration,
@@ -43,12 +45,24 @@ impl LogWriter {
             .open(path)?;
         Ok(LogWriter {
             path: path.to_path_buf(),
-            file,
+            file: Some(file),
             buf: Vec::with_capacity(64 * 1024),
             last_flush: Instant::now(),
             every,
             failed: false,
         })
+    }
+
+    /// A writer that keeps nothing, for a rank without a log file.
+    pub fn discard() -> LogWriter {
+        LogWriter {
+            path: PathBuf::new(),
+            file: None,
+            buf: Vec::new(),
+            last_flush: Instant::now(),
+            every: Duration::MAX,
+            failed: false,
+        }
     }
 
     /// The file's path.
@@ -78,9 +92,11 @@ impl LogWriter {
             self.buf.clear();
             return;
         }
-        if self.file.write_all(&self.buf).is_err() {
-            // A full disk: stop writing rather than leave torn lines.
-            self.failed = true;
+        if let Some(file) = &mut self.file {
+            if file.write_all(&self.buf).is_err() {
+                // A full disk: stop writing rather than leave torn lines.
+                self.failed = true;
+            }
         }
         self.buf.clear();
     }

@@ -334,11 +334,24 @@ fn free_handles(slot: &Slot) {
     let started = slot.started.load(Relaxed);
     for (i, h) in slot.handles[..n].iter().enumerate() {
         let handle = ffi::Raw(from_bits(h.load(Relaxed)));
-        if started & (1 << i) != 0 {
-            let _ = ffi::pvar_stop(api, session, handle);
+        let stopped = started & (1 << i) == 0 || ffi::pvar_stop(api, session, handle).is_ok();
+        let freed = ffi::pvar_handle_free(api, session, handle).is_ok();
+        if !(stopped && freed) {
+            // This runs on the application's thread (inside MPI_Comm_free):
+            // no message here, a count that the finalize record reports.
+            FREE_FAILURES.fetch_add(1, Relaxed);
         }
-        let _ = ffi::pvar_handle_free(api, session, handle);
     }
+}
+
+/// PVAR handles of tracked objects that the library refused to stop or
+/// free (see [`free_failures`]).
+static FREE_FAILURES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many handles of tracked objects the library refused to stop or free
+/// so far in this process.
+pub fn free_failures() -> u64 {
+    FREE_FAILURES.load(Relaxed)
 }
 
 fn encode(object: Object) -> Option<(u8, u64)> {

@@ -17,6 +17,7 @@
 //! latest [`Snapshot`] through an `ArcSwap`.
 
 use crate::catalogue::Catalogue;
+use crate::collective::{self, Collectives, ErrorsReturn, Failure, Verdict};
 use crate::config::Config;
 use crate::error::Result;
 use crate::ffi::{self, Comm, Object};
@@ -33,6 +34,17 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+/// Bytes of the run directory broadcast: `ok<TAB>path` or `err<TAB>why`.
+const RUN_DIR_MESSAGE: usize = 4096;
+
+/// The MPI routine an error names, else `default`.
+fn error_call(e: &crate::Error, default: &'static str) -> &'static str {
+    match e {
+        crate::Error::Mpi(m) => m.call,
+        _ => default,
+    }
+}
+
 /// How many live communicators and windows are tracked at once.
 pub const OBJECT_CAPACITY: usize = 1024;
 
@@ -46,16 +58,22 @@ pub trait Hooks: Send {
     /// Before `PMPI_Init` (settings read during init). `rank`/`size` come
     /// from the launcher's environment when it sets them.
     fn pre_init(&mut self, _mpit: &MpiT, _catalogue: &Catalogue, _env: &LaunchEnv) {}
-    /// Right after `PMPI_Init`, with the log open; `comm` is the tool's
-    /// private communicator (for collective agreement; every rank calls
-    /// this at the same point).
+    /// What identifies these hooks' collective behaviour (a hash of the
+    /// policy set; 0 for none): the runtime checks it is the same on every
+    /// rank before [`Hooks::init`] runs its collectives.
+    fn identity(&self) -> u64 {
+        0
+    }
+    /// Right after `PMPI_Init`, with the log open; `seq` is the sequence of
+    /// the tool's collectives on its private communicator (every rank calls
+    /// this at the same point, and must make the same calls whatever fails).
     fn init(
         &mut self,
         _mpit: &MpiT,
         _catalogue: &Catalogue,
         _info: &RunInfo,
         _log: &mut LogWriter,
-        _comm: Comm,
+        _seq: &mut Collectives,
     ) {
     }
     /// After every sample, on the helper thread.
@@ -234,6 +252,10 @@ pub struct Runtime {
     config: Config,
     mpit: MpiT,
     private: Comm,
+    /// A failure of the tool's collectives that the other ranks have not
+    /// heard of yet (an agreement that failed on this rank): told at the
+    /// next agreement, at finalize.
+    failure: Option<Failure>,
     helper: Option<std::thread::Thread>,
     done: crossbeam_channel::Receiver<HelperDone>,
 }
@@ -246,29 +268,74 @@ impl Runtime {
     /// Starts the tuner right after `PMPI_Init`: a collective over
     /// `MPI_COMM_WORLD` (every rank calls it inside MPI_Init).
     ///
-    /// Returns `Err(Disabled)` with a message when the tuner cannot run on
-    /// this rank (it has then released what it took).
+    /// Returns `Err(Disabled)` with a message (for rank 0; empty on the
+    /// others) when the tuner cannot run, on every rank alike: the ranks go
+    /// through the same sequence of the tool's collectives whatever fails
+    /// locally, and two agreements decide (see [`crate::collective`]). The
+    /// first, on `MPI_COMM_WORLD` with `MPI_ERRORS_RETURN` swapped in, says
+    /// whether MPI_T and the private communicator exist everywhere; the
+    /// second, on the private communicator, whether every rank has its run
+    /// directory, log and sampler. Each rank's log header is on disk before
+    /// the second one, so that a run directory always says who started.
     ///
-    /// `pre` is what [`PreInit::start`] returned on this rank; all ranks
-    /// first agree (one `MPI_Allreduce` on `MPI_COMM_WORLD`) that it
-    /// succeeded everywhere, so that no rank waits in a collective of the
-    /// tool that another rank skips.
+    /// `pre` is what [`PreInit::start`] returned on this rank.
     pub fn start(
         pre: std::result::Result<PreInit, String>,
     ) -> std::result::Result<Runtime, Disabled> {
         let world = ffi::comm_world().map_err(|e| Disabled(format!("no MPI_COMM_WORLD: {e}")))?;
-        let agreed = ffi::all_agree(world, pre.is_ok()).unwrap_or(false);
-        let pre = match pre {
-            Ok(pre) if agreed => pre,
-            Ok(_) => {
-                let rank = ffi::rank_size(world).map(|r| r.0).unwrap_or(0);
-                return Err(Disabled(if rank == 0 {
-                    "the tuner could not start on another rank; disabled on all ranks".into()
-                } else {
-                    String::new()
-                }));
+        // The application cannot use MPI_COMM_WORLD before MPI_Init
+        // returns: the tool's calls on it return their errors meanwhile.
+        let (guard, swap_error) = ErrorsReturn::swap_in(world);
+        let launch = LaunchEnv::from_env();
+        let (rank, size, place) = match ffi::rank_size(world) {
+            Ok((rank, size)) => (rank, size, None),
+            Err(e) => (
+                launch.rank.map_or(0, |r| r as i32),
+                launch.size.map_or(1, |s| s as i32),
+                Some(e),
+            ),
+        };
+        let mut seq = Collectives::new(world, rank);
+        if let Some(e) = swap_error {
+            seq.fail(error_call(&e, "MPI_Comm_set_errhandler"), &e);
+        }
+        if let Some(e) = place {
+            seq.fail(error_call(&e, "MPI_Comm_rank"), &e);
+        }
+        if let Err(why) = &pre {
+            seq.fail_local(format!("{why} (rank {rank})"));
+        }
+        // Policies decide collectively (their init aggregation): every rank
+        // must hold the same set, or none runs them.
+        let identity = pre.as_ref().map_or(0, |p| p.hooks.identity());
+        let same_hooks = seq.all_equal(identity as i64);
+        let private = collective::create_private(&mut seq, world);
+        let verdict = seq.agree();
+        if let Err(e) = guard.restore() {
+            crate::say!(
+                "mpit-tuner[rank {rank}]: could not restore the application's error handler on MPI_COMM_WORLD: {e}"
+            );
+        }
+        // Rank 0 says it for the job; another rank only what failed there.
+        let stop = |private: Option<Comm>, why: &collective::FailedOn| {
+            if let Some(comm) = private {
+                if let Err(e) = ffi::comm_free(comm) {
+                    crate::say!("mpit-tuner[rank {rank}]: freeing the tool's communicator: {e}");
+                }
             }
-            Err(why) => return Err(Disabled(format!("{why}; disabled on all ranks"))),
+            Err(Disabled(match (&why.mine, rank) {
+                (_, 0) => format!("the tuner could not start: {why}; it is off on all ranks"),
+                (Some(mine), _) => format!("{} (this rank)", mine.message),
+                (None, _) => String::new(),
+            }))
+        };
+        if let Verdict::Failed(why) = verdict {
+            return stop(private, &why);
+        }
+        // This rank voted yes (else the verdict was Failed everywhere), so
+        // it has MPI_T and the communicator.
+        let (Ok(pre), Some(private)) = (pre, private) else {
+            return Err(Disabled("the tuner could not start on this rank".into()));
         };
         let PreInit {
             config,
@@ -278,14 +345,11 @@ impl Runtime {
             mut hooks,
             start,
         } = pre;
-        let fail = |what: &str, e: &dyn std::fmt::Display| Disabled(format!("{what}: {e}"));
-        let private = ffi::comm_private(world)
-            .map_err(|e| fail("cannot create the tool's communicator", &e))?;
-        let (rank, size) = ffi::rank_size(private).map_err(|e| fail("MPI_Comm_rank", &e))?;
+        let mut seq = seq.moved_to(private);
 
         // The run directory: rank 0 names and creates it, everyone learns
-        // the name (or that it failed) by broadcast.
-        let mut message = Vec::new();
+        // the name (or why not) from one fixed-size broadcast.
+        let mut message = [0u8; RUN_DIR_MESSAGE];
         if rank == 0 {
             let dir = config.dir.clone().unwrap_or_else(default_run_dir);
             let text = match std::fs::create_dir_all(&dir) {
@@ -295,36 +359,36 @@ impl Runtime {
                     dir.display()
                 ),
             };
-            message = text.into_bytes();
+            if text.len() > RUN_DIR_MESSAGE {
+                let why = format!(
+                    "err\tthe run directory's path is longer than {} bytes (MPIT_TUNER_DIR)",
+                    RUN_DIR_MESSAGE - 40
+                );
+                message[..why.len()].copy_from_slice(why.as_bytes());
+            } else {
+                message[..text.len()].copy_from_slice(text.as_bytes());
+            }
         }
-        let mut len = (message.len() as u64).to_le_bytes();
-        let bcast = ffi::bcast_bytes(private, &mut len, 0).and_then(|()| {
-            message.resize(u64::from_le_bytes(len) as usize, 0);
-            ffi::bcast_bytes(private, &mut message, 0)
-        });
-        if let Err(e) = bcast {
-            let _ = ffi::comm_free(private);
-            return Err(fail("cannot agree on the run directory", &e));
-        }
-        let message = String::from_utf8_lossy(&message).into_owned();
+        let received = seq.bcast_bytes(&mut message, 0);
+        let end = message
+            .iter()
+            .position(|&b| b == 0)
+            .unwrap_or(message.len());
+        let message = String::from_utf8_lossy(&message[..end]).into_owned();
         let dir = match message.split_once('\t') {
-            Some(("ok", dir)) => PathBuf::from(dir),
-            Some((_, why)) => {
-                let _ = ffi::comm_free(private);
-                return Err(Disabled(if rank == 0 {
-                    why.to_string()
-                } else {
-                    String::new()
-                }));
+            Some(("ok", dir)) if received => Some(PathBuf::from(dir)),
+            Some(("err", why)) if rank == 0 => {
+                seq.fail_local(why.to_string());
+                None
             }
-            None => {
-                let _ = ffi::comm_free(private);
-                return Err(Disabled("cannot agree on the run directory".into()));
-            }
+            _ => None,
         };
 
         let growth = catalogue.refresh(&mpit).unwrap_or_default();
-        let library_version = mpit.library_version().unwrap_or_default();
+        let library_version = mpit.library_version().unwrap_or_else(|e| {
+            warnings.push(format!("the MPI library did not say its version: {e}"));
+            String::new()
+        });
         let info = RunInfo {
             rank,
             size,
@@ -332,34 +396,29 @@ impl Runtime {
             pid: std::process::id(),
             library: Library::from_version(&library_version),
             library_version,
-            dir: dir.clone(),
+            dir: dir.clone().unwrap_or_default(),
             start_unix: SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .map_or(0.0, |d| d.as_secs_f64()),
         };
-        let path = dir.join(log::rank_file_name(rank));
-        let opened = LogWriter::create(&path, config.flush)
-            .map_err(|e| format!("cannot write {} (MPIT_TUNER_DIR): {e}", path.display()))
-            .and_then(|log| {
-                Sampler::new(&mpit, catalogue.clone(), &config)
-                    .map(|s| (log, s))
-                    .map_err(|e| format!("cannot create a PVAR session: {e}"))
-            });
-        // Every rank must run the tuner, or none: its finalize is collective.
-        let all_ok = ffi::all_agree(private, opened.is_ok()).unwrap_or(false);
-        let (mut log, mut sampler) = match opened {
-            Ok(pair) if all_ok => pair,
-            Ok(_) => {
-                let _ = ffi::comm_free(private);
-                return Err(Disabled(if rank == 0 {
-                    "the tuner failed to start on another rank; disabled on all ranks".into()
-                } else {
-                    String::new()
-                }));
+        let mut log = match &dir {
+            Some(dir) => {
+                let path = dir.join(log::rank_file_name(rank));
+                LogWriter::create(&path, config.flush).unwrap_or_else(|e| {
+                    seq.fail_local(format!(
+                        "cannot write {} (MPIT_TUNER_DIR): {e}",
+                        path.display()
+                    ));
+                    LogWriter::discard()
+                })
             }
-            Err(why) => {
-                let _ = ffi::comm_free(private);
-                return Err(Disabled(format!("{why}; disabled on all ranks")));
+            None => LogWriter::discard(),
+        };
+        let sampler = match Sampler::new(&mpit, catalogue.clone(), &config) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                seq.fail_local(format!("cannot create a PVAR session: {e}"));
+                None
             }
         };
         let local_ranks = ["MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE"]
@@ -373,10 +432,13 @@ impl Runtime {
         // cannot be sampled (components the library unloaded) only to the log.
         for w in &warnings {
             if rank == 0 {
-                eprintln!("mpit-tuner: warning: {w}");
+                crate::say!("mpit-tuner: warning: {w}");
             }
         }
-        warnings.extend(sampler.take_warnings());
+        let mut sampler = sampler;
+        if let Some(s) = &mut sampler {
+            warnings.extend(s.take_warnings());
+        }
         log.record(&json!({
             "type": "header",
             "version": log::FORMAT_VERSION,
@@ -397,13 +459,43 @@ impl Runtime {
                 "skipped": catalogue.skipped().len(),
                 "grew_during_init": growth,
             },
-            "variables": sampler.sampled_variables(),
+            "variables": sampler.as_ref().map(Sampler::sampled_variables).unwrap_or_default(),
         }));
         for w in &warnings {
             log.record(&json!({"type": "warning", "t": 0.0, "message": w}));
         }
-        hooks.init(&mpit, &catalogue, &info, &mut log, private);
+        // Who started is on disk before anything else can go wrong.
         log.flush();
+        let verdict = seq.agree();
+        let sampler = match (verdict, sampler) {
+            (Verdict::AllOk, Some(sampler)) => sampler,
+            (verdict, _) => {
+                let why = match verdict {
+                    Verdict::Failed(why) => why,
+                    // Voted yes without a sampler: impossible (its failure
+                    // was recorded), but never a reason to crash.
+                    Verdict::AllOk => collective::FailedOn::local(rank, "no PVAR session"),
+                };
+                let message = format!("the tuner could not start: {why}; it is off on all ranks");
+                log.record(&json!({"type": "warning", "t": 0.0, "message": message}));
+                log.record(&json!({"type": "close", "t": start.elapsed().as_secs_f64(), "reason": "disabled", "samples": 0, "objects_untracked": 0, "objects_short_lived": 0}));
+                log.flush();
+                return stop(Some(private), &why);
+            }
+        };
+        // The policies' init stage has its own collectives and agreement:
+        // a failure there turns off only what it was for.
+        if !same_hooks {
+            let message = "the policy files differ across ranks (MPIT_TUNER_POLICY, or a file that did not parse everywhere): policies are off on all ranks, monitoring goes on";
+            if rank == 0 {
+                crate::say!("mpit-tuner: {message}");
+            }
+            log.record(&json!({"type": "warning", "t": 0.0, "message": message}));
+            hooks = Box::new(NoHooks);
+        }
+        hooks.init(&mpit, &catalogue, &info, &mut log, &mut seq);
+        log.flush();
+        let failure = seq.into_pending();
 
         let shared: &'static Shared = Box::leak(Box::new(Shared {
             objects: ObjectTable::new(OBJECT_CAPACITY),
@@ -427,7 +519,7 @@ impl Runtime {
                     Ok(done) => {
                         let _ = tx.send(done);
                     }
-                    Err(_) => eprintln!(
+                    Err(_) => crate::say!(
                         "mpit-tuner[rank {}]: internal error on the helper thread; the tuner stopped on this rank",
                         helper_info.rank
                     ),
@@ -438,7 +530,7 @@ impl Runtime {
         let helper = match spawned {
             Ok(handle) => Some(handle.thread().clone()),
             Err(e) => {
-                eprintln!("mpit-tuner[rank {rank}]: cannot start the helper thread: {e}");
+                crate::say!("mpit-tuner[rank {rank}]: cannot start the helper thread: {e}");
                 None
             }
         };
@@ -448,6 +540,7 @@ impl Runtime {
             config,
             mpit,
             private,
+            failure,
             helper,
             done,
         })
@@ -472,7 +565,7 @@ impl Runtime {
     /// collective over the private communicator. Returns the `MpiT` guard,
     /// which the caller drops after `PMPI_Finalize` (it calls
     /// `MPI_T_finalize` only where that is safe for this library).
-    pub fn finalize(self) -> MpiT {
+    pub fn finalize(mut self) -> MpiT {
         self.shared.stop.store(true, SeqCst);
         if let Some(helper) = &self.helper {
             helper.unpark();
@@ -502,9 +595,38 @@ impl Runtime {
             quantities.extend(d.hooks.quantities());
         }
         let (signature, description) = summary::signature(&snapshot);
-        let stats = summary::reduce(self.private, 0, &quantities, signature, &description);
+        // The summary's collectives, then one agreement: every rank uses
+        // the result, or none does.
+        let rank = self.info.rank;
+        let mut seq = Collectives::resume(self.private, rank, self.failure.take());
+        let stats = summary::reduce(&mut seq, 0, &quantities, signature, &description);
+        let verdict = seq.agree();
         let catalogue = done.as_ref().map(|d| d.sampler.catalogue().clone());
+        let mut notes = Vec::new();
+        if let Verdict::Failed(why) = &verdict {
+            let message = format!(
+                "cross-rank summary turned off on all ranks: {why}; the logs of every rank are complete"
+            );
+            if rank == 0 {
+                crate::say!("mpit-tuner: {message}");
+            }
+            notes.push(message);
+        }
+        if let Err(e) = ffi::comm_free(self.private) {
+            notes.push(format!("freeing the tool's communicator: {e}"));
+        }
+        let refused = crate::objects::free_failures();
+        if refused > 0 {
+            notes.push(format!(
+                "the library refused to stop or free {refused} PVAR handles of communicators and windows (MPI_T_pvar_stop/MPI_T_pvar_handle_free)"
+            ));
+        }
         if let Some(mut d) = done {
+            notes.extend(d.sampler.close());
+            for message in &notes {
+                d.log
+                    .record(&json!({"type": "warning", "t": snapshot.t, "message": message}));
+            }
             d.log.record(&json!({
                 "type": "close",
                 "t": snapshot.t,
@@ -514,34 +636,28 @@ impl Runtime {
                 "objects_short_lived": self.shared.objects.short_lived(),
             }));
             d.log.flush();
-            d.sampler.close();
         } else {
-            eprintln!(
+            crate::say!(
                 "mpit-tuner[rank {}]: the helper thread did not stop within {:?}; its log may end early",
                 self.info.rank, wait
             );
-        }
-        match stats {
-            Ok(Some(summary)) => {
-                let ctx = recommend::Context {
-                    library: Some(self.info.library),
-                    eager_limit: eager_limit(&self.mpit, catalogue.as_ref()),
-                    has_hcoll: catalogue.as_ref().is_some_and(|c| {
-                        c.cvars().iter().any(|v| {
-                            v.name.starts_with("coll_hcoll") || v.name == "MPIR_CVAR_ENABLE_HCOLL"
-                        })
-                    }),
-                };
-                let advice = recommend::recommend(&summary, &ctx);
-                self.write_summary(&summary, &snapshot, &report, &advice)
+            for message in &notes {
+                crate::say!("mpit-tuner[rank {rank}]: {message}");
             }
-            Ok(None) => {}
-            Err(e) => eprintln!(
-                "mpit-tuner[rank {}]: cross-rank summary failed: {e}",
-                self.info.rank
-            ),
         }
-        let _ = ffi::comm_free(self.private);
+        if let (Verdict::AllOk, Some(summary)) = (verdict, stats) {
+            let ctx = recommend::Context {
+                library: Some(self.info.library),
+                eager_limit: eager_limit(&self.mpit, catalogue.as_ref()),
+                has_hcoll: catalogue.as_ref().is_some_and(|c| {
+                    c.cvars().iter().any(|v| {
+                        v.name.starts_with("coll_hcoll") || v.name == "MPIR_CVAR_ENABLE_HCOLL"
+                    })
+                }),
+            };
+            let advice = recommend::recommend(&summary, &ctx);
+            self.write_summary(&summary, &snapshot, &report, &advice)
+        }
         self.mpit
     }
 
@@ -570,7 +686,7 @@ impl Runtime {
             .map_err(std::io::Error::other)
             .and_then(|bytes| std::fs::write(&path, bytes));
         if let Err(e) = written {
-            eprintln!("mpit-tuner: cannot write {}: {e}", path.display());
+            crate::say!("mpit-tuner: cannot write {}: {e}", path.display());
         }
         if !self.config.quiet {
             let mut text = format!(
@@ -604,7 +720,7 @@ impl Runtime {
                     r.id, r.advice, r.evidence, r.setting
                 ));
             }
-            eprint!("{text}");
+            let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), text.as_bytes());
         }
     }
 }

@@ -231,7 +231,14 @@ impl Sampler {
                                     Err(e) => {
                                         self.warnings
                                             .push(format!("cannot start `{}`: {}", info.name, e));
-                                        let _ = ffi::pvar_handle_free(api, self.session, handle);
+                                        if let Err(e) =
+                                            ffi::pvar_handle_free(api, self.session, handle)
+                                        {
+                                            self.warnings.push(format!(
+                                                "freeing the handle of `{}`: {e}",
+                                                info.name
+                                            ));
+                                        }
                                         continue;
                                     }
                                 };
@@ -316,7 +323,12 @@ impl Sampler {
                             let started =
                                 !info.continuous && ffi::pvar_start(api, session, handle).is_ok();
                             if !info.continuous && !started {
-                                let _ = ffi::pvar_handle_free(api, session, handle);
+                                if let Err(e) = ffi::pvar_handle_free(api, session, handle) {
+                                    warnings.push(format!(
+                                        "freeing the handle of `{}` on {label}: {e}",
+                                        info.name
+                                    ));
+                                }
                                 warnings.push(format!("cannot start `{}` on {label}", info.name));
                                 continue;
                             }
@@ -488,16 +500,30 @@ impl Sampler {
     }
 
     /// Stops and frees the unbound handles and the session. Bound handles
-    /// must have been freed first ([`ObjectTable::retire_all`]).
-    pub fn close(self) {
-        let Ok(api) = ffi::api() else { return };
+    /// must have been freed first ([`ObjectTable::retire_all`]). Returns
+    /// what the library refused, for the log.
+    pub fn close(self) -> Vec<String> {
+        let Ok(api) = ffi::api() else {
+            return Vec::new();
+        };
+        let mut problems = Vec::new();
         for u in &self.unbound {
             if u.started {
-                let _ = ffi::pvar_stop(api, self.session, u.handle);
+                if let Err(e) = ffi::pvar_stop(api, self.session, u.handle) {
+                    problems.push(format!("at finalize, stopping `{}`: {e}", u.info.name));
+                }
             }
-            let _ = ffi::pvar_handle_free(api, self.session, u.handle);
+            if let Err(e) = ffi::pvar_handle_free(api, self.session, u.handle) {
+                problems.push(format!(
+                    "at finalize, freeing the handle of `{}`: {e}",
+                    u.info.name
+                ));
+            }
         }
-        let _ = ffi::pvar_session_free(api, self.session);
+        if let Err(e) = ffi::pvar_session_free(api, self.session) {
+            problems.push(format!("at finalize, freeing the PVAR session: {e}"));
+        }
+        problems
     }
 }
 

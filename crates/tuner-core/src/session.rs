@@ -90,12 +90,19 @@ impl MpiT {
     /// Whether `MPI_T_finalize` can be called now without crashing this
     /// library: Open MPI 4.1 segfaults when it comes after `MPI_Finalize`
     /// (ompi issue 11485), MPICH up to 5.0.1 when it comes between
-    /// `MPI_Init` and `MPI_Finalize` (mpich issue 7954).
+    /// `MPI_Init` and `MPI_Finalize` (mpich issue 7954). MPICH 4.0.2 also
+    /// segfaults in a later `MPI_Init` when MPI_T was initialised and
+    /// finalised before it (found by the fault-injection tests: a catalogue
+    /// that failed to load), so the MPICH family finalises MPI_T only after
+    /// `MPI_Finalize`.
     pub fn finalize_is_safe_now(&self) -> bool {
-        let (initialized, finalized) = (self.mpi_initialized(), self.mpi_finalized());
+        let finalized = self.mpi_finalized();
         match self.library() {
             Library::OpenMpi => !finalized,
-            _ => !initialized || finalized,
+            // Which crash to avoid depends on the library: when it could
+            // not be told (MPI_Get_library_version failed), skip the call.
+            Library::Unknown => false,
+            _ => finalized,
         }
     }
 }
@@ -104,8 +111,11 @@ impl Drop for MpiT {
     fn drop(&mut self) {
         if self.finalize_on_drop && self.finalize_is_safe_now() {
             if let Ok(api) = ffi::api() {
-                // An error here has nowhere to go and changes nothing.
-                let _ = ffi::t_finalize(api);
+                // The log is closed by now: the rank's standard error is
+                // the one place left to say it (it changes nothing else).
+                if let Err(e) = ffi::t_finalize(api) {
+                    crate::say!("mpit-tuner: {e}");
+                }
             }
         }
     }
@@ -118,7 +128,14 @@ pub(crate) fn library_of_process() -> Library {
         ffi::api()
             .and_then(ffi::library_version)
             .map(|v| Library::from_version(&v))
-            .unwrap_or(Library::Unknown)
+            .unwrap_or_else(|_| {
+                // A build against Open MPI's header runs only under Open MPI.
+                if mpit_sys::BUILD_FLAVOR == "openmpi" {
+                    Library::OpenMpi
+                } else {
+                    Library::Unknown
+                }
+            })
     })
 }
 

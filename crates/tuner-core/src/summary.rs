@@ -4,11 +4,15 @@
 //!
 //! Rank 0 broadcasts the list of summarised quantities (its own); every rank
 //! contributes its value of each (or nothing, if it has none); reductions
-//! give the sum, the sum of squares, the count, and MINLOC/MAXLOC with the
-//! ranks that held them (as LLNL's Gyan does).
+//! give the sum, the sum of squares, the count, and the minimum and maximum
+//! with the ranks that held them (two reductions of basic types instead of
+//! MINLOC/MAXLOC, which some MVAPICH2 builds reject).
+//!
+//! Every call goes through a [`Collectives`] sequence: a failing call is
+//! recorded and the rank goes on, so that the caller's agreement decides,
+//! on every rank alike, whether the summary is used.
 
-use crate::error::Result;
-use crate::ffi::{self, Comm, DoubleInt};
+use crate::collective::{Collectives, ReduceOp};
 use crate::sampler::Snapshot;
 use serde::{Deserialize, Serialize};
 
@@ -97,17 +101,19 @@ pub fn local_quantities(snapshot: &Snapshot) -> Vec<(String, &'static str, f64)>
 }
 
 /// Computes the statistics and the classes; every rank must call this with
-/// the same communicator. Only `root` gets the result (`None` elsewhere).
-/// `signature` and `description` characterise this rank's behaviour.
+/// a sequence over the same communicator. Only `root` gets the result
+/// (`None` elsewhere), and only the caller's agreement after it says
+/// whether every rank's calls succeeded. `signature` and `description`
+/// characterise this rank's behaviour.
 pub fn reduce(
-    comm: Comm,
+    seq: &mut Collectives,
     root: i32,
     local: &[(String, &'static str, f64)],
     signature: u64,
     description: &str,
-) -> Result<Option<Summary>> {
-    let variables = reduce_variables(comm, root, local)?;
-    let classes = classes(comm, root, signature, description)?;
+) -> Option<Summary> {
+    let variables = reduce_variables(seq, root, local);
+    let classes = classes(seq, root, signature, description);
     // Size histograms: every family, every bucket, summed onto the root.
     let families = crate::toolmetrics::snapshot();
     let mine: Vec<f64> = families
@@ -115,7 +121,7 @@ pub fn reduce(
         .flat_map(|f| f.hist.iter().map(|&n| n as f64))
         .collect();
     let mut all = vec![0.0; mine.len()];
-    ffi::reduce_sum(comm, &mine, &mut all, root)?;
+    seq.reduce_sum(&mine, &mut all, root);
     let size_histograms = families
         .iter()
         .enumerate()
@@ -130,21 +136,33 @@ pub fn reduce(
                 .then(|| (f.family.name().to_string(), h))
         })
         .collect();
-    Ok(variables.map(|variables| Summary {
+    variables.map(|variables| Summary {
         variables,
         classes,
         size_histograms,
-    }))
+    })
+}
+
+/// Broadcasts a byte string of any length from `root` (its length first).
+/// The length is capped, so that a failed broadcast can never make a rank
+/// allocate without bound.
+fn bcast_text(seq: &mut Collectives, mut text: Vec<u8>, root: i32) -> Vec<u8> {
+    const MAX: u64 = 64 << 20;
+    let mut len = (text.len() as u64).to_le_bytes();
+    seq.bcast_bytes(&mut len, root);
+    text.resize(u64::from_le_bytes(len).min(MAX) as usize, 0);
+    seq.bcast_bytes(&mut text, root);
+    text
 }
 
 fn reduce_variables(
-    comm: Comm,
+    seq: &mut Collectives,
     root: i32,
     local: &[(String, &'static str, f64)],
-) -> Result<Option<Vec<VariableStats>>> {
-    let (rank, _) = ffi::rank_size(comm)?;
+) -> Option<Vec<VariableStats>> {
+    let rank = seq.rank();
     // The list of quantities: root's, as "name\tkind\n" lines.
-    let mut names: Vec<u8> = if rank == root {
+    let names: Vec<u8> = if rank == root {
         local
             .iter()
             .flat_map(|(n, k, _)| format!("{n}\t{k}\n").into_bytes())
@@ -152,15 +170,12 @@ fn reduce_variables(
     } else {
         Vec::new()
     };
-    let mut len = (names.len() as u64).to_le_bytes();
-    ffi::bcast_bytes(comm, &mut len, root)?;
-    names.resize(u64::from_le_bytes(len) as usize, 0);
-    ffi::bcast_bytes(comm, &mut names, root)?;
+    let names = bcast_text(seq, names, root);
     let text = String::from_utf8_lossy(&names).into_owned();
     let keys: Vec<(&str, &str)> = text.lines().filter_map(|l| l.split_once('\t')).collect();
     let n = keys.len();
     if n == 0 {
-        return Ok((rank == root).then(Vec::new));
+        return (rank == root).then(Vec::new);
     }
     // This rank's values in root's order (NaN = not present here).
     let mine: std::collections::HashMap<&str, f64> =
@@ -177,39 +192,21 @@ fn reduce_variables(
         send.push(if present { 1.0 } else { 0.0 });
     }
     let mut sums = vec![0.0; 3 * n];
-    ffi::reduce_sum(comm, &send, &mut sums, root)?;
-    let pairs = |fill: f64| -> Vec<DoubleInt> {
-        values
-            .iter()
-            .map(|v| DoubleInt {
-                value: if v.is_finite() { *v } else { fill },
-                rank,
-            })
-            .collect()
-    };
-    let mut mins = vec![DoubleInt::default(); n];
-    let mut maxs = vec![DoubleInt::default(); n];
-    ffi::reduce_loc(comm, &pairs(f64::INFINITY), &mut mins, false, root)?;
-    ffi::reduce_loc(comm, &pairs(f64::NEG_INFINITY), &mut maxs, true, root)?;
-    // The histogram across ranks: everyone learns the range, bins its own
-    // value, and the counts are summed.
-    let mut range: Vec<u8> = mins
-        .iter()
-        .chain(&maxs)
-        .flat_map(|p| p.value.to_le_bytes())
-        .collect();
-    ffi::bcast_bytes(comm, &mut range, root)?;
-    let bound = |i: usize| f64::from_le_bytes(range[8 * i..8 * i + 8].try_into().unwrap_or([0; 8]));
+    seq.reduce_sum(&send, &mut sums, root);
+    // Minimum and maximum with their ranks, known to every rank, which
+    // then bins its own value for the histogram across ranks.
+    let present: Vec<Option<f64>> = values.iter().map(|v| v.is_finite().then_some(*v)).collect();
+    let extremes = seq.min_max_with_ranks(&present);
     let mut bins = vec![0.0; n * HISTOGRAM_BINS];
     for (i, v) in values.iter().enumerate() {
-        if v.is_finite() {
-            bins[i * HISTOGRAM_BINS + bin(*v, bound(i), bound(n + i))] = 1.0;
+        if let (true, Some(Some(e))) = (v.is_finite(), extremes.get(i)) {
+            bins[i * HISTOGRAM_BINS + bin(*v, e.min, e.max)] = 1.0;
         }
     }
     let mut hist = vec![0.0; n * HISTOGRAM_BINS];
-    ffi::reduce_sum(comm, &bins, &mut hist, root)?;
+    seq.reduce_sum(&bins, &mut hist, root);
     if rank != root {
-        return Ok(None);
+        return None;
     }
     let stats = keys
         .iter()
@@ -222,14 +219,15 @@ fn reduce_variables(
             } else {
                 f64::NAN
             };
+            let e = extremes.get(i).copied().flatten();
             VariableStats {
                 name: name.to_string(),
                 kind: kind.to_string(),
                 ranks: count as u32,
-                min: mins[i].value,
-                min_rank: mins[i].rank,
-                max: maxs[i].value,
-                max_rank: maxs[i].rank,
+                min: e.map_or(f64::INFINITY, |e| e.min),
+                min_rank: e.map_or(-1, |e| e.min_rank),
+                max: e.map_or(f64::NEG_INFINITY, |e| e.max),
+                max_rank: e.map_or(-1, |e| e.max_rank),
                 mean,
                 stddev: var.sqrt(),
                 histogram: hist[i * HISTOGRAM_BINS..(i + 1) * HISTOGRAM_BINS]
@@ -239,7 +237,7 @@ fn reduce_variables(
             }
         })
         .collect();
-    Ok(Some(stats))
+    Some(stats)
 }
 
 /// The bin of `v` among [`HISTOGRAM_BINS`] equal bins from `lo` to `hi`.
@@ -252,9 +250,9 @@ fn bin(v: f64, lo: f64, hi: f64) -> usize {
 
 /// Finds the classes of ranks with equal signatures, lowest signature
 /// first: a few reductions of scalars per class, O(log P) each.
-fn classes(comm: Comm, root: i32, signature: u64, description: &str) -> Result<Vec<RankClass>> {
+fn classes(seq: &mut Collectives, root: i32, signature: u64, description: &str) -> Vec<RankClass> {
     const NONE: i64 = i64::MAX;
-    let (rank, _) = ffi::rank_size(comm)?;
+    let rank = seq.rank();
     let me = i64::from(rank);
     // Signatures are kept below 2^62 so that NONE is never one.
     let signature = (signature >> 2) as i64;
@@ -262,38 +260,35 @@ fn classes(comm: Comm, root: i32, signature: u64, description: &str) -> Result<V
     let mut out = Vec::new();
     for _ in 0..MAX_CLASSES {
         let mut next = [0i64];
-        ffi::allreduce_i64(
-            comm,
+        seq.allreduce_i64(
             &[if assigned { NONE } else { signature }],
             &mut next,
-            "min",
-        )?;
+            ReduceOp::Min,
+        );
         if next[0] == NONE {
             break;
         }
         let member = !assigned && signature == next[0];
         // Lowest rank, highest rank (as -rank, so one MIN does both).
         let mut stats = [0i64; 2];
-        ffi::allreduce_i64(
-            comm,
+        seq.allreduce_i64(
             &[
                 if member { me } else { NONE },
                 if member { -me } else { NONE },
             ],
             &mut stats,
-            "min",
-        )?;
+            ReduceOp::Min,
+        );
         let mut count = [0i64];
-        ffi::allreduce_i64(comm, &[i64::from(member)], &mut count, "sum")?;
+        seq.allreduce_i64(&[i64::from(member)], &mut count, ReduceOp::Sum);
         let (lo, hi, count) = (stats[0], -stats[1], count[0].max(1));
         // The second lowest member gives the stride of a regular pattern.
         let mut second = [0i64];
-        ffi::allreduce_i64(
-            comm,
+        seq.allreduce_i64(
             &[if member && me > lo { me } else { NONE }],
             &mut second,
-            "min",
-        )?;
+            ReduceOp::Min,
+        );
         // Every rank goes through the same collectives whatever the
         // values: the arithmetic between them must never panic.
         let stride = if count > 1 {
@@ -302,24 +297,20 @@ fn classes(comm: Comm, root: i32, signature: u64, description: &str) -> Result<V
             1
         };
         let mut off = [0i64];
-        ffi::allreduce_i64(
-            comm,
+        seq.allreduce_i64(
             &[i64::from(member && me.saturating_sub(lo) % stride != 0)],
             &mut off,
-            "max",
-        )?;
+            ReduceOp::Max,
+        );
         let regular = off[0] == 0 && hi >= lo && count == (hi - lo) / stride + 1;
         // The lowest member describes the class to the root.
-        let mut text = if me == lo {
-            description.as_bytes().to_vec()
+        let text = if me == lo {
+            description.as_bytes()[..description.len().min(1 << 16)].to_vec()
         } else {
             Vec::new()
         };
-        let mut len = (text.len() as u64).to_le_bytes();
         let describer = i32::try_from(lo).unwrap_or(0);
-        ffi::bcast_bytes(comm, &mut len, describer)?;
-        text.resize(u64::from_le_bytes(len).min(1 << 16) as usize, 0);
-        ffi::bcast_bytes(comm, &mut text, describer)?;
+        let text = bcast_text(seq, text, describer);
         if rank == root {
             let (ranks, members) = if regular {
                 let members: Vec<u32> = (0..count)
@@ -344,7 +335,7 @@ fn classes(comm: Comm, root: i32, signature: u64, description: &str) -> Result<V
         assigned |= member;
     }
     let mut left = [0i64];
-    ffi::allreduce_i64(comm, &[i64::from(!assigned)], &mut left, "sum")?;
+    seq.allreduce_i64(&[i64::from(!assigned)], &mut left, ReduceOp::Sum);
     if rank == root && left[0] > 0 {
         out.push(RankClass {
             count: left[0] as u32,
@@ -353,7 +344,7 @@ fn classes(comm: Comm, root: i32, signature: u64, description: &str) -> Result<V
             signature: format!("more than {MAX_CLASSES} classes: the rest"),
         });
     }
-    Ok(out)
+    out
 }
 
 /// A rank's behaviour signature from its tool metrics: calls and bytes per

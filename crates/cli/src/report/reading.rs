@@ -85,7 +85,7 @@ impl ProblemKind {
                 "logs whose last line is cut short (job killed while writing?)"
             }
             ProblemKind::NoClose => {
-                "logs that end without a close record (job killed or aborted before MPI_Finalize?)"
+                "ranks that started and never finished: the log has its header but no close record (job killed or aborted before MPI_Finalize?)"
             }
             ProblemKind::Summary => "summary.json",
         }
@@ -899,7 +899,7 @@ pub fn read_rank(
         problem(
             ProblemKind::NoClose,
             format!(
-                "ends at line {n} (t = {:.2} s, {} samples) without a close record ({why})",
+                "started and never finished: ends at line {n} (t = {:.2} s, {} samples) without a close record ({why})",
                 log.last_t, log.samples
             ),
         );

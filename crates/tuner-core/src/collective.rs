@@ -1,0 +1,544 @@
+//! The tool's own collective MPI calls, made so that they can never end or
+//! hang the job.
+//!
+//! Every collective of the tool (the agreement at init, the private
+//! communicator, the run directory broadcast, the aggregation of disabled
+//! policies, the cross-rank summary) goes through a [`Collectives`]
+//! sequence:
+//!
+//! - the communicator's error handler returns (`MPI_ERRORS_RETURN`: set on
+//!   the private communicator for good, swapped in on `MPI_COMM_WORLD` for
+//!   the few calls made there inside `MPI_Init`, see [`ErrorsReturn`]), so
+//!   a failing call returns its code instead of aborting;
+//! - every return code is checked; the first failure of a rank is kept, and
+//!   the rank still makes every later call of the sequence, with its own
+//!   contribution as it is, so that no other rank waits in a call this rank
+//!   skipped;
+//! - [`Collectives::agree`] ends a stage: one `MPI_Allreduce` of `MPI_MIN`
+//!   over a few integers tells every rank whether all succeeded, and if not,
+//!   which ranks failed and in which call. Every rank then turns the same
+//!   feature off at the same point.
+//!
+//! If the agreement itself fails on a rank, that rank cannot know what the
+//! others decided. It goes on as if they went on (it voted yes only if it
+//! had no failure), and keeps the failure, so that its "no" reaches every
+//! rank at the next agreement. Only basic datatypes and operations are used
+//! (no pair types, no MINLOC/MAXLOC: MVAPICH2 2.3.7 rejects them in builds
+//! without Fortran).
+
+use crate::error::{Error, Result};
+pub use crate::ffi::ReduceOp;
+use crate::ffi::{self, Comm};
+
+/// The MPI calls a failure can be reported for, by number (the agreement
+/// reduces the number, so it must be the same table on every rank).
+const CALLS: &[&str] = &[
+    "MPI_Comm_rank",
+    "MPI_Comm_size",
+    "MPI_Comm_group",
+    "MPI_Group_free",
+    "MPI_Comm_create_group",
+    "MPI_Comm_get_errhandler",
+    "MPI_Comm_set_errhandler",
+    "MPI_Errhandler_free",
+    "MPI_Bcast",
+    "MPI_Reduce",
+    "MPI_Allreduce",
+    "MPI_Comm_free",
+];
+
+/// A failure of the tool on this rank, not an MPI call's (a log that cannot
+/// be opened, MPI_T unavailable): reported under this name.
+const LOCAL: &str = "the tuner's start on that rank";
+
+/// One rank's failure in a sequence.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Failure {
+    /// The MPI routine (`"MPI_Reduce"`), or what failed locally.
+    pub call: String,
+    /// The library's error class, when an MPI routine returned a code.
+    pub class: Option<i32>,
+    /// What happened, for this rank's log.
+    pub message: String,
+}
+
+impl Failure {
+    fn from_error(call: &str, e: &Error) -> Failure {
+        let class = match e {
+            Error::Mpi(m) => ffi::error_class(m.code),
+            _ => None,
+        };
+        Failure {
+            call: call.to_string(),
+            class,
+            message: e.to_string(),
+        }
+    }
+}
+
+/// What an agreement found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    /// Every rank succeeded (or this rank could not learn otherwise: the
+    /// agreement itself failed here, see the module documentation).
+    AllOk,
+    /// Some ranks failed: the same verdict on every rank.
+    Failed(FailedOn),
+}
+
+/// The ranks that failed and how, as every rank learns it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FailedOn {
+    /// Lowest and highest failing rank.
+    pub ranks: (i32, i32),
+    /// The failing call: of the calls that failed anywhere, the one listed
+    /// first in the tool's table (or a local failure).
+    pub call: String,
+    /// The smallest error class among the failing ranks, with the
+    /// library's text for it.
+    pub class: Option<(i32, String)>,
+    /// This rank's own failure, if it failed.
+    pub mine: Option<Failure>,
+}
+
+impl FailedOn {
+    /// This rank's own failure, not agreed with anyone.
+    pub fn local(rank: i32, message: &str) -> FailedOn {
+        FailedOn {
+            ranks: (rank, rank),
+            call: LOCAL.to_string(),
+            class: None,
+            mine: Some(Failure {
+                call: LOCAL.to_string(),
+                class: None,
+                message: message.to_string(),
+            }),
+        }
+    }
+}
+
+impl std::fmt::Display for FailedOn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (lo, hi) = self.ranks;
+        let ranks = if lo == hi {
+            format!("rank {lo}")
+        } else {
+            format!("ranks {lo}-{hi}")
+        };
+        match &self.mine {
+            Some(m) => write!(f, "{} (failed on {ranks})", m.message)?,
+            None if self.call == LOCAL => write!(
+                f,
+                "it could not start on {ranks} (their standard error says why)"
+            )?,
+            None => write!(f, "{} failed on {ranks}", self.call)?,
+        }
+        if let Some((_, text)) = &self.class {
+            if self.mine.is_none() {
+                write!(f, ": {text}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A sequence of the tool's collectives over one communicator, which every
+/// rank of it goes through in the same order (see the module docs).
+#[derive(Debug)]
+pub struct Collectives {
+    comm: Comm,
+    rank: i32,
+    failure: Option<Failure>,
+}
+
+impl Collectives {
+    /// A sequence over `comm`, on which this process has rank `rank` (for
+    /// messages). The communicator's error handler must return: the
+    /// tool's private communicator, or one inside an [`ErrorsReturn`].
+    pub fn new(comm: Comm, rank: i32) -> Collectives {
+        Collectives {
+            comm,
+            rank,
+            failure: None,
+        }
+    }
+
+    /// A sequence over `comm` that carries the failure `pending` (one that
+    /// no agreement has told the other ranks yet).
+    pub fn resume(comm: Comm, rank: i32, pending: Option<Failure>) -> Collectives {
+        Collectives {
+            comm,
+            rank,
+            failure: pending,
+        }
+    }
+
+    /// The same sequence, continued on another communicator with the same
+    /// ranks (the private one, after the first agreement on
+    /// `MPI_COMM_WORLD`).
+    pub fn moved_to(self, comm: Comm) -> Collectives {
+        Collectives { comm, ..self }
+    }
+
+    /// Ends the sequence, returning a failure not yet agreed on.
+    pub fn into_pending(self) -> Option<Failure> {
+        self.failure
+    }
+
+    /// The communicator.
+    pub fn comm(&self) -> Comm {
+        self.comm
+    }
+
+    /// This rank in it.
+    pub fn rank(&self) -> i32 {
+        self.rank
+    }
+
+    /// Whether this rank has a failure not yet agreed on.
+    pub fn failed(&self) -> bool {
+        self.failure.is_some()
+    }
+
+    /// Records a failure of this rank (the first one is kept); the rank
+    /// goes on with the sequence.
+    pub fn fail(&mut self, call: &str, e: &Error) {
+        if self.failure.is_none() {
+            self.failure = Some(Failure::from_error(call, e));
+        }
+    }
+
+    /// Records a failure that is not an MPI call's (the rank goes on).
+    pub fn fail_local(&mut self, message: impl Into<String>) {
+        if self.failure.is_none() {
+            self.failure = Some(Failure {
+                call: LOCAL.to_string(),
+                class: None,
+                message: message.into(),
+            });
+        }
+    }
+
+    /// Keeps the error of a step, if any, and returns its value.
+    pub fn step<T>(&mut self, call: &str, r: Result<T>) -> Option<T> {
+        match r {
+            Ok(v) => Some(v),
+            Err(e) => {
+                self.fail(call, &e);
+                None
+            }
+        }
+    }
+
+    /// `MPI_Bcast` of bytes from `root`; whether this call succeeded.
+    pub fn bcast_bytes(&mut self, buf: &mut [u8], root: i32) -> bool {
+        let r = ffi::bcast_bytes(self.comm, buf, root);
+        self.step("MPI_Bcast", r).is_some()
+    }
+
+    /// Element-wise `MPI_SUM` of doubles onto `root`.
+    pub fn reduce_sum(&mut self, send: &[f64], recv: &mut [f64], root: i32) {
+        let r = ffi::reduce_sum(self.comm, send, recv, root);
+        self.step("MPI_Reduce", r);
+    }
+
+    /// Element-wise reduction of `i64`s to every rank.
+    pub fn allreduce_i64(&mut self, send: &[i64], recv: &mut [i64], op: ReduceOp) {
+        let r = ffi::allreduce_i64(self.comm, send, recv, op);
+        self.step("MPI_Allreduce", r);
+    }
+
+    /// Whether `x` is the same on every rank (one reduction). After a
+    /// failed call the answer is yes: the agreement that must follow fails.
+    pub fn all_equal(&mut self, x: i64) -> bool {
+        let mut ends = [0i64; 2];
+        self.allreduce_i64(&[x, !x], &mut ends, ReduceOp::Min);
+        self.failed() || ends[0] == !ends[1]
+    }
+
+    /// Element-wise minimum and maximum of doubles to every rank, with the
+    /// lowest rank holding each: two reductions of basic types (the values'
+    /// minimum and the negated maximum in one `MPI_MIN`, then the lowest
+    /// rank among those that hold them). Ranks contribute `None` for a
+    /// value they do not have; where no rank has it, the result is `None`.
+    pub fn min_max_with_ranks(&mut self, values: &[Option<f64>]) -> Vec<Option<Extremes>> {
+        let n = values.len();
+        if n == 0 {
+            return Vec::new();
+        }
+        // f64 values as totally ordered i64 keys, so that one integer
+        // MPI_MIN does both ends exactly and NaN never takes part.
+        let send: Vec<i64> = values
+            .iter()
+            .map(|v| v.filter(|x| !x.is_nan()).map_or(i64::MAX, order_key))
+            .chain(values.iter().map(|v| {
+                v.filter(|x| !x.is_nan())
+                    .map_or(i64::MAX, |x| neg_key(order_key(x)))
+            }))
+            .collect();
+        let mut ends = vec![0i64; 2 * n];
+        self.allreduce_i64(&send, &mut ends, ReduceOp::Min);
+        let me = i64::from(self.rank);
+        let send: Vec<i64> = (0..n)
+            .flat_map(|i| {
+                let mine = values[i].filter(|x| !x.is_nan()).map(order_key);
+                let holds = |k: i64| mine == Some(k);
+                [
+                    if holds(ends[i]) { me } else { i64::MAX },
+                    if holds(neg_key(ends[n + i])) {
+                        me
+                    } else {
+                        i64::MAX
+                    },
+                ]
+            })
+            .collect();
+        let mut ranks = vec![0i64; 2 * n];
+        self.allreduce_i64(&send, &mut ranks, ReduceOp::Min);
+        (0..n)
+            .map(|i| {
+                (ends[i] != i64::MAX).then(|| Extremes {
+                    min: from_order_key(ends[i]),
+                    min_rank: i32::try_from(ranks[2 * i]).unwrap_or(-1),
+                    max: from_order_key(neg_key(ends[n + i])),
+                    max_rank: i32::try_from(ranks[2 * i + 1]).unwrap_or(-1),
+                })
+            })
+            .collect()
+    }
+
+    /// Ends a stage: every rank learns whether every rank's calls since the
+    /// last agreement succeeded. A failure all ranks agreed on is cleared
+    /// (every rank knows it); a failure of the agreement itself is kept for
+    /// the next one.
+    pub fn agree(&mut self) -> Verdict {
+        const NONE: i64 = i64::MAX;
+        let mine = self.failure.as_ref();
+        let call_id = mine.map(|f| {
+            CALLS
+                .iter()
+                .position(|c| *c == f.call)
+                .unwrap_or(CALLS.len())
+        });
+        let send = [
+            mine.map_or(NONE, |_| i64::from(self.rank)),
+            mine.map_or(NONE, |_| -i64::from(self.rank)),
+            call_id.map_or(NONE, |c| c as i64),
+            mine.and_then(|f| f.class).map_or(NONE, i64::from),
+        ];
+        let mut recv = [0i64; 4];
+        match ffi::allreduce_i64(self.comm, &send, &mut recv, ReduceOp::Min) {
+            Ok(()) => {}
+            Err(e) => {
+                // What the others decided is unknown here: go on as they
+                // most likely do, and tell them at the next agreement.
+                // A rank that voted "no" stops: the others saw its vote, if
+                // the call got anywhere.
+                return if mine.is_some() {
+                    Verdict::Failed(FailedOn {
+                        ranks: (self.rank, self.rank),
+                        call: "MPI_Allreduce".into(),
+                        class: None,
+                        mine: self.failure.take(),
+                    })
+                } else {
+                    self.fail("MPI_Allreduce", &e);
+                    Verdict::AllOk
+                };
+            }
+        }
+        if recv[0] == NONE {
+            return Verdict::AllOk;
+        }
+        let call = usize::try_from(recv[2])
+            .ok()
+            .and_then(|i| CALLS.get(i))
+            .map_or(LOCAL, |c| *c)
+            .to_string();
+        let class = (recv[3] != NONE)
+            .then(|| i32::try_from(recv[3]).ok())
+            .flatten()
+            .map(|c| {
+                (
+                    c,
+                    ffi::error_string(c).unwrap_or_else(|| format!("error class {c}")),
+                )
+            });
+        Verdict::Failed(FailedOn {
+            ranks: (
+                i32::try_from(recv[0]).unwrap_or(-1),
+                i32::try_from(-recv[1]).unwrap_or(-1),
+            ),
+            call,
+            class,
+            mine: self.failure.take(),
+        })
+    }
+}
+
+/// The minimum and maximum of a value across ranks, with the lowest rank
+/// that holds each.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Extremes {
+    /// Smallest value.
+    pub min: f64,
+    /// Lowest rank holding it.
+    pub min_rank: i32,
+    /// Largest value.
+    pub max: f64,
+    /// Lowest rank holding it.
+    pub max_rank: i32,
+}
+
+/// An `i64` whose order is the order of the doubles (IEEE 754 total order;
+/// NaN excluded by the callers).
+fn order_key(x: f64) -> i64 {
+    let bits = x.to_bits() as i64;
+    if bits < 0 {
+        bits ^ i64::MAX
+    } else {
+        bits
+    }
+}
+
+fn from_order_key(k: i64) -> f64 {
+    let bits = if k < 0 { k ^ i64::MAX } else { k };
+    f64::from_bits(bits as u64)
+}
+
+/// The key that orders like the negated value (so that a maximum comes out
+/// of `MPI_MIN`); never `i64::MAX`, the "absent" marker.
+fn neg_key(k: i64) -> i64 {
+    // order_key maps doubles into [i64::MIN + 1, i64::MAX - 0x000f_ffff_ffff_ffff]
+    // and back; bitwise not is an order-reversing involution on i64.
+    !k
+}
+
+/// `MPI_ERRORS_RETURN` on a communicator the tool shares with the
+/// application (`MPI_COMM_WORLD` inside `MPI_Init`), for the life of the
+/// guard; the application's handler is put back when it is dropped.
+#[derive(Debug)]
+pub struct ErrorsReturn {
+    comm: Comm,
+    old: Option<ffi::Errhandler>,
+}
+
+impl ErrorsReturn {
+    /// Swaps the handler in. If that fails, the error comes back with the
+    /// guard: the communicator keeps its handler and calls on it may still
+    /// end the job, so the caller must vote "no" at the next agreement.
+    pub fn swap_in(comm: Comm) -> (ErrorsReturn, Option<Error>) {
+        match ffi::swap_in_errors_return(comm) {
+            Ok(old) => (
+                ErrorsReturn {
+                    comm,
+                    old: Some(old),
+                },
+                None,
+            ),
+            Err(e) => (ErrorsReturn { comm, old: None }, Some(e)),
+        }
+    }
+
+    /// Puts the application's handler back now; an error doing so is
+    /// returned (and the guard does nothing more when dropped).
+    pub fn restore(mut self) -> Result<()> {
+        match self.old.take() {
+            Some(old) => ffi::restore_errhandler(self.comm, old),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for ErrorsReturn {
+    fn drop(&mut self) {
+        if let Some(old) = self.old.take() {
+            if let Err(e) = ffi::restore_errhandler(self.comm, old) {
+                // Nowhere to log from a drop: the standard error of this
+                // rank names it (rare: a library refusing its own handler).
+                crate::say!("mpit-tuner: could not restore the application's error handler: {e}");
+            }
+        }
+    }
+}
+
+/// Creates the tool's private communicator over all processes of `parent`
+/// (see [`ffi::comm_private`]) with `MPI_ERRORS_RETURN`, as one step of
+/// `seq` (which must run on `parent`).
+pub fn create_private(seq: &mut Collectives, parent: Comm) -> Option<Comm> {
+    let comm = match ffi::comm_private(parent) {
+        Ok(c) => c,
+        Err(e) => {
+            let call = match &e {
+                Error::Mpi(m) => m.call,
+                _ => "MPI_Comm_create_group",
+            };
+            seq.fail(call, &e);
+            return None;
+        }
+    };
+    if let Err(e) = ffi::set_errors_return(comm) {
+        seq.fail("MPI_Comm_set_errhandler", &e);
+    }
+    Some(comm)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn order_keys_order_like_the_doubles() {
+        let xs = [
+            f64::NEG_INFINITY,
+            -1e300,
+            -2.5,
+            -0.0,
+            0.0,
+            1e-300,
+            3.0,
+            1e300,
+            f64::INFINITY,
+        ];
+        for w in xs.windows(2) {
+            assert!(order_key(w[0]) <= order_key(w[1]), "{w:?}");
+            assert!(
+                neg_key(order_key(w[0])) >= neg_key(order_key(w[1])),
+                "{w:?}"
+            );
+        }
+        for x in xs {
+            assert_eq!(from_order_key(order_key(x)).to_bits(), x.to_bits());
+            assert_eq!(neg_key(neg_key(order_key(x))), order_key(x));
+            assert_ne!(order_key(x), i64::MAX);
+            assert_ne!(neg_key(order_key(x)), i64::MAX);
+        }
+    }
+
+    #[test]
+    fn failures_read_well() {
+        let f = FailedOn {
+            ranks: (0, 3),
+            call: "MPI_Reduce".into(),
+            class: Some((7, "Invalid MPI_Op".into())),
+            mine: None,
+        };
+        assert_eq!(
+            f.to_string(),
+            "MPI_Reduce failed on ranks 0-3: Invalid MPI_Op"
+        );
+        let f = FailedOn {
+            ranks: (2, 2),
+            mine: Some(Failure {
+                call: "MPI_Bcast".into(),
+                class: None,
+                message: "MPI_Bcast failed with MPI_ERR_OTHER".into(),
+            }),
+            ..f
+        };
+        assert_eq!(
+            f.to_string(),
+            "MPI_Bcast failed with MPI_ERR_OTHER (failed on rank 2)"
+        );
+    }
+}
