@@ -422,7 +422,7 @@ fn damaged_run_reports_what_is_missing() {
             &format!("rank-00003.jsonl: line {} is cut short", keep + 1),
             "rank-00003.jsonl: ends at line",
             "without a close record (job killed?)",
-            "rank-00003.jsonl: started and never finished",
+            "without a close record (job killed?): started and never finished",
             "summary.json: missing",
             "ranks     4 (3 of 4 logs read; 3 rank files)",
             "Recomputed from the last sample of each log",

@@ -899,7 +899,7 @@ pub fn read_rank(
         problem(
             ProblemKind::NoClose,
             format!(
-                "started and never finished: ends at line {n} (t = {:.2} s, {} samples) without a close record ({why})",
+                "ends at line {n} (t = {:.2} s, {} samples) without a close record ({why}): started and never finished",
                 log.last_t, log.samples
             ),
         );
