@@ -126,6 +126,8 @@ pub struct Sampler {
     reaped: Vec<(u64, Object)>,
     /// The interposer's own counters (`tool.*`), for families with calls.
     tool: BTreeMap<String, (PvarClass, Metric)>,
+    /// Variables whose read failed and was reported.
+    read_failures: HashSet<String>,
 }
 
 impl Sampler {
@@ -145,6 +147,7 @@ impl Sampler {
             buf: vec![0; 64],
             reaped: Vec::new(),
             tool: BTreeMap::new(),
+            read_failures: HashSet::new(),
         };
         sampler.adopt_new_variables(config);
         Ok(sampler)
@@ -366,6 +369,7 @@ impl Sampler {
     pub fn sample(&mut self, table: &ObjectTable, time: f64) {
         let reader = &self.reader;
         let mut values = Vec::new();
+        let mut failed = Vec::new();
         for u in &mut self.unbound {
             if read(
                 reader,
@@ -375,6 +379,7 @@ impl Sampler {
                 u.count,
                 &mut self.buf,
                 &mut values,
+                &mut failed,
             ) {
                 u.metric.update(&values, time);
             }
@@ -396,11 +401,19 @@ impl Sampler {
                         *count,
                         buf,
                         &mut values,
+                        &mut failed,
                     ) {
                         metric.update(&values, time);
                     }
                 }
             });
+        }
+        for (name, error) in failed {
+            if self.read_failures.insert(name.clone()) {
+                self.warnings.push(format!(
+                    "reading `{name}` failed ({error}); its values stop here until a read succeeds (said once per variable)"
+                ));
+            }
         }
     }
 
@@ -538,6 +551,7 @@ fn label(id: u64, object: Object) -> String {
 }
 
 /// Reads one handle into `values`; false (and nothing changed) on error.
+#[allow(clippy::too_many_arguments)] // a hot helper of `sample`, two call sites
 fn read(
     reader: &ffi::PvarReader,
     session: ffi::SessionHandle,
@@ -546,6 +560,7 @@ fn read(
     count: usize,
     buf: &mut Vec<u64>,
     values: &mut Vec<f64>,
+    failed: &mut Vec<(String, String)>,
 ) -> bool {
     if count == 0 || info.datatype == crate::meta::Datatype::Char {
         return false;
@@ -554,7 +569,9 @@ fn read(
     if buf.len() < words {
         buf.resize(words, 0);
     }
-    if reader.read(session, handle, &mut buf[..words]).is_err() {
+    if let Err(e) = reader.read(session, handle, &mut buf[..words]) {
+        // Reported once per variable by the caller (cold path).
+        failed.push((info.name.clone(), e.to_string()));
         return false;
     }
     values.resize(count, 0.0);
