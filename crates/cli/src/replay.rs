@@ -147,7 +147,7 @@ fn event(r: &Json) -> Option<String> {
         "write" => {
             let (old, new) = (value(r.get("old")), value(r.get("requested")));
             match text(r, "outcome") {
-                "written" | "written_differs" => {
+                "written" | "written_differs" | "written_unverified" => {
                     format!("  set {}: {old} -> {new}", target(r))
                 }
                 "dry_run" => format!("  would set {}: {old} -> {new} (dry run)", target(r)),

@@ -535,6 +535,7 @@ fn bytes(count: c_int, datatype: MPI_Datatype) -> u64 {
     // SAFETY: the datatype the application passed with a non-empty message
     // (valid by the MPI standard) and a valid out-pointer.
     if unsafe { type_size(datatype, &mut size) } != success() {
+        toolmetrics::type_size_failed();
         return 0;
     }
     count as u64 * size.max(0) as u64

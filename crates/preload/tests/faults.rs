@@ -77,8 +77,22 @@ enum Said {
     Nothing,
 }
 
-/// Runs the application under the tool with `fault`, and checks it.
-fn inject(fault: &str, policy: Option<&Path>, said: Said) {
+/// What one job under a fault showed, after the checks every fault gets.
+struct Faulted {
+    /// Whether the fault library announced at least one injected failure.
+    injected: bool,
+    /// The ranks' merged standard error.
+    stderr: String,
+    /// The warning, write and close records of every log, one per line.
+    logs: String,
+    /// The command and its output, for assertion messages.
+    context: String,
+}
+
+/// Runs the application under the tool with `fault`; checks that the job
+/// succeeds with the application's own output and that whatever logs exist
+/// are whole JSON Lines files that start with a header.
+fn run_with(fault: &str, policy: Option<&Path>) -> Faulted {
     let tmp = tempdir();
     let dir = tmp.path().join("run");
     let mut cmd = mpi_job(RANKS, &example("traffic"), ARGS);
@@ -106,12 +120,6 @@ fn inject(fault: &str, policy: Option<&Path>, said: Said) {
         plain().stdout(),
         "the application's output changed: {context}"
     );
-    assert!(
-        job.stderr().contains("faultinject: rank"),
-        "the fault was never injected (is the call still made?): {context}"
-    );
-    // Whatever logs exist are whole JSON Lines files that start with a
-    // header.
     let mut logs = String::new();
     if let Ok(entries) = std::fs::read_dir(&dir) {
         for entry in entries.flatten() {
@@ -130,12 +138,33 @@ fn inject(fault: &str, policy: Option<&Path>, said: Said) {
             }
         }
     }
-    // The tool writes each of its lines whole (one write), so a message
-    // is found in the ranks' merged stderr even when lines interleave.
-    let tool_lines = job.stderr();
+    Faulted {
+        injected: job.stderr().contains("faultinject: rank"),
+        // The tool writes each of its lines whole (one write), so a message
+        // is found in the ranks' merged stderr even when lines interleave.
+        stderr: job.stderr().to_string(),
+        logs,
+        context,
+    }
+}
+
+/// Runs the application under the tool with `fault`, and checks that the
+/// fault was injected and the tool said what `said` expects.
+fn inject(fault: &str, policy: Option<&Path>, said: Said) {
+    let f = run_with(fault, policy);
+    let Faulted {
+        stderr,
+        logs,
+        context,
+        ..
+    } = &f;
+    assert!(
+        f.injected,
+        "the fault was never injected (is the call still made?): {context}"
+    );
     match said {
         Said::Stderr(text) => assert!(
-            tool_lines.contains(text),
+            stderr.contains(text),
             "expected the tool to say {text:?} on standard error: {context}"
         ),
         Said::Logs(text) => assert!(
@@ -143,11 +172,31 @@ fn inject(fault: &str, policy: Option<&Path>, said: Said) {
             "expected the logs to say {text:?}:\n{logs}\n{context}"
         ),
         Said::Anywhere(text) => assert!(
-            tool_lines.contains(text) || logs.contains(text),
+            stderr.contains(text) || logs.contains(text),
             "expected the tool to say {text:?}:\n{logs}\n{context}"
         ),
         Said::Nothing => {}
     }
+}
+
+/// A policy that writes a LOCAL CVAR the library accepts after `MPI_Init`,
+/// in the init phase: the actuator's calls (handle, read, write, read-back,
+/// free) are made once per rank.
+fn write_policy(dir: &Path) -> PathBuf {
+    let cvar = if flavor() == "openmpi" {
+        "btl_vader_free_list_max"
+    } else {
+        "MPIR_CVAR_REQUEST_POLL_FREQ"
+    };
+    let file = dir.join("write.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[[policy]]\nname = \"write-at-init\"\nphase = \"init\"\nthen = [ {{ set = \"{cvar}\", value = 1024 }} ]\n"
+        ),
+    )
+    .expect("a policy file");
+    file
 }
 
 // ---------------------------------------------------------------------------
@@ -265,24 +314,10 @@ fn library_version_unknown() {
 
 #[test]
 fn cvar_writes_fail() {
-    // A LOCAL CVAR the library accepts after MPI_Init, written at init.
-    let cvar = if flavor() == "openmpi" {
-        "btl_vader_free_list_max"
-    } else {
-        "MPIR_CVAR_REQUEST_POLL_FREQ"
-    };
     let tmp = tempdir();
-    let file = tmp.path().join("write.toml");
-    std::fs::write(
-        &file,
-        format!(
-            "[[policy]]\nname = \"write-at-init\"\nphase = \"init\"\nthen = [ {{ set = \"{cvar}\", value = 1024 }} ]\n"
-        ),
-    )
-    .expect("a policy file");
     inject(
         "MPI_T_cvar_write",
-        Some(&file),
+        Some(&write_policy(tmp.path())),
         Said::Logs("MPI_T_cvar_write failed"),
     );
 }
@@ -308,9 +343,14 @@ fn pvar_reads_fail() {
 
 #[test]
 fn queries_of_the_hot_path_fail() {
-    // A datatype size or thread level the library will not give: the byte
-    // counts are 0 and the counters stay in their safe mode.
-    inject("PMPI_Type_size", None, Said::Nothing);
+    // A datatype size the library will not give: those calls count 0 bytes,
+    // told at finalize. A thread level it will not give: the counters stay
+    // in their safe mode.
+    inject(
+        "PMPI_Type_size",
+        None,
+        Said::Logs("MPI_Type_size failed for"),
+    );
     inject("PMPI_Query_thread", None, Said::Nothing);
 }
 
@@ -413,5 +453,253 @@ fn headers_are_on_disk_when_mpi_init_returns() {
             "{}: the job was killed, yet the log is closed",
             path.display()
         );
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Every other call, in turn.
+
+/// Where a call of the sweep is made in the test job.
+#[derive(Clone, Copy)]
+enum Made {
+    /// On both libraries.
+    Both,
+    /// Only under Open MPI (MPICH 4.0 exports no PVARs, enumerations or
+    /// nested categories).
+    OpenMpi,
+    /// Not in a job: the call belongs to the command-line tool, or to
+    /// variables neither library has (non-continuous PVARs).
+    Never(&'static str),
+}
+
+/// One row of the sweep.
+struct Row {
+    /// `MPIT_FAULT` items (comma-separated, each without `@RANK`).
+    fault: &'static str,
+    /// Whether the job runs the write policy (else the default policies).
+    write: bool,
+    made: Made,
+    /// What the tool must say (standard error or logs) when it is made.
+    said: &'static str,
+}
+
+const fn row(fault: &'static str, write: bool, made: Made, said: &'static str) -> Row {
+    Row {
+        fault,
+        write,
+        made,
+        said,
+    }
+}
+
+/// The calls the tests above do not fail one by one. `MPI_Error_class` and
+/// `MPI_Error_string` are called only to describe another failure, so they
+/// fail together with one.
+const SWEEP: &[Row] = &[
+    row(
+        "MPI_T_cvar_get_info",
+        false,
+        Made::Both,
+        "MPI_T_cvar_get_info failed",
+    ),
+    row(
+        "MPI_T_pvar_get_num",
+        false,
+        Made::Both,
+        "MPI_T_pvar_get_num failed",
+    ),
+    row(
+        "MPI_T_category_get_num",
+        false,
+        Made::Both,
+        "MPI_T_category_get_num failed",
+    ),
+    row(
+        "MPI_T_category_get_info",
+        false,
+        Made::Both,
+        "MPI_T_category_get_info failed",
+    ),
+    row(
+        "MPI_T_category_get_cvars",
+        false,
+        Made::Both,
+        "MPI_T_category_get_cvars failed",
+    ),
+    row(
+        "MPI_T_pvar_get_info",
+        false,
+        Made::OpenMpi,
+        "MPI_T_pvar_get_info failed",
+    ),
+    row(
+        "MPI_T_category_get_pvars",
+        false,
+        Made::OpenMpi,
+        "MPI_T_category_get_pvars failed",
+    ),
+    row(
+        "MPI_T_category_get_categories",
+        false,
+        Made::OpenMpi,
+        "MPI_T_category_get_categories failed",
+    ),
+    row(
+        "MPI_T_enum_get_info",
+        false,
+        Made::OpenMpi,
+        "MPI_T_enum_get_info failed",
+    ),
+    row(
+        "MPI_T_enum_get_item",
+        false,
+        Made::OpenMpi,
+        "MPI_T_enum_get_item failed",
+    ),
+    row(
+        "MPI_T_pvar_handle_free",
+        false,
+        Made::OpenMpi,
+        "MPI_T_pvar_handle_free failed",
+    ),
+    row(
+        "MPI_T_pvar_handle_alloc:null",
+        false,
+        Made::OpenMpi,
+        "MPI_T_PVAR_HANDLE_NULL",
+    ),
+    row(
+        "MPI_T_pvar_session_create:null",
+        false,
+        Made::Both,
+        "MPI_T_PVAR_SESSION_NULL",
+    ),
+    row(
+        "MPI_T_cvar_handle_alloc",
+        true,
+        Made::Both,
+        "MPI_T_cvar_handle_alloc failed",
+    ),
+    row(
+        "MPI_T_cvar_handle_alloc:null",
+        true,
+        Made::Both,
+        "MPI_T_CVAR_HANDLE_NULL",
+    ),
+    row(
+        "MPI_T_cvar_read",
+        true,
+        Made::Both,
+        "MPI_T_cvar_read failed",
+    ),
+    row(
+        "MPI_T_cvar_handle_free",
+        true,
+        Made::Both,
+        "MPI_T_cvar_handle_free failed",
+    ),
+    row(
+        "PMPI_Errhandler_free",
+        false,
+        Made::Both,
+        "MPI_Errhandler_free failed",
+    ),
+    row(
+        "PMPI_Group_free",
+        false,
+        Made::Both,
+        "MPI_Group_free failed",
+    ),
+    row("PMPI_Comm_rank", false, Made::Both, "MPI_Comm_rank failed"),
+    row("PMPI_Comm_size", false, Made::Both, "MPI_Comm_size failed"),
+    row(
+        "PMPI_Error_class,PMPI_Comm_size",
+        false,
+        Made::Both,
+        "MPI_Comm_size failed",
+    ),
+    row(
+        "PMPI_Error_string,PMPI_Comm_size",
+        false,
+        Made::Both,
+        "MPI_Comm_size failed",
+    ),
+    row(
+        "MPI_T_cvar_get_index",
+        true,
+        Made::Never("the command-line tool's lookups; the preload uses the catalogue"),
+        "",
+    ),
+    row(
+        "MPI_T_pvar_get_index",
+        false,
+        Made::Never("the command-line tool's lookups; the preload uses the catalogue"),
+        "",
+    ),
+    row(
+        "MPI_T_pvar_start",
+        false,
+        Made::Never("only for non-continuous PVARs, which neither library exports"),
+        "",
+    ),
+    row(
+        "MPI_T_pvar_stop",
+        false,
+        Made::Never("only for non-continuous PVARs, which neither library exports"),
+        "",
+    ),
+];
+
+/// Each call of [`SWEEP`] fails on every rank, then on rank 1 only: the
+/// application is unchanged and the tool names the failure. A call the
+/// table says is not made must indeed never be injected, so the table
+/// stays true when the tool changes.
+#[test]
+fn every_other_call_fails_in_turn() {
+    let tmp = tempdir();
+    let policy = write_policy(tmp.path());
+    for row in SWEEP {
+        let made = match row.made {
+            Made::Both => true,
+            Made::OpenMpi => flavor() == "openmpi",
+            Made::Never(_) => false,
+        };
+        let one_rank = row
+            .fault
+            .split(',')
+            .map(|item| match item.split_once(':') {
+                Some((name, how)) => format!("{name}@1:{how}"),
+                None => format!("{item}@1"),
+            })
+            .collect::<Vec<_>>()
+            .join(",");
+        for fault in [row.fault.to_string(), one_rank] {
+            let f = run_with(&fault, row.write.then_some(policy.as_path()));
+            if made {
+                assert!(
+                    f.injected,
+                    "{fault}: the fault was never injected: {}",
+                    f.context
+                );
+                assert!(
+                    f.stderr.contains(row.said) || f.logs.contains(row.said),
+                    "{fault}: expected the tool to say {:?}:\n{}\n{}",
+                    row.said,
+                    f.logs,
+                    f.context
+                );
+            } else {
+                assert!(
+                    !f.injected,
+                    "{fault}: the table says this call is not made here, yet it was: {}",
+                    f.context
+                );
+                let why = match row.made {
+                    Made::Never(why) => why,
+                    _ => "MPICH 4.0 exports no PVARs, enumerations or nested categories",
+                };
+                println!("{fault}: not made in a {} job: {why}", flavor());
+            }
+        }
     }
 }

@@ -36,6 +36,9 @@ pub enum Outcome {
     Written,
     /// Written, but the library reads back another value.
     WrittenDiffers,
+    /// Written (the library accepted it), but reading it back failed: the
+    /// error says how.
+    WrittenUnverified,
     /// The policy is a dry run: nothing was written.
     DryRun,
     /// The library refused for now (`MPI_T_ERR_CVAR_SET_NOT_NOW`).
@@ -123,30 +126,78 @@ pub fn write(
             return record;
         }
     };
-    record.old = cvar.read().ok();
+    // Every failed call is told in the record, after the main error.
+    let mut notes = Vec::new();
+    write_open(
+        &cvar,
+        info,
+        index,
+        request,
+        dry_run,
+        &mut record,
+        &mut notes,
+    );
+    if let Err(e) = cvar.close() {
+        notes.push(format!("then freeing the handle: {e}"));
+    }
+    if !notes.is_empty() {
+        record.error = Some(
+            record
+                .error
+                .into_iter()
+                .chain(notes)
+                .collect::<Vec<_>>()
+                .join("; "),
+        );
+    }
+    record
+}
+
+/// The write on an open handle; `notes` collects the failures that do not
+/// decide the outcome (a read of the old value).
+fn write_open(
+    cvar: &Cvar<'_>,
+    info: &CvarInfo,
+    index: Option<u32>,
+    request: &Request,
+    dry_run: bool,
+    record: &mut WriteRecord,
+    notes: &mut Vec<String>,
+) {
+    let name = &info.name;
+    record.old = cvar
+        .read()
+        .map_err(|e| notes.push(format!("reading the old value: {e}")))
+        .ok();
     let value = match convert(info, cvar.count(), index, request, record.old.as_ref()) {
         Ok(v) => v,
         Err(why) => {
             record.outcome = Outcome::Invalid;
             record.error = Some(format!("`{name}`: {why}"));
-            return record;
+            return;
         }
     };
     record.requested = Some(value.clone());
     if dry_run {
         record.outcome = Outcome::DryRun;
         record.readback = record.old.clone();
-        return record;
+        return;
     }
     match cvar.write(&value) {
-        Ok(()) => {
-            record.readback = cvar.read().ok();
-            record.outcome = if record.readback.as_ref() == Some(&value) {
-                Outcome::Written
-            } else {
-                Outcome::WrittenDiffers
-            };
-        }
+        Ok(()) => match cvar.read() {
+            Ok(back) => {
+                record.outcome = if back == value {
+                    Outcome::Written
+                } else {
+                    Outcome::WrittenDiffers
+                };
+                record.readback = Some(back);
+            }
+            Err(e) => {
+                record.outcome = Outcome::WrittenUnverified;
+                record.error = Some(format!("reading it back: {e}"));
+            }
+        },
         Err(e) => {
             record.outcome = match e {
                 Error::SetNotNow { .. } => Outcome::RefusedNow,
@@ -154,10 +205,12 @@ pub fn write(
                 _ => Outcome::Refused,
             };
             record.error = Some(e.to_string());
-            record.readback = cvar.read().ok();
+            record.readback = cvar
+                .read()
+                .map_err(|e| notes.push(format!("reading it back: {e}")))
+                .ok();
         }
     }
-    record
 }
 
 /// Why the scope forbids this write at this moment, if it does.

@@ -109,12 +109,16 @@ pub struct Category {
     pub categories: Vec<i32>,
 }
 
-/// An index the library counted but would not describe.
+/// An index the library counted but would not describe, or a part of a
+/// described one it would not give (an enumeration's names, a category's
+/// members).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Skipped {
-    /// "cvar", "pvar" or "category".
+    /// "cvar", "pvar" or "category" (retried at the next refresh), or
+    /// "enumeration" (of the variable at `index`; its values stay numbers)
+    /// or "members" (of the category at `index`; its old lists are kept).
     pub kind: &'static str,
-    /// The index.
+    /// The index of the variable or category.
     pub index: i32,
     /// The error the library returned.
     pub error: String,
@@ -177,7 +181,10 @@ impl Catalogue {
             ffi::pvar_get_num(api)?,
             ffi::category_get_num(api)?,
         );
-        let retry: Vec<Skipped> = std::mem::take(&mut self.skipped);
+        let (retry, kept): (Vec<Skipped>, Vec<Skipped>) = std::mem::take(&mut self.skipped)
+            .into_iter()
+            .partition(|s| matches!(s.kind, "cvar" | "pvar" | "category"));
+        self.skipped = kept;
         let mut growth = Growth::default();
 
         let cvar_indices = retry
@@ -188,7 +195,9 @@ impl Catalogue {
         for index in cvar_indices.collect::<Vec<_>>() {
             match ffi::cvar_get_info(api, index) {
                 Ok(raw) => {
-                    let enumeration = raw.enumtype.and_then(|e| self.enumeration(e));
+                    let enumeration = raw
+                        .enumtype
+                        .and_then(|e| self.enumeration(e, ("cvar enumeration", index)));
                     self.cvar_by_name.insert(raw.name.clone(), self.cvars.len());
                     self.cvars.push(CvarInfo {
                         index,
@@ -218,7 +227,9 @@ impl Catalogue {
         for index in pvar_indices.collect::<Vec<_>>() {
             match ffi::pvar_get_info(api, index) {
                 Ok(raw) => {
-                    let enumeration = raw.enumtype.and_then(|e| self.enumeration(e));
+                    let enumeration = raw
+                        .enumtype
+                        .and_then(|e| self.enumeration(e, ("pvar enumeration", index)));
                     self.pvar_by_name
                         .entry(raw.name.clone())
                         .or_default()
@@ -275,10 +286,17 @@ impl Catalogue {
         // existing ones' lists too when anything changed.
         if growth.cvars + growth.pvars > 0 {
             for category in &mut self.categories {
-                if let Ok(raw) = ffi::category_get_info(api, category.index) {
-                    category.cvars = raw.cvars;
-                    category.pvars = raw.pvars;
-                    category.categories = raw.categories;
+                match ffi::category_get_info(api, category.index) {
+                    Ok(raw) => {
+                        category.cvars = raw.cvars;
+                        category.pvars = raw.pvars;
+                        category.categories = raw.categories;
+                    }
+                    Err(e) => self.skipped.push(Skipped {
+                        kind: "members",
+                        index: category.index,
+                        error: e.to_string(),
+                    }),
                 }
             }
         }
@@ -291,12 +309,28 @@ impl Catalogue {
     }
 
     /// Decodes an enumeration, cached by handle value.
-    fn enumeration(&mut self, handle: Raw<mpit_sys::MPI_T_enum>) -> Option<Enumeration> {
+    /// A failure is recorded in [`Catalogue::skipped`] against `owner`
+    /// (kind, variable index), whose values then stay numbers.
+    fn enumeration(
+        &mut self,
+        handle: Raw<mpit_sys::MPI_T_enum>,
+        owner: (&'static str, i32),
+    ) -> Option<Enumeration> {
         let key = handle.0 as usize;
         if let Some(e) = self.enums.get(&key) {
             return Some(e.clone());
         }
-        let (name, items) = ffi::enum_info(ffi::api().ok()?, handle).ok()?;
+        let (name, items) = match ffi::api().and_then(|api| ffi::enum_info(api, handle)) {
+            Ok(found) => found,
+            Err(e) => {
+                self.skipped.push(Skipped {
+                    kind: owner.0,
+                    index: owner.1,
+                    error: e.to_string(),
+                });
+                return None;
+            }
+        };
         let e = Enumeration {
             name,
             items: items
@@ -306,6 +340,29 @@ impl Catalogue {
         };
         self.enums.insert(key, e.clone());
         Some(e)
+    }
+
+    /// One line on what [`Catalogue::skipped`] holds, for the log: how many
+    /// of each kind and the first error; `None` when nothing was skipped.
+    pub fn skipped_summary(&self) -> Option<String> {
+        let first = self.skipped.first()?;
+        let mut counts: Vec<(&str, usize)> = Vec::new();
+        for s in &self.skipped {
+            match counts.iter_mut().find(|(k, _)| *k == s.kind) {
+                Some((_, n)) => *n += 1,
+                None => counts.push((s.kind, 1)),
+            }
+        }
+        let counts: Vec<String> = counts.iter().map(|(k, n)| format!("{k}: {n}")).collect();
+        Some(format!(
+            "the library would not describe part of its catalogue ({}; first: {} {}: {}): \
+             what it would not describe is left out (never sampled or written; enumerated \
+             values stay numbers, categories keep the members seen before)",
+            counts.join(", "),
+            first.kind,
+            first.index,
+            first.error
+        ))
     }
 
     /// Every control variable, in index order of discovery.

@@ -12,7 +12,8 @@ use std::marker::PhantomData;
 #[derive(Debug)]
 pub struct Cvar<'t> {
     info: CvarInfo,
-    handle: ffi::CvarHandle,
+    /// `None` once closed.
+    handle: Option<ffi::CvarHandle>,
     count: usize,
     _mpit: PhantomData<&'t MpiT>,
 }
@@ -38,7 +39,7 @@ impl<'t> Cvar<'t> {
             ffi::cvar_handle_alloc(api, info.index, object).map_err(|e| e.about(&info.name))?;
         Ok(Cvar {
             info: info.clone(),
-            handle,
+            handle: Some(handle),
             count: usize::try_from(count).unwrap_or(0),
             _mpit: PhantomData,
         })
@@ -61,7 +62,8 @@ impl<'t> Cvar<'t> {
     /// Reads the current value.
     pub fn read(&self) -> Result<Value> {
         let mut buf = self.buffer();
-        ffi::cvar_read(ffi::api()?, self.handle, &mut buf).map_err(|e| e.about(&self.info.name))?;
+        ffi::cvar_read(ffi::api()?, self.live()?, &mut buf)
+            .map_err(|e| e.about(&self.info.name))?;
         Ok(Value::decode(self.info.datatype, self.count, &buf))
     }
 
@@ -124,15 +126,34 @@ impl<'t> Cvar<'t> {
     /// experiments and tests of the library's own behaviour.
     pub fn write_unchecked(&self, value: &Value) -> Result<()> {
         let buf = value.encode(self.info.datatype, self.count, &self.info.name)?;
-        ffi::cvar_write(ffi::api()?, self.handle, &buf).map_err(|e| e.about(&self.info.name))
+        ffi::cvar_write(ffi::api()?, self.live()?, &buf).map_err(|e| e.about(&self.info.name))
+    }
+
+    fn live(&self) -> Result<ffi::CvarHandle> {
+        // Only `close` (which takes `self`) empties it.
+        self.handle.ok_or(Error::NoMpi)
+    }
+
+    /// Frees the handle now and says whether the library did.
+    pub fn close(mut self) -> Result<()> {
+        let handle = self.handle.take();
+        free(handle, &self.info.name)
+    }
+}
+
+fn free(handle: Option<ffi::CvarHandle>, name: &str) -> Result<()> {
+    match handle {
+        Some(h) => ffi::cvar_handle_free(ffi::api()?, h).map_err(|e| e.about(name)),
+        None => Ok(()),
     }
 }
 
 impl Drop for Cvar<'_> {
     fn drop(&mut self) {
-        if let Ok(api) = ffi::api() {
-            // A failed free leaks one handle; nothing else can be done here.
-            let _ = ffi::cvar_handle_free(api, self.handle);
+        // A failed free leaks one handle; the caller that cares calls
+        // `close` and records it, a plain drop says it on standard error.
+        if let Err(e) = free(self.handle.take(), &self.info.name) {
+            crate::say!("mpit-tuner: {e}");
         }
     }
 }

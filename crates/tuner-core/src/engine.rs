@@ -592,7 +592,7 @@ pub fn format_ranks(ranks: &[u32]) -> String {
 pub fn refused(outcome: Outcome) -> bool {
     !matches!(
         outcome,
-        Outcome::Written | Outcome::WrittenDiffers | Outcome::DryRun
+        Outcome::Written | Outcome::WrittenDiffers | Outcome::WrittenUnverified | Outcome::DryRun
     )
 }
 

@@ -464,6 +464,13 @@ pub(crate) fn cvar_handle_alloc(
         )
     })?;
     check(api, "MPI_T_cvar_handle_alloc", rc)?;
+    if handle == api_cvar_handle_null() {
+        return Err(null_returned(
+            api,
+            "MPI_T_cvar_handle_alloc",
+            "MPI_T_CVAR_HANDLE_NULL",
+        ));
+    }
     Ok((Raw(handle), count))
 }
 
@@ -543,9 +550,10 @@ pub(crate) fn enum_info(
                 &mut item_len
             )
         )?;
-        if check(api, "MPI_T_enum_get_item", rc).is_ok() {
-            items.push((value, string_from(&item)));
-        }
+        // One item the library will not name makes the names untrustworthy
+        // as a whole: the caller records it and keeps the values as numbers.
+        check(api, "MPI_T_enum_get_item", rc)?;
+        items.push((value, string_from(&item)));
     }
     Ok((string_from(&name), items))
 }
@@ -669,6 +677,13 @@ pub(crate) fn pvar_session_create(api: &Api) -> Result<SessionHandle> {
     // SAFETY: valid out-pointer.
     let rc = call!(api, MPI_T_pvar_session_create(&mut session))?;
     check(api, "MPI_T_pvar_session_create", rc)?;
+    if session == api.c.session_null.0 {
+        return Err(null_returned(
+            api,
+            "MPI_T_pvar_session_create",
+            "MPI_T_PVAR_SESSION_NULL",
+        ));
+    }
     Ok(Raw(session))
 }
 
@@ -686,8 +701,7 @@ pub(crate) fn pvar_handle_alloc(
     index: c_int,
     object: Object,
 ) -> Result<(PvarHandle, c_int)> {
-    // SAFETY: zero-initialising a C handle type (a pointer) is valid.
-    let mut handle: sys::MPI_T_pvar_handle = unsafe { std::mem::zeroed() };
+    let mut handle = api_pvar_handle_null();
     let mut count: c_int = 0;
     let rc = with_object_ptr(object, |obj| {
         // SAFETY: `obj` points at a live handle for the duration of the
@@ -698,7 +712,30 @@ pub(crate) fn pvar_handle_alloc(
         )
     })?;
     check(api, "MPI_T_pvar_handle_alloc", rc)?;
+    if handle == api_pvar_handle_null() {
+        return Err(null_returned(
+            api,
+            "MPI_T_pvar_handle_alloc",
+            "MPI_T_PVAR_HANDLE_NULL",
+        ));
+    }
     Ok((Raw(handle), count))
+}
+
+fn api_pvar_handle_null() -> sys::MPI_T_pvar_handle {
+    // SAFETY: reading a shim constant.
+    unsafe { sys::MPIT_T_PVAR_HANDLE_NULL }
+}
+
+/// A library that said MPI_SUCCESS and handed out a null handle: an error
+/// (using the handle would crash it: Open MPI 4.1 with a null session).
+fn null_returned(api: &Api, call: &'static str, null: &str) -> Error {
+    Error::Mpi(MpiError {
+        call,
+        code: api.c.success,
+        name: format!("{null} (with MPI_SUCCESS)"),
+        variable: None,
+    })
 }
 
 pub(crate) fn pvar_handle_free(
@@ -1032,8 +1069,12 @@ pub fn comm_private(comm: Comm) -> Result<Comm> {
         }));
     }
     let comm = Raw(new);
-    if let Err(e) = freed {
-        let _ = comm_free(comm);
+    if let Err(mut e) = freed {
+        // Not used: the caller turns the tuner off. A failed free of it is
+        // told with the first error, not dropped.
+        if let (Err(free), Error::Mpi(m)) = (comm_free(comm), &mut e) {
+            m.name = format!("{} (then freeing the new communicator: {free})", m.name);
+        }
         return Err(e);
     }
     Ok(comm)

@@ -16,7 +16,7 @@
 //! The application's threads never wait on the helper: it publishes its
 //! latest [`Snapshot`] through an `ArcSwap`.
 
-use crate::catalogue::Catalogue;
+use crate::catalogue::{Catalogue, Growth};
 use crate::collective::{self, Collectives, ErrorsReturn, Failure, Verdict};
 use crate::config::Config;
 use crate::error::Result;
@@ -313,7 +313,7 @@ impl Runtime {
         let verdict = seq.agree();
         if let Err(e) = guard.restore() {
             crate::say!(
-                "mpit-tuner[rank {rank}]: could not restore the application's error handler on MPI_COMM_WORLD: {e}"
+                "mpit-tuner[rank {rank}]: while putting the application's error handler back on MPI_COMM_WORLD: {e}"
             );
         }
         // Rank 0 says it for the job; another rank only what failed there.
@@ -384,7 +384,12 @@ impl Runtime {
             _ => None,
         };
 
-        let growth = catalogue.refresh(&mpit).unwrap_or_default();
+        let growth = catalogue.refresh(&mpit).unwrap_or_else(|e| {
+            warnings.push(format!(
+                "the variables added by MPI_Init could not be listed ({e}); the catalogue is the one from before MPI_Init"
+            ));
+            Growth::default()
+        });
         let library_version = mpit.library_version().unwrap_or_else(|e| {
             warnings.push(format!("the MPI library did not say its version: {e}"));
             String::new()
@@ -435,6 +440,7 @@ impl Runtime {
                 crate::say!("mpit-tuner: warning: {w}");
             }
         }
+        warnings.extend(catalogue.skipped_summary());
         let mut sampler = sampler;
         if let Some(s) = &mut sampler {
             warnings.extend(s.take_warnings());
@@ -619,6 +625,12 @@ impl Runtime {
         if refused > 0 {
             notes.push(format!(
                 "the library refused to stop or free {refused} PVAR handles of communicators and windows (MPI_T_pvar_stop/MPI_T_pvar_handle_free)"
+            ));
+        }
+        let unsized_calls = crate::toolmetrics::type_size_failures();
+        if unsized_calls > 0 {
+            notes.push(format!(
+                "MPI_Type_size failed for {unsized_calls} of the application's calls; their bytes are counted as 0"
             ));
         }
         if let Some(mut d) = done {

@@ -41,6 +41,21 @@ pub const TIMING_PERIOD: u64 = 64;
 
 /// Whether the application may call MPI from several threads at once.
 /// Until told otherwise (before `MPI_Init` returns), assume it may.
+/// Calls whose byte count is 0 because `MPI_Type_size` failed (counted on
+/// the hot path, told at finalize).
+static SIZE_FAILURES: AtomicU64 = AtomicU64::new(0);
+
+/// Counts a failed `MPI_Type_size` of the hot path (one relaxed add).
+#[inline]
+pub fn type_size_failed() {
+    SIZE_FAILURES.fetch_add(1, Relaxed);
+}
+
+/// How many calls so far counted 0 bytes because `MPI_Type_size` failed.
+pub fn type_size_failures() -> u64 {
+    SIZE_FAILURES.load(Relaxed)
+}
+
 static CONCURRENT_CALLERS: AtomicBool = AtomicBool::new(true);
 
 /// Tells the counters whether the application may make MPI calls from

@@ -416,7 +416,10 @@ pub fn message_sizes(hists: &std::collections::BTreeMap<String, Vec<u64>>) -> Re
 
 const OUTCOMES: [(&str, &str); 5] = [
     ("written", "written"),
-    ("written_differs", "written, reads back different"),
+    (
+        "written_differs",
+        "written, reads back different (or not at all)",
+    ),
     ("refused", "refused"),
     ("dry_run", "dry run"),
     ("invalid", "invalid or missing"),
@@ -425,7 +428,7 @@ const OUTCOMES: [(&str, &str); 5] = [
 fn outcome_group(o: &str) -> &'static str {
     match o {
         "written" => "written",
-        "written_differs" => "written_differs",
+        "written_differs" | "written_unverified" => "written_differs",
         "refused" | "refused_now" => "refused",
         "dry_run" => "dry_run",
         _ => "invalid",

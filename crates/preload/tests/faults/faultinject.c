@@ -176,6 +176,31 @@ LOCAL(T_ERR, MPI_T_pvar_get_info, pvar_info_t,
       (i, name, name_len, verbosity, var_class, datatype, enumtype, desc, desc_len, bind,
        readonly, continuous, atomic))
 
+typedef int (*get_index_t)(const char *, int *);
+LOCAL(T_ERR, MPI_T_cvar_get_index, get_index_t, (const char *name, int *i), (name, i))
+typedef int (*pvar_index_t)(const char *, int, int *);
+LOCAL(T_ERR, MPI_T_pvar_get_index, pvar_index_t, (const char *name, int var_class, int *i),
+      (name, var_class, i))
+typedef int (*enum_info_t)(MPI_T_enum, int *, char *, int *);
+LOCAL(T_ERR, MPI_T_enum_get_info, enum_info_t,
+      (MPI_T_enum e, int *num, char *name, int *name_len), (e, num, name, name_len))
+typedef int (*enum_item_t)(MPI_T_enum, int, int *, char *, int *);
+LOCAL(T_ERR, MPI_T_enum_get_item, enum_item_t,
+      (MPI_T_enum e, int i, int *value, char *name, int *name_len),
+      (e, i, value, name, name_len))
+typedef int (*category_info_t)(int, char *, int *, char *, int *, int *, int *, int *);
+LOCAL(T_ERR, MPI_T_category_get_info, category_info_t,
+      (int i, char *name, int *name_len, char *desc, int *desc_len, int *num_cvars,
+       int *num_pvars, int *num_categories),
+      (i, name, name_len, desc, desc_len, num_cvars, num_pvars, num_categories))
+typedef int (*category_list_t)(int, int, int[]);
+LOCAL(T_ERR, MPI_T_category_get_cvars, category_list_t, (int i, int len, int indices[]),
+      (i, len, indices))
+LOCAL(T_ERR, MPI_T_category_get_pvars, category_list_t, (int i, int len, int indices[]),
+      (i, len, indices))
+LOCAL(T_ERR, MPI_T_category_get_categories, category_list_t, (int i, int len, int indices[]),
+      (i, len, indices))
+
 /* MPI_T: control variables. */
 int MPI_T_cvar_handle_alloc(int i, void *obj, MPI_T_cvar_handle *handle, int *count)
 {
@@ -258,6 +283,11 @@ typedef int (*query_t)(int *);
 LOCAL(MPI_ERR_OTHER, PMPI_Query_thread, query_t, (int *p), (p))
 typedef int (*type_size_t)(MPI_Datatype, int *);
 LOCAL(MPI_ERR_OTHER, PMPI_Type_size, type_size_t, (MPI_Datatype t, int *s), (t, s))
+typedef int (*error_class_t)(int, int *);
+LOCAL(MPI_ERR_OTHER, PMPI_Error_class, error_class_t, (int code, int *class_), (code, class_))
+typedef int (*error_string_t)(int, char *, int *);
+LOCAL(MPI_ERR_OTHER, PMPI_Error_string, error_string_t, (int code, char *text, int *len),
+      (code, text, len))
 typedef int (*version_t)(char *, int *);
 LOCAL(MPI_ERR_OTHER, MPI_Get_library_version, version_t, (char *v, int *len), (v, len))
 
