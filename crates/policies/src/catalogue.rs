@@ -6,56 +6,7 @@ use std::fmt;
 use crate::error::Location;
 use crate::value::VarSlot;
 
-/// Scope of a control variable (`MPI_T_SCOPE_*`): who may change it, and
-/// whether every process must hold the same value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Scope {
-    /// `MPI_T_SCOPE_CONSTANT`: read-only, same value everywhere.
-    Constant,
-    /// `MPI_T_SCOPE_READONLY`: read-only, may differ between processes.
-    Readonly,
-    /// `MPI_T_SCOPE_LOCAL`: writable, each process on its own.
-    Local,
-    /// `MPI_T_SCOPE_GROUP`: writable; a change affects a group of processes.
-    Group,
-    /// `MPI_T_SCOPE_GROUP_EQ`: writable only consistently by a whole group.
-    GroupEq,
-    /// `MPI_T_SCOPE_ALL`: writable; a change affects all processes.
-    All,
-    /// `MPI_T_SCOPE_ALL_EQ`: writable only consistently by all processes.
-    AllEq,
-}
-
-impl Scope {
-    /// The `MPI_T_SCOPE_*` suffix, e.g. `ALL_EQ`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Scope::Constant => "CONSTANT",
-            Scope::Readonly => "READONLY",
-            Scope::Local => "LOCAL",
-            Scope::Group => "GROUP",
-            Scope::GroupEq => "GROUP_EQ",
-            Scope::All => "ALL",
-            Scope::AllEq => "ALL_EQ",
-        }
-    }
-
-    /// CONSTANT and READONLY CVARs can not be written.
-    pub fn is_writable(self) -> bool {
-        !matches!(self, Scope::Constant | Scope::Readonly)
-    }
-
-    /// GROUP_EQ and ALL_EQ CVARs must have the same value on every process.
-    pub fn needs_equal_values(self) -> bool {
-        matches!(self, Scope::GroupEq | Scope::AllEq)
-    }
-}
-
-impl fmt::Display for Scope {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+pub use vocab::meta::{PvarClass, Scope};
 
 /// Type of a control variable's elements.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,22 +30,6 @@ pub struct CvarInfo {
     pub count: usize,
     /// Element type.
     pub ty: CvarType,
-}
-
-/// Class of a performance variable (`MPI_T_PVAR_CLASS_*`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[allow(missing_docs)]
-pub enum PvarClass {
-    State,
-    Level,
-    Size,
-    Percentage,
-    HighWatermark,
-    LowWatermark,
-    Counter,
-    Aggregate,
-    Timer,
-    Generic,
 }
 
 /// Metadata of a performance variable.

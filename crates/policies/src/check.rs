@@ -177,7 +177,7 @@ fn scope_problem(
             format!("`{cvar}` has scope {scope}: the MPI library does not allow writing it"),
         ));
     }
-    if scope.needs_equal_values() {
+    if scope.requires_equal_values() {
         if !once {
             return Some((
                 Severity::Error,

@@ -125,7 +125,12 @@ impl<'t> Cvar<'t> {
     /// library (which answers `MPI_T_ERR_CVAR_SET_NEVER` or similar). For
     /// experiments and tests of the library's own behaviour.
     pub fn write_unchecked(&self, value: &Value) -> Result<()> {
-        let buf = value.encode(self.info.datatype, self.count, &self.info.name)?;
+        let buf = value
+            .encode(self.info.datatype, self.count)
+            .map_err(|e| Error::BadValue {
+                variable: self.info.name.clone(),
+                message: e.0,
+            })?;
         ffi::cvar_write(ffi::api()?, self.live()?, &buf).map_err(|e| e.about(&self.info.name))
     }
 

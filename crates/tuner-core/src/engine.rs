@@ -10,7 +10,7 @@ use crate::actuator::{self, Outcome, Request, When, WriteRecord};
 use crate::catalogue::Catalogue as MpiCatalogue;
 use crate::cvar::Cvar;
 use crate::ffi::Object;
-use crate::meta::{Datatype, PvarClass as MpiClass, Scope as MpiScope};
+use crate::meta::Datatype;
 use crate::sampler::Snapshot;
 use crate::session::MpiT;
 use policies::{
@@ -414,31 +414,18 @@ impl Catalogue for CatalogueView<'_> {
     }
 }
 
-pub(crate) fn convert_scope(s: MpiScope) -> Option<Scope> {
-    Some(match s {
-        MpiScope::Constant => Scope::Constant,
-        MpiScope::Readonly => Scope::Readonly,
-        MpiScope::Local => Scope::Local,
-        MpiScope::Group => Scope::Group,
-        MpiScope::GroupEq => Scope::GroupEq,
-        MpiScope::All => Scope::All,
-        MpiScope::AllEq => Scope::AllEq,
-        MpiScope::Unknown => return None,
-    })
+/// A scope the policies can reason about: none for one this build's header
+/// does not define.
+pub(crate) fn convert_scope(s: Scope) -> Option<Scope> {
+    (s != Scope::Unknown).then_some(s)
 }
 
-pub(crate) fn convert_class(c: MpiClass) -> PvarClass {
-    match c {
-        MpiClass::State => PvarClass::State,
-        MpiClass::Level => PvarClass::Level,
-        MpiClass::Size => PvarClass::Size,
-        MpiClass::Percentage => PvarClass::Percentage,
-        MpiClass::Highwatermark => PvarClass::HighWatermark,
-        MpiClass::Lowwatermark => PvarClass::LowWatermark,
-        MpiClass::Counter => PvarClass::Counter,
-        MpiClass::Aggregate => PvarClass::Aggregate,
-        MpiClass::Timer => PvarClass::Timer,
-        MpiClass::Generic | MpiClass::Unknown => PvarClass::Generic,
+/// A class the policies can reason about: an undefined one is generic.
+pub(crate) fn convert_class(c: PvarClass) -> PvarClass {
+    if c == PvarClass::Unknown {
+        PvarClass::Generic
+    } else {
+        c
     }
 }
 

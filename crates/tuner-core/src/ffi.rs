@@ -12,6 +12,10 @@ use mpit_sys as sys;
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::OnceLock;
 
+// The vocabulary sizes `MPI_Count` buffers without a header: it must agree
+// with the header of this build.
+const _: () = assert!(std::mem::size_of::<sys::MPI_Count>() == vocab::meta::COUNT_BYTES);
+
 /// A raw MPI handle (an `int` in MPICH's ABI, a pointer in Open MPI's) that
 /// may cross threads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

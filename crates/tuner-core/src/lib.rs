@@ -62,7 +62,7 @@ pub mod engine;
 mod error;
 mod ffi;
 pub mod log;
-mod meta;
+pub use vocab::meta;
 pub mod metrics;
 pub mod objects;
 mod pvar;
@@ -74,7 +74,7 @@ pub mod sampler;
 mod session;
 pub mod summary;
 pub mod toolmetrics;
-mod value;
+pub use vocab::value;
 
 pub use catalogue::{
     Catalogue, Category, CvarInfo, EnumItem, Enumeration, Growth, PvarInfo, Skipped,

@@ -233,6 +233,11 @@ mpi_t_enum! {
     }
 }
 
+/// Bytes of an `MPI_Count`: 64 bits in MPICH's, Open MPI's and the MPI-5
+/// standard ABI. This crate has no MPI header; the MPI layer checks this
+/// against the header of its build at compile time.
+pub const COUNT_BYTES: usize = 8;
+
 impl Datatype {
     /// Bytes one element takes in a read or write buffer.
     pub fn size(self) -> usize {
@@ -240,7 +245,7 @@ impl Datatype {
             Datatype::Int | Datatype::Unsigned => 4,
             Datatype::UnsignedLong | Datatype::Long => std::mem::size_of::<std::ffi::c_long>(),
             Datatype::UnsignedLongLong | Datatype::LongLong => 8,
-            Datatype::Count => std::mem::size_of::<mpit_sys::MPI_Count>(),
+            Datatype::Count => COUNT_BYTES,
             Datatype::Double => 8,
             Datatype::Char => 1,
             Datatype::Unknown => 8,

@@ -69,7 +69,7 @@ impl Value {
     }
 
     /// Decodes `count` elements of `datatype` from a raw buffer.
-    pub(crate) fn decode(datatype: Datatype, count: usize, buf: &[u64]) -> Value {
+    pub fn decode(datatype: Datatype, count: usize, buf: &[u64]) -> Value {
         let bytes = as_bytes(buf);
         let n = count.min(bytes.len() / datatype.size().max(1));
         let word = |i: usize, size: usize| -> [u8; 8] {
@@ -116,7 +116,7 @@ impl Value {
     /// Decodes into a slice of doubles without allocating; returns how many
     /// elements were written. Strings write nothing.
     #[inline]
-    pub(crate) fn decode_f64_into(
+    pub fn decode_f64_into(
         datatype: Datatype,
         count: usize,
         buf: &[u64],
@@ -161,18 +161,10 @@ impl Value {
         n
     }
 
-    /// Encodes this value as `count` elements of `datatype`, checking that
-    /// it fits. `variable` names the variable in errors.
-    pub(crate) fn encode(
-        &self,
-        datatype: Datatype,
-        count: usize,
-        variable: &str,
-    ) -> crate::Result<Vec<u64>> {
-        let bad = |message: String| crate::Error::BadValue {
-            variable: variable.to_string(),
-            message,
-        };
+    /// Encodes this value as `count` elements of `datatype` (in words of 8
+    /// bytes, as MPI_T buffers are aligned), checking that it fits.
+    pub fn encode(&self, datatype: Datatype, count: usize) -> Result<Vec<u64>, ValueError> {
+        let bad = ValueError;
         let size = datatype.size();
         let mut bytes = vec![0u8; (count.max(1) * size).div_ceil(8) * 8];
         match (datatype, self) {
@@ -203,13 +195,18 @@ impl Value {
                 for i in 0..count {
                     let x = self.get_f64(i).unwrap_or(0.0);
                     let chunk = &mut bytes[i * size..(i + 1) * size];
-                    encode_one(datatype, self, i, x, chunk).map_err(bad)?;
+                    encode_one(datatype, self, i, x, chunk).map_err(ValueError)?;
                 }
             }
         }
         Ok(bytemuck::pod_collect_to_vec(&bytes))
     }
 }
+
+/// Why a value does not fit a variable (its type, count or range).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ValueError(pub String);
 
 fn encode_one(
     datatype: Datatype,
@@ -306,37 +303,27 @@ mod tests {
             (Datatype::Double, Value::Double(vec![0.5, -2.25, 1e300])),
         ];
         for (dt, v) in cases {
-            let buf = v.encode(dt, v.len(), "x").unwrap();
+            let buf = v.encode(dt, v.len()).unwrap();
             assert_eq!(Value::decode(dt, v.len(), &buf), v, "{dt}");
             let mut out = vec![0.0; v.len()];
             assert_eq!(Value::decode_f64_into(dt, v.len(), &buf, &mut out), v.len());
             assert_eq!(out, v.to_f64s());
         }
         let s = Value::Str("hello".into());
-        let buf = s.encode(Datatype::Char, 16, "x").unwrap();
+        let buf = s.encode(Datatype::Char, 16).unwrap();
         assert_eq!(Value::decode(Datatype::Char, 16, &buf), s);
     }
 
     #[test]
     fn refuses_what_does_not_fit() {
-        assert!(Value::Int(vec![1 << 40])
-            .encode(Datatype::Int, 1, "v")
-            .is_err());
-        assert!(Value::Int(vec![-1])
-            .encode(Datatype::Unsigned, 1, "v")
-            .is_err());
-        assert!(Value::Double(vec![1.5])
-            .encode(Datatype::Int, 1, "v")
-            .is_err());
-        assert!(Value::Int(vec![1, 2])
-            .encode(Datatype::Int, 1, "v")
-            .is_err());
+        assert!(Value::Int(vec![1 << 40]).encode(Datatype::Int, 1).is_err());
+        assert!(Value::Int(vec![-1]).encode(Datatype::Unsigned, 1).is_err());
+        assert!(Value::Double(vec![1.5]).encode(Datatype::Int, 1).is_err());
+        assert!(Value::Int(vec![1, 2]).encode(Datatype::Int, 1).is_err());
         assert!(Value::Str("toolong".into())
-            .encode(Datatype::Char, 4, "v")
+            .encode(Datatype::Char, 4)
             .is_err());
-        let err = Value::Str("x".into())
-            .encode(Datatype::Int, 1, "MY_VAR")
-            .unwrap_err();
-        assert_eq!(err.variable(), Some("MY_VAR"));
+        let err = Value::Str("x".into()).encode(Datatype::Int, 1).unwrap_err();
+        assert!(err.0.contains("not a string"), "{err}");
     }
 }
