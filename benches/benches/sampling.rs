@@ -15,13 +15,13 @@
 //! `sampling: safe/raw ratio ...`, next to criterion's absolute timings.
 
 use criterion::{Criterion, Throughput};
+use mpit::{
+    Binding, Catalogue, Cvar, Datatype, MpiProcess, MpiT, Object, Pvar, PvarInfo, PvarSession,
+};
 use mpit_sys::{MPI_Comm, MPI_T_cvar_handle, MPI_T_pvar_handle, MPI_T_pvar_session, MpiFunctions};
 use mpit_tuner_benches::paired;
 use std::ffi::{c_int, c_void};
 use std::hint::black_box;
-use tuner_core::{
-    Binding, Catalogue, Cvar, Datatype, MpiProcess, MpiT, Object, Pvar, PvarInfo, PvarSession,
-};
 
 /// CVARs compared on a library without PVARs (as many as a sampler would
 /// typically read PVARs on Open MPI).

@@ -1,13 +1,13 @@
 //! What the benchmarks evaluate and publish: the policy files, synthetic
 //! values for their variables, and a realistic snapshot.
 
+use mpit::PvarClass;
 use policies::{PolicySet, Value, Values, VarSlot};
 use std::time::Duration;
 use tuner_core::actuator::{Outcome, Request, When, WriteRecord};
 use tuner_core::engine::Backend;
 use tuner_core::metrics::Metric;
 use tuner_core::sampler::{SampledVar, Snapshot};
-use tuner_core::PvarClass;
 
 /// The thesis' VBUF policy (`examples/policies/thesis-vbuf.toml`).
 pub const THESIS_VBUF: &str = include_str!("../../examples/policies/thesis-vbuf.toml");

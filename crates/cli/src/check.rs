@@ -17,13 +17,13 @@
 
 use anyhow::{Context, Result};
 use clap::Args;
+use mpit::{Catalogue, Error, MpiProcess, MpiT};
 use policies::{Diagnostic, PolicySet, Severity};
 use std::fmt::Write as _;
 use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use tuner_core::engine::CatalogueView;
-use tuner_core::{Catalogue, Error, MpiProcess, MpiT};
 
 const AFTER_HELP: &str = "\
 Output: every problem as `FILE:LINE:COLUMN: SEVERITY: message`, with the \

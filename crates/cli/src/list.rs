@@ -13,14 +13,14 @@
 use crate::table::{self, Table};
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use mpit::{
+    Binding, Catalogue, Category, Cvar, CvarInfo, Error, Library, MpiProcess, MpiT, Object,
+    PvarClass, PvarInfo, Scope, Skipped, Value, Verbosity,
+};
 use regex::{Regex, RegexBuilder};
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
 use std::io::{self, BufWriter, Write};
-use tuner_core::{
-    Binding, Catalogue, Category, Cvar, CvarInfo, Error, Library, MpiProcess, MpiT, Object,
-    PvarClass, PvarInfo, Scope, Skipped, Value, Verbosity,
-};
 
 const AFTER_HELP: &str = "\
 Values (--values): control variables that exist before MPI_Init are read \

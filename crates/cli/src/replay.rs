@@ -8,12 +8,12 @@
 use crate::table::{self, Table};
 use anyhow::{Context, Result};
 use clap::Args;
+use mpit::Value;
 use serde_json::Value as Json;
 use std::collections::HashMap;
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 use tuner_core::replay::{self, RankReplay};
-use tuner_core::Value;
 
 const AFTER_HELP: &str = "\
 Inputs: per-rank logs of a run (rank-NNNNN.jsonl), run directories (every \

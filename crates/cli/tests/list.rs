@@ -2,10 +2,10 @@
 //! on its own, against the real MPI library of the build. Assertions that
 //! hold for one library only are compiled only in builds against it.
 
+use mpit::{Catalogue, MpiProcess, MpiT};
 use mpit_testkit::{in_rank, launcher_env, mpiexec, run, run_self_with, timeout, Job};
 use serde_json::Value as Json;
 use std::process::Command;
-use tuner_core::{Catalogue, MpiProcess, MpiT};
 
 const BIN: &str = env!("CARGO_BIN_EXE_mpit-tuner");
 

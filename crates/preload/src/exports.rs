@@ -11,6 +11,7 @@
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
 use crate::lifecycle;
+use mpit::{Comm, Win};
 use mpit_sys::{
     mpit_fint as MPI_Fint, MPI_Aint, MPI_Comm, MPI_Datatype, MPI_Group, MPI_Info, MPI_Op,
     MPI_Status, MPI_Win,
@@ -19,7 +20,6 @@ use std::ffi::{c_char, c_int, c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use tuner_core::toolmetrics::{self, Family, Timing};
-use tuner_core::Raw;
 
 /// Runs the tuner's part of a wrapper; a panic disables the tuner.
 fn guarded(what: &str, f: impl FnOnce()) {
@@ -52,7 +52,7 @@ fn resolve_slow(name: &CStr, cache: &AtomicUsize) -> usize {
     }
     if f == 0 {
         let _ = catch_unwind(|| {
-            tuner_core::say!(
+            mpit::say!(
                 "mpit-tuner: the MPI library in this process has no {}; cannot continue",
                 name.to_string_lossy()
             )
@@ -257,7 +257,7 @@ fn created_comm(rc: c_int, newcomm: *mut MPI_Comm) {
         if let Some(comm) = unsafe { newcomm.as_ref() } {
             let comm = *comm;
             guarded("communicator creation", || {
-                lifecycle::comm_created(Raw(comm))
+                lifecycle::comm_created(Comm::from_raw(comm))
             });
         }
     }
@@ -268,7 +268,9 @@ fn created_win(rc: c_int, win: *mut MPI_Win) {
         // SAFETY: on success the library wrote a handle through `win`.
         if let Some(w) = unsafe { win.as_ref() } {
             let w = *w;
-            guarded("window creation", || lifecycle::win_created(Raw(w)));
+            guarded("window creation", || {
+                lifecycle::win_created(Win::from_raw(w))
+            });
         }
     }
 }
@@ -316,7 +318,7 @@ fn created_fortran_comm(ierr: *mut MPI_Fint, newcomm: *const MPI_Fint) {
     let (ierr, newcomm) = unsafe { (ierr.as_ref().copied(), newcomm.as_ref().copied()) };
     if let (Some(0), Some(newcomm)) = (ierr, newcomm) {
         guarded("communicator creation", || {
-            lifecycle::comm_created(Raw(comm_from_fortran(newcomm)))
+            lifecycle::comm_created(Comm::from_raw(comm_from_fortran(newcomm)))
         });
     }
 }
@@ -364,7 +366,7 @@ macro_rules! fortran_comm_free {
             let real = real!($name, unsafe extern "C" fn(*mut MPI_Fint, *mut MPI_Fint));
             // SAFETY: the application's pointer to the handle it frees.
             if let Some(c) = unsafe { comm.as_ref() }.copied() {
-                guarded("MPI_COMM_FREE", || lifecycle::comm_freeing(Raw(comm_from_fortran(c))));
+                guarded("MPI_COMM_FREE", || lifecycle::comm_freeing(Comm::from_raw(comm_from_fortran(c))));
             }
             // SAFETY: the application's own arguments, passed through.
             unsafe { real(comm, ierr) };
@@ -388,7 +390,9 @@ pub unsafe extern "C" fn MPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
     // SAFETY: the application's pointer to the handle it is freeing.
     if let Some(c) = unsafe { comm.as_ref() } {
         let c = *c;
-        guarded("MPI_Comm_free", || lifecycle::comm_freeing(Raw(c)));
+        guarded("MPI_Comm_free", || {
+            lifecycle::comm_freeing(Comm::from_raw(c))
+        });
     }
     // SAFETY: the application's own argument, passed through.
     unsafe { real(comm) }
@@ -403,7 +407,9 @@ pub unsafe extern "C" fn MPI_Comm_disconnect(comm: *mut MPI_Comm) -> c_int {
     // SAFETY: the application's pointer to the handle it is freeing.
     if let Some(c) = unsafe { comm.as_ref() } {
         let c = *c;
-        guarded("MPI_Comm_disconnect", || lifecycle::comm_freeing(Raw(c)));
+        guarded("MPI_Comm_disconnect", || {
+            lifecycle::comm_freeing(Comm::from_raw(c))
+        });
     }
     // SAFETY: the application's own argument, passed through.
     unsafe { real(comm) }
@@ -509,7 +515,7 @@ pub unsafe extern "C" fn MPI_Win_free(win: *mut MPI_Win) -> c_int {
     // SAFETY: the application's pointer to the handle it is freeing.
     if let Some(w) = unsafe { win.as_ref() } {
         let w = *w;
-        guarded("MPI_Win_free", || lifecycle::win_freeing(Raw(w)));
+        guarded("MPI_Win_free", || lifecycle::win_freeing(Win::from_raw(w)));
     }
     // SAFETY: the application's own argument, passed through.
     unsafe { real(win) }

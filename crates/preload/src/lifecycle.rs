@@ -10,13 +10,13 @@
 //! object table. The mutexes below are taken only inside `MPI_Init` and
 //! `MPI_Finalize`, once each, uncontended.
 
+use mpit::{Comm, MpiT, Object, Win};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering::*};
 use std::sync::{Mutex, OnceLock};
 use tuner_core::config::Config;
 use tuner_core::engine::PolicyHooks;
 use tuner_core::runtime::{Hooks, LaunchEnv, NoHooks, PreInit, Runtime, Shared};
-use tuner_core::{Comm, MpiT, Object, Win};
 
 static PRE_INIT: Mutex<Option<Result<PreInit, String>>> = Mutex::new(None);
 static RUNTIME: Mutex<Option<Runtime>> = Mutex::new(None);
@@ -65,7 +65,7 @@ fn rank_label() -> String {
 /// then every wrapper passes straight through.
 pub fn disable(why: &str) {
     if !DISABLED.swap(true, AcqRel) {
-        tuner_core::say!(
+        mpit::say!(
             "mpit-tuner[rank {}]: {why}; the tuner is disabled on this rank, the application continues",
             rank_label()
         );
@@ -87,7 +87,7 @@ pub fn before_init() {
     if let Some(problem) = problem {
         // Before MPI_Init the rank is known only from the launcher.
         if LaunchEnv::from_env().rank.unwrap_or(0) == 0 {
-            tuner_core::say!("mpit-tuner: {problem}");
+            mpit::say!("mpit-tuner: {problem}");
         }
     }
     let hooks: Box<dyn Hooks> = match policies {
@@ -112,7 +112,7 @@ pub fn after_init() {
         Err(disabled) => {
             DISABLED.store(true, Release);
             if !disabled.0.is_empty() {
-                tuner_core::say!(
+                mpit::say!(
                     "mpit-tuner[rank {}]: {}; the application continues without the tuner",
                     rank_label(),
                     disabled.0
@@ -169,7 +169,7 @@ fn shared() -> Option<&'static Shared> {
 /// A communicator was created (hot-path safe: lock-free, no allocation).
 pub fn comm_created(comm: Comm) {
     if let Some(shared) = shared() {
-        if !tuner_core::is_comm_null(comm) {
+        if !mpit::is_comm_null(comm) {
             shared.objects.register(Object::Comm(comm));
         }
     }

@@ -8,13 +8,13 @@
 //! still refuse (`MPI_T_ERR_CVAR_SET_NOT_NOW`, common in Open MPI after
 //! init): that is a logged refusal, never a failure of the application.
 
-use crate::catalogue::{Catalogue, CvarInfo};
-use crate::cvar::Cvar;
-use crate::error::Error;
-use crate::ffi::Object;
-use crate::meta::{Binding, Datatype};
-use crate::session::MpiT;
-use crate::value::Value;
+use mpit::meta::{Binding, Datatype};
+use mpit::value::Value;
+use mpit::Cvar;
+use mpit::Error;
+use mpit::MpiT;
+use mpit::Object;
+use mpit::{Catalogue, CvarInfo};
 use serde::Serialize;
 
 /// What a policy asks to write.
@@ -310,8 +310,8 @@ pub(crate) fn convert(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalogue::{EnumItem, Enumeration};
-    use crate::meta::{Scope, Verbosity};
+    use mpit::meta::{Scope, Verbosity};
+    use mpit::{EnumItem, Enumeration};
 
     fn info(scope: Scope, datatype: Datatype) -> CvarInfo {
         CvarInfo {

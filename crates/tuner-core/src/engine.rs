@@ -7,12 +7,12 @@
 //! `write`, `note`, `recommendation`, `policy_disabled`).
 
 use crate::actuator::{self, Outcome, Request, When, WriteRecord};
-use crate::catalogue::Catalogue as MpiCatalogue;
-use crate::cvar::Cvar;
-use crate::ffi::Object;
-use crate::meta::Datatype;
 use crate::sampler::Snapshot;
-use crate::session::MpiT;
+use mpit::meta::Datatype;
+use mpit::Catalogue as MpiCatalogue;
+use mpit::Cvar;
+use mpit::MpiT;
+use mpit::Object;
 use policies::{
     ActionView, Catalogue, CompiledPolicy, CvarInfo, CvarType, Decision, Env, Phase, PolicySet,
     PvarClass, PvarInfo, Scope, SetValue, Severity, Skip, Value, Values, VarKind,
@@ -379,7 +379,7 @@ impl Catalogue for CatalogueView<'_> {
 
     fn cvar(&self, name: &str) -> Option<CvarInfo> {
         let c = self.catalogue.cvar(name)?;
-        let count = if c.binding == crate::meta::Binding::NoObject {
+        let count = if c.binding == mpit::meta::Binding::NoObject {
             Cvar::open(self.mpit, c, Object::None)
                 .map(|h| h.count())
                 .unwrap_or(1)
@@ -650,7 +650,7 @@ impl crate::runtime::Hooks for PolicyHooks {
     }
 
     fn before_mpit(&mut self, launch: &crate::runtime::LaunchEnv) {
-        self.engine.set_host(&crate::ffi::host_name());
+        self.engine.set_host(&mpit::host_name());
         let has_env = self
             .engine
             .policies()
@@ -729,7 +729,7 @@ impl crate::runtime::Hooks for PolicyHooks {
         catalogue: &MpiCatalogue,
         info: &crate::runtime::RunInfo,
         log: &mut crate::log::LogWriter,
-        seq: &mut crate::collective::Collectives,
+        seq: &mut mpit::collective::Collectives,
     ) {
         self.rank = info.rank.max(0) as u32;
         self.size = info.size.max(1) as u32;
@@ -747,17 +747,17 @@ impl crate::runtime::Hooks for PolicyHooks {
         let mine: Vec<bool> = (0..n).map(|i| self.engine.disabled(i).is_some()).collect();
         let per_policy = aggregate_disabled(seq, &mine);
         match seq.agree() {
-            crate::collective::Verdict::AllOk => {
+            mpit::collective::Verdict::AllOk => {
                 if let Some(per_policy) = per_policy.filter(|_| info.rank == 0) {
                     self.announce_disabled(per_policy, n);
                 }
             }
-            crate::collective::Verdict::Failed(why) => {
+            mpit::collective::Verdict::Failed(why) => {
                 let message = format!(
                     "disabled policies not aggregated across ranks (each rank's log lists its own): {why}"
                 );
                 if info.rank == 0 {
-                    crate::say!("mpit-tuner: {message}");
+                    mpit::say!("mpit-tuner: {message}");
                 }
                 log.record(&json!({"type": "warning", "t": 0.0, "message": message}));
             }
@@ -869,10 +869,10 @@ impl PolicyHooks {
         }
         if self.user_file {
             for l in &lines {
-                crate::say!("mpit-tuner: {l}");
+                mpit::say!("mpit-tuner: {l}");
             }
         } else if !lines.is_empty() && !self.quiet {
-            crate::say!(
+            mpit::say!(
                 "mpit-tuner: {} of {} default policies do not apply to this MPI library (see summary.json)",
                 lines.len(),
                 n
@@ -886,10 +886,10 @@ impl PolicyHooks {
 /// every rank: two reductions of 64-bit integers in `seq` (whose agreement
 /// afterwards says whether they can be trusted).
 fn aggregate_disabled(
-    seq: &mut crate::collective::Collectives,
+    seq: &mut mpit::collective::Collectives,
     mine: &[bool],
 ) -> Option<Vec<(u32, i32, i32)>> {
-    use crate::collective::ReduceOp;
+    use mpit::collective::ReduceOp;
     const NONE: i64 = i64::MAX;
     let n = mine.len();
     if n == 0 {

@@ -1,88 +1,39 @@
-//! The safe MPI_T layer of mpit-tuner, and the runtime that samples,
-//! decides and logs on the helper thread of every rank.
+//! The tuner runtime of mpit-tuner: what samples, decides and logs on the
+//! helper thread of every rank.
 //!
-//! Its place in the flow: **MPI_T** -> sampler -> policies -> actuator -> log.
-//! This crate wraps the raw bindings of `mpit-sys` in owned types:
+//! Its place in the flow: MPI_T -> **sampler -> policies -> actuator ->
+//! log**. The MPI_T calls themselves live in the `mpit` crate (owned
+//! sessions, handles and communicators); this crate makes no C call.
 //!
-//! - [`MpiT`] owns `MPI_T_init_thread` (before or after `MPI_Init`);
-//! - [`Catalogue`] lists every CVAR, PVAR, category and enumeration with its
-//!   metadata, skips indices the library will not describe, and grows with
-//!   [`Catalogue::refresh`];
-//! - [`Cvar`] reads and writes control variables (scalars, arrays, strings,
-//!   enumeration items by name), refusing CONSTANT and READONLY scopes;
-//! - [`PvarSession`] and [`Pvar`] allocate, start, stop and read
-//!   performance variables, bound to communicators and windows when they
-//!   are;
-//! - every failure is an [`Error`] naming the MPI_T error and the variable.
+//! - [`runtime`]: what the interposer drives at `MPI_Init`, on the helper
+//!   thread, and at `MPI_Finalize`;
+//! - [`sampler`] with class-aware [`metrics`], and the lock-free [`objects`]
+//!   table of live communicators and windows;
+//! - [`engine`] and [`actuator`]: the policies' decisions and the CVAR
+//!   writes that carry them out;
+//! - the per-rank JSON Lines [`log`], the cross-rank [`summary`], the
+//!   end-of-run [`recommend`]ations and offline [`replay`]. Configuration
+//!   comes from [`config`].
 //!
-//! On top of it, the runtime the interposer drives ([`runtime`]): the
-//! [`sampler`] with class-aware [`metrics`], the lock-free [`objects`] table
-//! of live communicators and windows, the per-rank JSON Lines [`log`], and
-//! the cross-rank [`summary`]. Configuration comes from [`config`].
-//!
-//! All C calls live in one module (`ffi`); MPI functions are resolved at run
-//! time from the library the process already loaded, so nothing here links
-//! MPI.
-//!
-//! ```no_run
-//! use tuner_core::{Catalogue, Cvar, MpiT, Object, Value};
-//!
-//! let mpit = MpiT::init()?;
-//! let catalogue = Catalogue::load(&mpit)?;
-//! println!("{} CVARs, {} PVARs", catalogue.cvars().len(), catalogue.pvars().len());
-//! if let Some(info) = catalogue.cvar("MPIR_CVAR_REQUEST_POLL_FREQ") {
-//!     let cvar = Cvar::open(&mpit, info, Object::None)?;
-//!     cvar.write(&Value::Int(vec![32]))?;
-//!     assert_eq!(cvar.read()?, Value::Int(vec![32]));
-//! }
-//! # Ok::<(), tuner_core::Error>(())
 //! ```
+//! use tuner_core::objects::ObjectTable;
+//!
+//! // The table tracks nothing until the interposer registers objects.
+//! let table = ObjectTable::new(64);
+//! assert_eq!(table.live(), 0);
+//! ```
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-/// Prints one line on this rank's standard error in a single `write`, so
-/// that the lines of ranks sharing a launcher's stderr never interleave in
-/// the middle (`eprintln!` writes a formatted line piece by piece). An
-/// error writing to stderr has nowhere else to go and is dropped.
-#[macro_export]
-macro_rules! say {
-    ($($arg:tt)*) => {{
-        use ::std::io::Write as _;
-        let mut line = ::std::format!($($arg)*);
-        line.push('\n');
-        let _ = ::std::io::stderr().lock().write_all(line.as_bytes());
-    }};
-}
-
 pub mod actuator;
-mod catalogue;
-pub mod collective;
 pub mod config;
-mod cvar;
 pub mod engine;
-mod error;
-mod ffi;
 pub mod log;
-pub use vocab::meta;
 pub mod metrics;
 pub mod objects;
-mod pvar;
-pub mod quirks;
 pub mod recommend;
 pub mod replay;
 pub mod runtime;
 pub mod sampler;
-mod session;
 pub mod summary;
 pub mod toolmetrics;
-pub use vocab::value;
-
-pub use catalogue::{
-    Catalogue, Category, CvarInfo, EnumItem, Enumeration, Growth, PvarInfo, Skipped,
-};
-pub use cvar::Cvar;
-pub use error::{Error, MpiError, Result};
-pub use ffi::{comm_world, is_comm_null, Comm, HandleBits, Object, Raw, ThreadLevel, Win};
-pub use meta::{Binding, Datatype, PvarClass, Scope, Verbosity};
-pub use pvar::{Pvar, PvarSession};
-pub use session::{Library, MpiProcess, MpiT};
-pub use value::Value;

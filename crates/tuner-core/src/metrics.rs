@@ -11,7 +11,7 @@
 //! Arrays are handled element-wise. Updating allocates only when the
 //! element count changes.
 
-use crate::meta::PvarClass;
+use mpit::meta::PvarClass;
 use serde::Serialize;
 
 /// Running metrics of one variable on one object.

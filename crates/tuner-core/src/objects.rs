@@ -15,7 +15,7 @@
 //! `busy`. With sequentially consistent ordering at least one of them sees
 //! the other, so either the helper backs off or `retire` waits for it.
 
-use crate::ffi::{self, Object};
+use mpit::{Comm, HandleBits, Object, PvarHandle, SessionHandle, Win};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering::*};
 
 /// How many PVAR handles one object may carry.
@@ -222,7 +222,7 @@ impl ObjectTable {
     pub fn activate(
         &self,
         tracked: Tracked,
-        f: impl FnOnce() -> (ffi::SessionHandle, Vec<(ffi::PvarHandle, bool)>),
+        f: impl FnOnce() -> (SessionHandle, Vec<(PvarHandle, bool)>),
     ) -> bool {
         let slot = &self.slots[tracked.slot];
         slot.busy.store(true, SeqCst);
@@ -231,11 +231,12 @@ impl ObjectTable {
             return false;
         }
         let (session, handles) = f();
-        slot.session.store(raw_bits(session.0), Relaxed);
+        slot.session.store(session.to_bits(), Relaxed);
         let mut started = 0u64;
         let n = handles.len().min(MAX_HANDLES_PER_OBJECT);
         for (i, (h, s)) in handles.into_iter().take(n).enumerate() {
-            slot.handles[i].store(raw_bits(h.0), Relaxed);
+            // The table owns the handle from here on: `retire` frees it.
+            slot.handles[i].store(h.to_bits(), Relaxed);
             if s {
                 started |= 1 << i;
             }
@@ -252,16 +253,16 @@ impl ObjectTable {
     pub fn with_handles<R>(
         &self,
         tracked: Tracked,
-        f: impl FnOnce(ffi::SessionHandle, &mut dyn Iterator<Item = ffi::PvarHandle>) -> R,
+        f: impl FnOnce(SessionHandle, &mut dyn Iterator<Item = PvarHandle>) -> R,
     ) -> Option<R> {
         let slot = &self.slots[tracked.slot];
         slot.busy.store(true, SeqCst);
         let result = if slot.state.load(SeqCst) == ACTIVE && slot.id.load(Relaxed) == tracked.id {
             let n = slot.nhandles.load(Relaxed);
-            let session = ffi::Raw(from_bits(slot.session.load(Relaxed)));
+            let session = SessionHandle::from_bits(slot.session.load(Relaxed));
             let mut handles = slot.handles[..n]
                 .iter()
-                .map(|h| ffi::Raw(from_bits(h.load(Relaxed))));
+                .map(|h| PvarHandle::from_bits(h.load(Relaxed)));
             Some(f(session, &mut handles))
         } else {
             None
@@ -329,13 +330,12 @@ fn free_handles(slot: &Slot) {
     if n == 0 {
         return;
     }
-    let Ok(api) = ffi::api() else { return };
-    let session = ffi::Raw(from_bits(slot.session.load(Relaxed)));
+    let session = SessionHandle::from_bits(slot.session.load(Relaxed));
     let started = slot.started.load(Relaxed);
     for (i, h) in slot.handles[..n].iter().enumerate() {
-        let handle = ffi::Raw(from_bits(h.load(Relaxed)));
-        let stopped = started & (1 << i) == 0 || ffi::pvar_stop(api, session, handle).is_ok();
-        let freed = ffi::pvar_handle_free(api, session, handle).is_ok();
+        let handle = PvarHandle::from_bits(h.load(Relaxed));
+        let stopped = started & (1 << i) == 0 || handle.stop(session).is_ok();
+        let freed = handle.free(session).is_ok();
         if !(stopped && freed) {
             // This runs on the application's thread (inside MPI_Comm_free):
             // no message here, a count that the finalize record reports.
@@ -357,40 +357,25 @@ pub fn free_failures() -> u64 {
 fn encode(object: Object) -> Option<(u8, u64)> {
     match object {
         Object::None => None,
-        Object::Comm(c) => Some((KIND_COMM, raw_bits(c.0))),
-        Object::Win(w) => Some((KIND_WIN, raw_bits(w.0))),
+        Object::Comm(c) => Some((KIND_COMM, c.to_bits())),
+        Object::Win(w) => Some((KIND_WIN, w.to_bits())),
     }
 }
 
 fn decode(kind: u8, raw: u64) -> Object {
     match kind {
-        KIND_COMM => Object::Comm(ffi::Raw(from_bits(raw))),
-        KIND_WIN => Object::Win(ffi::Raw(from_bits(raw))),
+        KIND_COMM => Object::Comm(Comm::from_bits(raw)),
+        KIND_WIN => Object::Win(Win::from_bits(raw)),
         _ => Object::None,
     }
-}
-
-/// A handle's bits (an `int` in MPICH's ABI, a pointer in Open MPI's).
-fn raw_bits<T: ffi::HandleBits>(h: T) -> u64 {
-    h.to_bits()
-}
-
-fn from_bits<T: ffi::HandleBits>(bits: u64) -> T {
-    T::from_bits(bits)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[cfg(mpi_flavor = "mpich")]
     fn comm(i: u64) -> Object {
-        Object::Comm(ffi::Raw(i as std::ffi::c_int))
-    }
-
-    #[cfg(not(mpi_flavor = "mpich"))]
-    fn comm(i: u64) -> Object {
-        Object::Comm(ffi::Raw(i as usize as *mut _))
+        Object::Comm(Comm::from_bits(i))
     }
 
     #[test]
@@ -398,7 +383,7 @@ mod tests {
         let table = ObjectTable::new(8);
         table.register(comm(1)); // MPI_COMM_WORLD, seen by the helper
         let world = table.new_objects().next().unwrap();
-        assert!(table.activate(world, || (ffi::Raw(std::ptr::null_mut()), Vec::new())));
+        assert!(table.activate(world, || (SessionHandle::from_bits(0), Vec::new())));
         // Far more create/free pairs than slots, with no helper tick.
         for i in 0..10_000 {
             table.register(comm(100 + i));
@@ -409,7 +394,7 @@ mod tests {
         // An object the helper activated goes through DEAD and is reaped.
         table.register(comm(7));
         let seven = table.new_objects().next().unwrap();
-        assert!(table.activate(seven, || (ffi::Raw(std::ptr::null_mut()), Vec::new())));
+        assert!(table.activate(seven, || (SessionHandle::from_bits(0), Vec::new())));
         assert!(table.retire(comm(7)));
         let mut reaped = Vec::new();
         table.reap(&mut reaped);

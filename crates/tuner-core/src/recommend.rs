@@ -12,9 +12,9 @@
 //! - **unexpected messages**: Open MPI's unexpected-message queue grew long;
 //! - **policies**: a policy that kept firing, or kept being refused.
 
-use crate::session::Library;
 use crate::summary::Summary;
 use crate::toolmetrics::{bucket_floor, BUCKETS};
+use mpit::Library;
 use serde::{Deserialize, Serialize};
 
 /// One piece of advice.

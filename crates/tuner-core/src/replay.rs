@@ -78,11 +78,11 @@
 //! ```
 
 use crate::actuator::{self, Outcome, Request, When, WriteRecord};
-use crate::catalogue::{CvarInfo as MpiCvarInfo, EnumItem, Enumeration};
 use crate::engine::{self, convert_class, convert_scope, Backend, Engine};
 use crate::log;
-use crate::meta::{Binding, Datatype, PvarClass, Scope, Verbosity};
-use crate::value::Value;
+use mpit::meta::{Binding, Datatype, PvarClass, Scope, Verbosity};
+use mpit::value::Value;
+use mpit::{CvarInfo as MpiCvarInfo, EnumItem, Enumeration};
 use policies::{
     ActionView, Branch, Catalogue, CvarInfo, CvarType, Phase, PolicySet, PvarInfo, SetValue,
     Severity,

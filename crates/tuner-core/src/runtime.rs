@@ -16,18 +16,18 @@
 //! The application's threads never wait on the helper: it publishes its
 //! latest [`Snapshot`] through an `ArcSwap`.
 
-use crate::catalogue::{Catalogue, Growth};
-use crate::collective::{self, Collectives, ErrorsReturn, Failure, Verdict};
 use crate::config::Config;
-use crate::error::Result;
-use crate::ffi::{self, Comm, Object};
 use crate::log::{self, LogWriter};
 use crate::objects::ObjectTable;
 use crate::recommend;
 use crate::sampler::{Sampler, Snapshot};
-use crate::session::{Library, MpiT};
 use crate::summary;
 use arc_swap::ArcSwap;
+use mpit::collective::{self, Collectives, ErrorsReturn, Failure, Verdict};
+use mpit::Result;
+use mpit::{Catalogue, Growth};
+use mpit::{Library, MpiT};
+use mpit::{Object, PrivateComm};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
@@ -38,9 +38,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 const RUN_DIR_MESSAGE: usize = 4096;
 
 /// The MPI routine an error names, else `default`.
-fn error_call(e: &crate::Error, default: &'static str) -> &'static str {
+fn error_call(e: &mpit::Error, default: &'static str) -> &'static str {
     match e {
-        crate::Error::Mpi(m) => m.call,
+        mpit::Error::Mpi(m) => m.call,
         _ => default,
     }
 }
@@ -251,7 +251,7 @@ pub struct Runtime {
     info: RunInfo,
     config: Config,
     mpit: MpiT,
-    private: Comm,
+    private: PrivateComm,
     /// A failure of the tool's collectives that the other ranks have not
     /// heard of yet (an agreement that failed on this rank): told at the
     /// next agreement, at finalize.
@@ -271,7 +271,7 @@ impl Runtime {
     /// Returns `Err(Disabled)` with a message (for rank 0; empty on the
     /// others) when the tuner cannot run, on every rank alike: the ranks go
     /// through the same sequence of the tool's collectives whatever fails
-    /// locally, and two agreements decide (see [`crate::collective`]). The
+    /// locally, and two agreements decide (see [`mpit::collective`]). The
     /// first, on `MPI_COMM_WORLD` with `MPI_ERRORS_RETURN` swapped in, says
     /// whether MPI_T and the private communicator exist everywhere; the
     /// second, on the private communicator, whether every rank has its run
@@ -282,12 +282,12 @@ impl Runtime {
     pub fn start(
         pre: std::result::Result<PreInit, String>,
     ) -> std::result::Result<Runtime, Disabled> {
-        let world = ffi::comm_world().map_err(|e| Disabled(format!("no MPI_COMM_WORLD: {e}")))?;
+        let world = mpit::comm_world().map_err(|e| Disabled(format!("no MPI_COMM_WORLD: {e}")))?;
         // The application cannot use MPI_COMM_WORLD before MPI_Init
         // returns: the tool's calls on it return their errors meanwhile.
         let (guard, swap_error) = ErrorsReturn::swap_in(world);
         let launch = LaunchEnv::from_env();
-        let (rank, size, place) = match ffi::rank_size(world) {
+        let (rank, size, place) = match mpit::rank_size(world) {
             Ok((rank, size)) => (rank, size, None),
             Err(e) => (
                 launch.rank.map_or(0, |r| r as i32),
@@ -312,15 +312,15 @@ impl Runtime {
         let private = collective::create_private(&mut seq, world);
         let verdict = seq.agree();
         if let Err(e) = guard.restore() {
-            crate::say!(
+            mpit::say!(
                 "mpit-tuner[rank {rank}]: while putting the application's error handler back on MPI_COMM_WORLD: {e}"
             );
         }
         // Rank 0 says it for the job; another rank only what failed there.
-        let stop = |private: Option<Comm>, why: &collective::FailedOn| {
-            if let Some(comm) = private {
-                if let Err(e) = ffi::comm_free(comm) {
-                    crate::say!("mpit-tuner[rank {rank}]: freeing the tool's communicator: {e}");
+        let stop = |private: Option<PrivateComm>, why: &collective::FailedOn| {
+            if let Some(mut comm) = private {
+                if let Err(e) = comm.free() {
+                    mpit::say!("mpit-tuner[rank {rank}]: freeing the tool's communicator: {e}");
                 }
             }
             Err(Disabled(match (&why.mine, rank) {
@@ -345,7 +345,7 @@ impl Runtime {
             mut hooks,
             start,
         } = pre;
-        let mut seq = seq.moved_to(private);
+        let mut seq = seq.moved_to(private.comm());
 
         // The run directory: rank 0 names and creates it, everyone learns
         // the name (or why not) from one fixed-size broadcast.
@@ -397,7 +397,7 @@ impl Runtime {
         let info = RunInfo {
             rank,
             size,
-            host: ffi::host_name(),
+            host: mpit::host_name(),
             pid: std::process::id(),
             library: Library::from_version(&library_version),
             library_version,
@@ -437,7 +437,7 @@ impl Runtime {
         // cannot be sampled (components the library unloaded) only to the log.
         for w in &warnings {
             if rank == 0 {
-                crate::say!("mpit-tuner: warning: {w}");
+                mpit::say!("mpit-tuner: warning: {w}");
             }
         }
         warnings.extend(catalogue.skipped_summary());
@@ -494,7 +494,7 @@ impl Runtime {
         if !same_hooks {
             let message = "the policy files differ across ranks (MPIT_TUNER_POLICY, or a file that did not parse everywhere): policies are off on all ranks, monitoring goes on";
             if rank == 0 {
-                crate::say!("mpit-tuner: {message}");
+                mpit::say!("mpit-tuner: {message}");
             }
             log.record(&json!({"type": "warning", "t": 0.0, "message": message}));
             hooks = Box::new(NoHooks);
@@ -525,7 +525,7 @@ impl Runtime {
                     Ok(done) => {
                         let _ = tx.send(done);
                     }
-                    Err(_) => crate::say!(
+                    Err(_) => mpit::say!(
                         "mpit-tuner[rank {}]: internal error on the helper thread; the tuner stopped on this rank",
                         helper_info.rank
                     ),
@@ -536,7 +536,7 @@ impl Runtime {
         let helper = match spawned {
             Ok(handle) => Some(handle.thread().clone()),
             Err(e) => {
-                crate::say!("mpit-tuner[rank {rank}]: cannot start the helper thread: {e}");
+                mpit::say!("mpit-tuner[rank {rank}]: cannot start the helper thread: {e}");
                 None
             }
         };
@@ -604,7 +604,7 @@ impl Runtime {
         // The summary's collectives, then one agreement: every rank uses
         // the result, or none does.
         let rank = self.info.rank;
-        let mut seq = Collectives::resume(self.private, rank, self.failure.take());
+        let mut seq = Collectives::resume(self.private.comm(), rank, self.failure.take());
         let stats = summary::reduce(&mut seq, 0, &quantities, signature, &description);
         let verdict = seq.agree();
         let catalogue = done.as_ref().map(|d| d.sampler.catalogue().clone());
@@ -614,11 +614,11 @@ impl Runtime {
                 "cross-rank summary turned off on all ranks: {why}; the logs of every rank are complete"
             );
             if rank == 0 {
-                crate::say!("mpit-tuner: {message}");
+                mpit::say!("mpit-tuner: {message}");
             }
             notes.push(message);
         }
-        if let Err(e) = ffi::comm_free(self.private) {
+        if let Err(e) = self.private.free() {
             notes.push(format!("freeing the tool's communicator: {e}"));
         }
         let refused = crate::objects::free_failures();
@@ -649,12 +649,12 @@ impl Runtime {
             }));
             d.log.flush();
         } else {
-            crate::say!(
+            mpit::say!(
                 "mpit-tuner[rank {}]: the helper thread did not stop within {:?}; its log may end early",
                 self.info.rank, wait
             );
             for message in &notes {
-                crate::say!("mpit-tuner[rank {rank}]: {message}");
+                mpit::say!("mpit-tuner[rank {rank}]: {message}");
             }
         }
         if let (Verdict::AllOk, Some(summary)) = (verdict, stats) {
@@ -698,7 +698,7 @@ impl Runtime {
             .map_err(std::io::Error::other)
             .and_then(|bytes| std::fs::write(&path, bytes));
         if let Err(e) = written {
-            crate::say!("mpit-tuner: cannot write {}: {e}", path.display());
+            mpit::say!("mpit-tuner: cannot write {}: {e}", path.display());
         }
         if !self.config.quiet {
             let mut text = format!(
@@ -876,7 +876,7 @@ fn eager_limit(mpit: &MpiT, catalogue: Option<&Catalogue>) -> Option<(u64, Strin
         }
     }
     let info = catalogue?.cvar("btl_vader_eager_limit")?;
-    let value = crate::cvar::Cvar::open(mpit, info, Object::None)
+    let value = mpit::Cvar::open(mpit, info, Object::None)
         .ok()?
         .read()
         .ok()?;

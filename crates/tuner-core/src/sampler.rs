@@ -5,15 +5,15 @@
 //!
 //! It runs on the helper thread and calls only MPI_T routines.
 
-use crate::catalogue::{Catalogue, PvarInfo};
 use crate::config::Config;
-use crate::error::Result;
-use crate::ffi::{self, Object};
-use crate::meta::{Binding, PvarClass};
 use crate::metrics::Metric;
 use crate::objects::{ObjectTable, Tracked, MAX_HANDLES_PER_OBJECT};
-use crate::session::MpiT;
-use crate::value::Value;
+use mpit::meta::{Binding, PvarClass};
+use mpit::value::Value;
+use mpit::MpiT;
+use mpit::Result;
+use mpit::{Catalogue, PvarInfo};
+use mpit::{Object, OwnedPvarSession, PvarHandle, PvarReader, SessionHandle};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashSet};
 
@@ -86,7 +86,7 @@ impl Snapshot {
 #[derive(Debug)]
 struct Unbound {
     info: PvarInfo,
-    handle: ffi::PvarHandle,
+    handle: PvarHandle,
     count: usize,
     started: bool,
     metric: Metric,
@@ -114,8 +114,8 @@ pub struct ObjectEvent {
 /// The sampler's state.
 #[derive(Debug)]
 pub struct Sampler {
-    session: ffi::SessionHandle,
-    reader: ffi::PvarReader,
+    session: OwnedPvarSession,
+    reader: PvarReader,
     catalogue: Catalogue,
     unbound: Vec<Unbound>,
     bound: Vec<PvarInfo>,
@@ -133,11 +133,10 @@ pub struct Sampler {
 impl Sampler {
     /// Creates the session and allocates handles for every selected unbound
     /// variable of `catalogue`.
-    pub fn new(_mpit: &MpiT, catalogue: Catalogue, config: &Config) -> Result<Sampler> {
-        let api = ffi::api()?;
+    pub fn new(mpit: &MpiT, catalogue: Catalogue, config: &Config) -> Result<Sampler> {
         let mut sampler = Sampler {
-            session: ffi::pvar_session_create(api)?,
-            reader: ffi::PvarReader::new(api)?,
+            session: OwnedPvarSession::new(mpit)?,
+            reader: PvarReader::current()?,
             catalogue,
             unbound: Vec::new(),
             bound: Vec::new(),
@@ -206,7 +205,7 @@ impl Sampler {
     }
 
     fn adopt_new_variables(&mut self, config: &Config) {
-        let Ok(api) = ffi::api() else { return };
+        let session = self.session.handle();
         let fresh: Vec<PvarInfo> = self
             .catalogue
             .pvars()
@@ -220,46 +219,42 @@ impl Sampler {
             // Open MPI registers PVARs of components it then closes (the
             // PSM2 MTL when the job runs over ob1): allocating a handle on
             // one fails, or segfaults inside libpsm2 in a singleton.
-            if crate::quirks::openmpi_storage_unloaded(&info.name) {
+            if mpit::quirks::openmpi_storage_unloaded(&info.name) {
                 unloaded.push(info.name.clone());
                 continue;
             }
             match info.binding {
-                Binding::NoObject => {
-                    match ffi::pvar_handle_alloc(api, self.session, info.index, Object::None) {
-                        Ok((handle, count)) => {
-                            let started = !info.continuous
-                                && match ffi::pvar_start(api, self.session, handle) {
-                                    Ok(()) => true,
-                                    Err(e) => {
-                                        self.warnings
-                                            .push(format!("cannot start `{}`: {}", info.name, e));
-                                        if let Err(e) =
-                                            ffi::pvar_handle_free(api, self.session, handle)
-                                        {
-                                            self.warnings.push(format!(
-                                                "freeing the handle of `{}`: {e}",
-                                                info.name
-                                            ));
-                                        }
-                                        continue;
+                Binding::NoObject => match self.session.alloc(info.index, Object::None) {
+                    Ok((handle, count)) => {
+                        let started = !info.continuous
+                            && match handle.start(session) {
+                                Ok(()) => true,
+                                Err(e) => {
+                                    self.warnings
+                                        .push(format!("cannot start `{}`: {}", info.name, e));
+                                    if let Err(e) = handle.free(session) {
+                                        self.warnings.push(format!(
+                                            "freeing the handle of `{}`: {e}",
+                                            info.name
+                                        ));
                                     }
-                                };
-                            self.unbound.push(Unbound {
-                                metric: Metric::new(info.class),
-                                count: usize::try_from(count).unwrap_or(0),
-                                info,
-                                handle,
-                                started,
-                            });
-                        }
-                        Err(e) => self.warnings.push(format!(
-                            "cannot sample `{}`: {}",
-                            info.name,
-                            e.about(&info.name)
-                        )),
+                                    continue;
+                                }
+                            };
+                        self.unbound.push(Unbound {
+                            metric: Metric::new(info.class),
+                            count: usize::try_from(count).unwrap_or(0),
+                            info,
+                            handle,
+                            started,
+                        });
                     }
-                }
+                    Err(e) => self.warnings.push(format!(
+                        "cannot sample `{}`: {}",
+                        info.name,
+                        e.about(&info.name)
+                    )),
+                },
                 Binding::Comm | Binding::Win => self.bound.push(info),
                 other => self.warnings.push(format!(
                     "`{}` is bound to {} objects, which the tuner does not track; not sampled",
@@ -303,7 +298,6 @@ impl Sampler {
                 }
             }
         }
-        let Ok(api) = ffi::api() else { return events };
         let new: Vec<Tracked> = table.new_objects().collect();
         for tracked in new {
             if tracked.object == Object::None {
@@ -311,7 +305,8 @@ impl Sampler {
             }
             let label = label(tracked.id, tracked.object);
             let binding = tracked.object.binding();
-            let session = self.session;
+            let owned = &self.session;
+            let session = owned.handle();
             let mut vars = Vec::new();
             let mut warnings = Vec::new();
             let bound = &self.bound;
@@ -321,12 +316,11 @@ impl Sampler {
                     if info.binding != binding || handles.len() >= MAX_HANDLES_PER_OBJECT {
                         continue;
                     }
-                    match ffi::pvar_handle_alloc(api, session, info.index, tracked.object) {
+                    match owned.alloc(info.index, tracked.object) {
                         Ok((handle, count)) => {
-                            let started =
-                                !info.continuous && ffi::pvar_start(api, session, handle).is_ok();
+                            let started = !info.continuous && handle.start(session).is_ok();
                             if !info.continuous && !started {
-                                if let Err(e) = ffi::pvar_handle_free(api, session, handle) {
+                                if let Err(e) = handle.free(session) {
                                     warnings.push(format!(
                                         "freeing the handle of `{}` on {label}: {e}",
                                         info.name
@@ -368,13 +362,14 @@ impl Sampler {
     /// start.
     pub fn sample(&mut self, table: &ObjectTable, time: f64) {
         let reader = &self.reader;
+        let session = self.session.handle();
         let mut values = Vec::new();
         let mut failed = Vec::new();
         for u in &mut self.unbound {
             if read(
                 reader,
-                self.session,
-                u.handle,
+                session,
+                &u.handle,
                 &u.info,
                 u.count,
                 &mut self.buf,
@@ -396,7 +391,7 @@ impl Sampler {
                     if read(
                         reader,
                         session,
-                        handle,
+                        &handle,
                         &bound[*i],
                         *count,
                         buf,
@@ -516,24 +511,23 @@ impl Sampler {
     /// must have been freed first ([`ObjectTable::retire_all`]). Returns
     /// what the library refused, for the log.
     pub fn close(self) -> Vec<String> {
-        let Ok(api) = ffi::api() else {
-            return Vec::new();
-        };
         let mut problems = Vec::new();
-        for u in &self.unbound {
+        let session = self.session.handle();
+        // Handles before their session.
+        for u in self.unbound {
             if u.started {
-                if let Err(e) = ffi::pvar_stop(api, self.session, u.handle) {
+                if let Err(e) = u.handle.stop(session) {
                     problems.push(format!("at finalize, stopping `{}`: {e}", u.info.name));
                 }
             }
-            if let Err(e) = ffi::pvar_handle_free(api, self.session, u.handle) {
+            if let Err(e) = u.handle.free(session) {
                 problems.push(format!(
                     "at finalize, freeing the handle of `{}`: {e}",
                     u.info.name
                 ));
             }
         }
-        if let Err(e) = ffi::pvar_session_free(api, self.session) {
+        if let Err(e) = self.session.close() {
             problems.push(format!("at finalize, freeing the PVAR session: {e}"));
         }
         problems
@@ -553,16 +547,16 @@ fn label(id: u64, object: Object) -> String {
 /// Reads one handle into `values`; false (and nothing changed) on error.
 #[allow(clippy::too_many_arguments)] // a hot helper of `sample`, two call sites
 fn read(
-    reader: &ffi::PvarReader,
-    session: ffi::SessionHandle,
-    handle: ffi::PvarHandle,
+    reader: &PvarReader,
+    session: SessionHandle,
+    handle: &PvarHandle,
     info: &PvarInfo,
     count: usize,
     buf: &mut Vec<u64>,
     values: &mut Vec<f64>,
     failed: &mut Vec<(String, String)>,
 ) -> bool {
-    if count == 0 || info.datatype == crate::meta::Datatype::Char {
+    if count == 0 || info.datatype == mpit::meta::Datatype::Char {
         return false;
     }
     let words = (count * info.datatype.size()).div_ceil(8) + 1;

@@ -12,8 +12,8 @@
 //! recorded and the rank goes on, so that the caller's agreement decides,
 //! on every rank alike, whether the summary is used.
 
-use crate::collective::{Collectives, ReduceOp};
 use crate::sampler::Snapshot;
+use mpit::collective::{Collectives, ReduceOp};
 use serde::{Deserialize, Serialize};
 
 /// Statistics of one quantity across ranks.

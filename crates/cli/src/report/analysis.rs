@@ -4,12 +4,12 @@
 //! policies, recommendations and warnings, aggregated over ranks.
 
 use super::reading::{Advice, Class, Points, RankLog, Run, SetEnv, Stat, Write};
+use mpit::Library;
 use std::collections::{BTreeMap, HashMap};
 use tuner_core::engine::format_ranks;
 use tuner_core::recommend;
 use tuner_core::summary::{Summary, VariableStats, HISTOGRAM_BINS};
 use tuner_core::toolmetrics::{Family, BUCKETS};
-use tuner_core::Library;
 
 /// Facts about the run.
 #[derive(Debug, Clone, Default)]

@@ -2,7 +2,8 @@
 //! exports, with full metadata, refreshed as the library grows.
 
 use crate::error::Result;
-use crate::ffi::{self, Raw};
+use crate::ffi;
+use crate::handle::EnumHandle;
 use crate::meta::{Binding, Datatype, PvarClass, Scope, Verbosity};
 use crate::session::MpiT;
 use serde::Serialize;
@@ -313,7 +314,7 @@ impl Catalogue {
     /// (kind, variable index), whose values then stay numbers.
     fn enumeration(
         &mut self,
-        handle: Raw<mpit_sys::MPI_T_enum>,
+        handle: EnumHandle,
         owner: (&'static str, i32),
     ) -> Option<Enumeration> {
         let key = handle.0 as usize;

@@ -1,4 +1,4 @@
-//! The one module of `tuner-core` that calls C.
+//! The one module of `mpit` that calls C.
 //!
 //! Every MPI_T routine is wrapped here in a safe function that checks its
 //! return code ([`check`]) and converts its outputs; the rest of the crate
@@ -7,6 +7,10 @@
 //! from the C shim, read once into [`Consts`].
 
 use crate::error::{Error, MpiError, Result};
+pub use crate::handle::{Comm, Win};
+use crate::handle::{
+    CvarHandle, DatatypeHandle, EnumHandle, Errhandler, Group, PvarHandle, SessionHandle,
+};
 use crate::meta::{Binding, Datatype, PvarClass, Scope, Verbosity};
 use mpit_sys as sys;
 use std::ffi::{c_char, c_int, c_void, CStr};
@@ -15,24 +19,6 @@ use std::sync::OnceLock;
 // The vocabulary sizes `MPI_Count` buffers without a header: it must agree
 // with the header of this build.
 const _: () = assert!(std::mem::size_of::<sys::MPI_Count>() == vocab::meta::COUNT_BYTES);
-
-/// A raw MPI handle (an `int` in MPICH's ABI, a pointer in Open MPI's) that
-/// may cross threads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Raw<T: Copy>(pub T);
-
-// SAFETY: MPI handles are process-wide identifiers, not thread-owned
-// memory: the MPI library accepts them from any thread (MPI_T routines are
-// thread-safe after MPI_T_init_thread(MPI_THREAD_MULTIPLE)), and this crate
-// never dereferences them.
-unsafe impl<T: Copy> Send for Raw<T> {}
-// SAFETY: as above; a shared reference only allows copying the handle.
-unsafe impl<T: Copy> Sync for Raw<T> {}
-
-/// A communicator handle of the MPI library in this process.
-pub type Comm = Raw<sys::MPI_Comm>;
-/// A window handle of the MPI library in this process.
-pub type Win = Raw<sys::MPI_Win>;
 
 /// The MPI object a bound variable's handle is allocated for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,17 +52,17 @@ pub(crate) struct Consts {
     pub thread_funneled: c_int,
     pub thread_serialized: c_int,
     pub thread_multiple: c_int,
-    enum_null: Raw<sys::MPI_T_enum>,
-    session_null: Raw<sys::MPI_T_pvar_session>,
-    all_handles: Raw<sys::MPI_T_pvar_handle>,
+    enum_null: EnumHandle,
+    session_null: SessionHandle,
+    all_handles: PvarHandle,
     pub comm_world: Comm,
     pub comm_null: Comm,
-    group_null: Raw<sys::MPI_Group>,
+    group_null: Group,
     scopes: [(c_int, Scope); 7],
     classes: [(c_int, PvarClass); 10],
     bindings: [(c_int, Binding); 11],
     verbosities: [(c_int, Verbosity); 9],
-    datatypes: [(Raw<sys::MPI_Datatype>, Datatype); 9],
+    datatypes: [(DatatypeHandle, Datatype); 9],
 }
 
 impl Consts {
@@ -103,12 +89,12 @@ impl Consts {
                 thread_funneled: sys::MPIT_THREAD_FUNNELED,
                 thread_serialized: sys::MPIT_THREAD_SERIALIZED,
                 thread_multiple: sys::MPIT_THREAD_MULTIPLE,
-                enum_null: Raw(sys::MPIT_T_ENUM_NULL),
-                session_null: Raw(sys::MPIT_T_PVAR_SESSION_NULL),
-                all_handles: Raw(sys::mpit_pvar_all_handles()),
-                comm_world: Raw(sys::MPIT_COMM_WORLD),
-                comm_null: Raw(sys::MPIT_COMM_NULL),
-                group_null: Raw(sys::MPIT_GROUP_NULL),
+                enum_null: EnumHandle(sys::MPIT_T_ENUM_NULL),
+                session_null: SessionHandle(sys::MPIT_T_PVAR_SESSION_NULL),
+                all_handles: PvarHandle(sys::mpit_pvar_all_handles()),
+                comm_world: Comm(sys::MPIT_COMM_WORLD),
+                comm_null: Comm(sys::MPIT_COMM_NULL),
+                group_null: Group(sys::MPIT_GROUP_NULL),
                 scopes: [
                     (sys::MPIT_SCOPE_CONSTANT, Scope::Constant),
                     (sys::MPIT_SCOPE_READONLY, Scope::Readonly),
@@ -155,18 +141,21 @@ impl Consts {
                     (sys::MPIT_VERBOSITY_MPIDEV_ALL, Verbosity::MpidevAll),
                 ],
                 datatypes: [
-                    (Raw(sys::MPIT_INT), Datatype::Int),
-                    (Raw(sys::MPIT_UNSIGNED), Datatype::Unsigned),
-                    (Raw(sys::MPIT_UNSIGNED_LONG), Datatype::UnsignedLong),
+                    (DatatypeHandle(sys::MPIT_INT), Datatype::Int),
+                    (DatatypeHandle(sys::MPIT_UNSIGNED), Datatype::Unsigned),
                     (
-                        Raw(sys::MPIT_UNSIGNED_LONG_LONG),
+                        DatatypeHandle(sys::MPIT_UNSIGNED_LONG),
+                        Datatype::UnsignedLong,
+                    ),
+                    (
+                        DatatypeHandle(sys::MPIT_UNSIGNED_LONG_LONG),
                         Datatype::UnsignedLongLong,
                     ),
-                    (Raw(sys::MPIT_COUNT), Datatype::Count),
-                    (Raw(sys::MPIT_DOUBLE), Datatype::Double),
-                    (Raw(sys::MPIT_CHAR), Datatype::Char),
-                    (Raw(sys::MPIT_LONG), Datatype::Long),
-                    (Raw(sys::MPIT_LONG_LONG), Datatype::LongLong),
+                    (DatatypeHandle(sys::MPIT_COUNT), Datatype::Count),
+                    (DatatypeHandle(sys::MPIT_DOUBLE), Datatype::Double),
+                    (DatatypeHandle(sys::MPIT_CHAR), Datatype::Char),
+                    (DatatypeHandle(sys::MPIT_LONG), Datatype::Long),
+                    (DatatypeHandle(sys::MPIT_LONG_LONG), Datatype::LongLong),
                 ],
             }
         }
@@ -198,7 +187,7 @@ impl Consts {
         Self::lookup(&self.verbosities, raw, Verbosity::Unknown)
     }
     fn datatype(&self, raw: sys::MPI_Datatype) -> Datatype {
-        Self::lookup(&self.datatypes, Raw(raw), Datatype::Unknown)
+        Self::lookup(&self.datatypes, DatatypeHandle(raw), Datatype::Unknown)
     }
 }
 
@@ -222,21 +211,19 @@ pub(crate) fn api() -> Result<&'static Api> {
     .ok_or(Error::NoMpi)
 }
 
-/// Calls an MPI function from the table, or fails with
-/// [`Error::MissingFunction`] when this library lacks it. The return code is
-/// checked by the caller.
-macro_rules! call {
-    ($api:expr, $name:ident ( $($arg:expr),* $(,)? )) => {{
-        match $api.f.$name.as_ref() {
-            Ok(function) => {
-                #[allow(clippy::undocumented_unsafe_blocks)]
-                // SAFETY: stated at each use of the macro.
-                let rc = unsafe { function($($arg),*) };
-                Ok(rc)
-            }
-            Err(_) => Err(Error::MissingFunction(stringify!($name))),
-        }
-    }};
+/// An MPI function from the table, or [`Error::MissingFunction`] when this
+/// library lacks it. Calling it is the caller's `unsafe` block, with its
+/// own `// SAFETY:` comment (`unsafe { func!(api, MPI_X)?(args) }`), so that
+/// clippy's `undocumented_unsafe_blocks` checks every call; the return code
+/// is checked by the caller.
+macro_rules! func {
+    ($api:expr, $name:ident) => {
+        $api.f
+            .$name
+            .as_ref()
+            .map(|function| *function)
+            .map_err(|_| Error::MissingFunction(stringify!($name)))
+    };
 }
 
 /// Turns an MPI return code into a result, naming the routine.
@@ -340,10 +327,7 @@ pub(crate) fn t_init_thread(api: &Api, required: ThreadLevel) -> Result<c_int> {
     let mut provided: c_int = 0;
     // SAFETY: MPI_T_init_thread may be called at any time, before and after
     // MPI_Init; `provided` is a valid out-pointer.
-    let rc = call!(
-        api,
-        MPI_T_init_thread(required.to_raw(&api.c), &mut provided)
-    )?;
+    let rc = unsafe { func!(api, MPI_T_init_thread)?(required.to_raw(&api.c), &mut provided) };
     check(api, "MPI_T_init_thread", rc)?;
     Ok(provided)
 }
@@ -351,7 +335,7 @@ pub(crate) fn t_init_thread(api: &Api, required: ThreadLevel) -> Result<c_int> {
 pub(crate) fn t_finalize(api: &Api) -> Result<()> {
     // SAFETY: called once for each successful MPI_T_init_thread (the guard
     // in `session.rs` enforces this).
-    let rc = call!(api, MPI_T_finalize())?;
+    let rc = unsafe { func!(api, MPI_T_finalize)?() };
     check(api, "MPI_T_finalize", rc)
 }
 
@@ -361,7 +345,7 @@ pub(crate) fn t_finalize(api: &Api) -> Result<()> {
 pub(crate) fn cvar_get_num(api: &Api) -> Result<c_int> {
     let mut num: c_int = 0;
     // SAFETY: valid out-pointer; MPI_T is initialised by the caller's guard.
-    let rc = call!(api, MPI_T_cvar_get_num(&mut num))?;
+    let rc = unsafe { func!(api, MPI_T_cvar_get_num)?(&mut num) };
     check(api, "MPI_T_cvar_get_num", rc)?;
     Ok(num)
 }
@@ -373,7 +357,7 @@ pub(crate) struct RawCvarInfo {
     pub desc: String,
     pub verbosity: Verbosity,
     pub datatype: Datatype,
-    pub enumtype: Option<Raw<sys::MPI_T_enum>>,
+    pub enumtype: Option<EnumHandle>,
     pub binding: Binding,
     pub scope: Scope,
 }
@@ -387,9 +371,8 @@ pub(crate) fn cvar_get_info(api: &Api, index: c_int) -> Result<RawCvarInfo> {
     // First pass: lengths only (null buffers with zero lengths are allowed
     // by the standard).
     // SAFETY: every pointer is a valid out-pointer or null with length 0.
-    let rc = call!(
-        api,
-        MPI_T_cvar_get_info(
+    let rc = unsafe {
+        func!(api, MPI_T_cvar_get_info)?(
             index,
             std::ptr::null_mut(),
             &mut name_len,
@@ -401,15 +384,14 @@ pub(crate) fn cvar_get_info(api: &Api, index: c_int) -> Result<RawCvarInfo> {
             &mut bind,
             &mut scope,
         )
-    )?;
+    };
     check(api, "MPI_T_cvar_get_info", rc)?;
     let mut name = vec![0u8; clamp_len(name_len)];
     let mut desc = vec![0u8; clamp_len(desc_len)];
     let (mut name_len, mut desc_len) = (name.len() as c_int, desc.len() as c_int);
     // SAFETY: buffers are as long as the lengths passed with them.
-    let rc = call!(
-        api,
-        MPI_T_cvar_get_info(
+    let rc = unsafe {
+        func!(api, MPI_T_cvar_get_info)?(
             index,
             name.as_mut_ptr().cast::<c_char>(),
             &mut name_len,
@@ -421,14 +403,14 @@ pub(crate) fn cvar_get_info(api: &Api, index: c_int) -> Result<RawCvarInfo> {
             &mut bind,
             &mut scope,
         )
-    )?;
+    };
     check(api, "MPI_T_cvar_get_info", rc)?;
     Ok(RawCvarInfo {
         name: string_from(&name),
         desc: string_from(&desc),
         verbosity: api.c.verbosity(verbosity),
         datatype: api.c.datatype(datatype),
-        enumtype: (enumtype != api.c.enum_null.0).then_some(Raw(enumtype)),
+        enumtype: (enumtype != api.c.enum_null.0).then_some(EnumHandle(enumtype)),
         binding: api.c.binding(bind),
         scope: api.c.scope(scope),
     })
@@ -440,16 +422,13 @@ pub(crate) fn cvar_get_index(api: &Api, name: &str) -> Result<Option<c_int>> {
     };
     let mut index: c_int = -1;
     // SAFETY: a NUL-terminated name and a valid out-pointer.
-    let rc = call!(api, MPI_T_cvar_get_index(cname.as_ptr(), &mut index))?;
+    let rc = unsafe { func!(api, MPI_T_cvar_get_index)?(cname.as_ptr(), &mut index) };
     match check(api, "MPI_T_cvar_get_index", rc) {
         Ok(()) => Ok(Some(index)),
         Err(Error::Mpi(e)) if e.name == "MPI_T_ERR_INVALID_NAME" => Ok(None),
         Err(e) => Err(e.about(name)),
     }
 }
-
-/// An allocated CVAR handle.
-pub(crate) type CvarHandle = Raw<sys::MPI_T_cvar_handle>;
 
 /// Allocates a CVAR handle; returns it with the element count.
 pub(crate) fn cvar_handle_alloc(
@@ -459,14 +438,12 @@ pub(crate) fn cvar_handle_alloc(
 ) -> Result<(CvarHandle, c_int)> {
     let mut handle = api_cvar_handle_null();
     let mut count: c_int = 0;
+    let alloc = func!(api, MPI_T_cvar_handle_alloc)?;
     let rc = with_object_ptr(object, |obj| {
         // SAFETY: `obj` points at a live handle for the duration of the
         // call (or is null for unbound variables); out-pointers are valid.
-        call!(
-            api,
-            MPI_T_cvar_handle_alloc(index, obj, &mut handle, &mut count)
-        )
-    })?;
+        unsafe { alloc(index, obj, &mut handle, &mut count) }
+    });
     check(api, "MPI_T_cvar_handle_alloc", rc)?;
     if handle == api_cvar_handle_null() {
         return Err(null_returned(
@@ -475,7 +452,7 @@ pub(crate) fn cvar_handle_alloc(
             "MPI_T_CVAR_HANDLE_NULL",
         ));
     }
-    Ok((Raw(handle), count))
+    Ok((CvarHandle(handle), count))
 }
 
 fn api_cvar_handle_null() -> sys::MPI_T_cvar_handle {
@@ -487,32 +464,26 @@ pub(crate) fn cvar_handle_free(api: &Api, handle: CvarHandle) -> Result<()> {
     let mut h = handle.0;
     // SAFETY: `h` was returned by MPI_T_cvar_handle_alloc and is freed once
     // (owners call this from Drop only).
-    let rc = call!(api, MPI_T_cvar_handle_free(&mut h))?;
+    let rc = unsafe { func!(api, MPI_T_cvar_handle_free)?(&mut h) };
     check(api, "MPI_T_cvar_handle_free", rc)
 }
 
 /// Reads a CVAR into `buf`, which must hold `count` elements of the
 /// variable's datatype (checked by the caller, re-checked here in debug).
-pub(crate) fn cvar_read(api: &Api, handle: CvarHandle, buf: &mut [u64]) -> Result<()> {
+pub(crate) fn cvar_read(api: &Api, handle: &CvarHandle, buf: &mut [u64]) -> Result<()> {
     debug_assert!(!buf.is_empty());
     // SAFETY: `buf` is at least as large as count * datatype size, which
     // the owner computed from the handle's count (see cvar.rs).
-    let rc = call!(
-        api,
-        MPI_T_cvar_read(handle.0, buf.as_mut_ptr().cast::<c_void>())
-    )?;
+    let rc = unsafe { func!(api, MPI_T_cvar_read)?(handle.0, buf.as_mut_ptr().cast::<c_void>()) };
     check(api, "MPI_T_cvar_read", rc)
 }
 
 /// Writes a CVAR from `buf` (count elements of its datatype).
-pub(crate) fn cvar_write(api: &Api, handle: CvarHandle, buf: &[u64]) -> Result<()> {
+pub(crate) fn cvar_write(api: &Api, handle: &CvarHandle, buf: &[u64]) -> Result<()> {
     debug_assert!(!buf.is_empty());
     // SAFETY: `buf` holds count elements of the variable's datatype; the
     // library only reads from it despite the non-const pointer in MPI-3.0.
-    let rc = call!(
-        api,
-        MPI_T_cvar_write(handle.0, buf.as_ptr().cast::<c_void>())
-    )?;
+    let rc = unsafe { func!(api, MPI_T_cvar_write)?(handle.0, buf.as_ptr().cast::<c_void>()) };
     check(api, "MPI_T_cvar_write", rc)
 }
 
@@ -520,23 +491,19 @@ pub(crate) fn cvar_write(api: &Api, handle: CvarHandle, buf: &[u64]) -> Result<(
 // Enumerations.
 
 /// An enumeration's name and items (value, name).
-pub(crate) fn enum_info(
-    api: &Api,
-    enumtype: Raw<sys::MPI_T_enum>,
-) -> Result<(String, Vec<(i32, String)>)> {
+pub(crate) fn enum_info(api: &Api, enumtype: EnumHandle) -> Result<(String, Vec<(i32, String)>)> {
     let mut num: c_int = 0;
     let mut name = vec![0u8; 256];
     let mut name_len = name.len() as c_int;
     // SAFETY: a handle returned by get_info, a buffer of the given length.
-    let rc = call!(
-        api,
-        MPI_T_enum_get_info(
+    let rc = unsafe {
+        func!(api, MPI_T_enum_get_info)?(
             enumtype.0,
             &mut num,
             name.as_mut_ptr().cast::<c_char>(),
-            &mut name_len
+            &mut name_len,
         )
-    )?;
+    };
     check(api, "MPI_T_enum_get_info", rc)?;
     let mut items = Vec::with_capacity(num.clamp(0, 4096) as usize);
     for i in 0..num.clamp(0, 4096) {
@@ -544,16 +511,15 @@ pub(crate) fn enum_info(
         let mut item = vec![0u8; 256];
         let mut item_len = item.len() as c_int;
         // SAFETY: as above, for item `i < num`.
-        let rc = call!(
-            api,
-            MPI_T_enum_get_item(
+        let rc = unsafe {
+            func!(api, MPI_T_enum_get_item)?(
                 enumtype.0,
                 i,
                 &mut value,
                 item.as_mut_ptr().cast::<c_char>(),
-                &mut item_len
+                &mut item_len,
             )
-        )?;
+        };
         // One item the library will not name makes the names untrustworthy
         // as a whole: the caller records it and keeps the values as numbers.
         check(api, "MPI_T_enum_get_item", rc)?;
@@ -568,7 +534,7 @@ pub(crate) fn enum_info(
 pub(crate) fn pvar_get_num(api: &Api) -> Result<c_int> {
     let mut num: c_int = 0;
     // SAFETY: valid out-pointer.
-    let rc = call!(api, MPI_T_pvar_get_num(&mut num))?;
+    let rc = unsafe { func!(api, MPI_T_pvar_get_num)?(&mut num) };
     check(api, "MPI_T_pvar_get_num", rc)?;
     Ok(num)
 }
@@ -581,7 +547,7 @@ pub(crate) struct RawPvarInfo {
     pub verbosity: Verbosity,
     pub class: PvarClass,
     pub datatype: Datatype,
-    pub enumtype: Option<Raw<sys::MPI_T_enum>>,
+    pub enumtype: Option<EnumHandle>,
     pub binding: Binding,
     pub readonly: bool,
     pub continuous: bool,
@@ -596,9 +562,8 @@ pub(crate) fn pvar_get_info(api: &Api, index: c_int) -> Result<RawPvarInfo> {
     let mut enumtype = api.c.enum_null.0;
     let (mut name_len, mut desc_len): (c_int, c_int) = (0, 0);
     // SAFETY: every pointer is a valid out-pointer or null with length 0.
-    let rc = call!(
-        api,
-        MPI_T_pvar_get_info(
+    let rc = unsafe {
+        func!(api, MPI_T_pvar_get_info)?(
             index,
             std::ptr::null_mut(),
             &mut name_len,
@@ -613,15 +578,14 @@ pub(crate) fn pvar_get_info(api: &Api, index: c_int) -> Result<RawPvarInfo> {
             &mut continuous,
             &mut atomic,
         )
-    )?;
+    };
     check(api, "MPI_T_pvar_get_info", rc)?;
     let mut name = vec![0u8; clamp_len(name_len)];
     let mut desc = vec![0u8; clamp_len(desc_len)];
     let (mut name_len, mut desc_len) = (name.len() as c_int, desc.len() as c_int);
     // SAFETY: buffers are as long as the lengths passed with them.
-    let rc = call!(
-        api,
-        MPI_T_pvar_get_info(
+    let rc = unsafe {
+        func!(api, MPI_T_pvar_get_info)?(
             index,
             name.as_mut_ptr().cast::<c_char>(),
             &mut name_len,
@@ -636,7 +600,7 @@ pub(crate) fn pvar_get_info(api: &Api, index: c_int) -> Result<RawPvarInfo> {
             &mut continuous,
             &mut atomic,
         )
-    )?;
+    };
     check(api, "MPI_T_pvar_get_info", rc)?;
     Ok(RawPvarInfo {
         name: string_from(&name),
@@ -644,7 +608,7 @@ pub(crate) fn pvar_get_info(api: &Api, index: c_int) -> Result<RawPvarInfo> {
         verbosity: api.c.verbosity(verbosity),
         class: api.c.class(class),
         datatype: api.c.datatype(datatype),
-        enumtype: (enumtype != api.c.enum_null.0).then_some(Raw(enumtype)),
+        enumtype: (enumtype != api.c.enum_null.0).then_some(EnumHandle(enumtype)),
         binding: api.c.binding(bind),
         // Booleans are non-zero, not 1 (MVAPICH2 reports continuous as 2).
         readonly: readonly != 0,
@@ -660,10 +624,7 @@ pub(crate) fn pvar_get_index(api: &Api, name: &str, class: PvarClass) -> Result<
     };
     let mut index: c_int = -1;
     // SAFETY: a NUL-terminated name and a valid out-pointer.
-    let rc = call!(
-        api,
-        MPI_T_pvar_get_index(cname.as_ptr(), raw_class, &mut index)
-    )?;
+    let rc = unsafe { func!(api, MPI_T_pvar_get_index)?(cname.as_ptr(), raw_class, &mut index) };
     match check(api, "MPI_T_pvar_get_index", rc) {
         Ok(()) => Ok(Some(index)),
         Err(Error::Mpi(e)) if e.name == "MPI_T_ERR_INVALID_NAME" => Ok(None),
@@ -671,15 +632,10 @@ pub(crate) fn pvar_get_index(api: &Api, name: &str, class: PvarClass) -> Result<
     }
 }
 
-/// A PVAR session handle.
-pub(crate) type SessionHandle = Raw<sys::MPI_T_pvar_session>;
-/// A PVAR handle.
-pub(crate) type PvarHandle = Raw<sys::MPI_T_pvar_handle>;
-
 pub(crate) fn pvar_session_create(api: &Api) -> Result<SessionHandle> {
     let mut session = api.c.session_null.0;
     // SAFETY: valid out-pointer.
-    let rc = call!(api, MPI_T_pvar_session_create(&mut session))?;
+    let rc = unsafe { func!(api, MPI_T_pvar_session_create)?(&mut session) };
     check(api, "MPI_T_pvar_session_create", rc)?;
     if session == api.c.session_null.0 {
         return Err(null_returned(
@@ -688,14 +644,14 @@ pub(crate) fn pvar_session_create(api: &Api) -> Result<SessionHandle> {
             "MPI_T_PVAR_SESSION_NULL",
         ));
     }
-    Ok(Raw(session))
+    Ok(SessionHandle(session))
 }
 
 pub(crate) fn pvar_session_free(api: &Api, session: SessionHandle) -> Result<()> {
     let mut s = session.0;
     // SAFETY: a session created by pvar_session_create, freed once by its
     // owner's Drop.
-    let rc = call!(api, MPI_T_pvar_session_free(&mut s))?;
+    let rc = unsafe { func!(api, MPI_T_pvar_session_free)?(&mut s) };
     check(api, "MPI_T_pvar_session_free", rc)
 }
 
@@ -707,14 +663,12 @@ pub(crate) fn pvar_handle_alloc(
 ) -> Result<(PvarHandle, c_int)> {
     let mut handle = api_pvar_handle_null();
     let mut count: c_int = 0;
+    let alloc = func!(api, MPI_T_pvar_handle_alloc)?;
     let rc = with_object_ptr(object, |obj| {
         // SAFETY: `obj` points at a live handle for the duration of the
         // call (null for unbound variables); out-pointers are valid.
-        call!(
-            api,
-            MPI_T_pvar_handle_alloc(session.0, index, obj, &mut handle, &mut count)
-        )
-    })?;
+        unsafe { alloc(session.0, index, obj, &mut handle, &mut count) }
+    });
     check(api, "MPI_T_pvar_handle_alloc", rc)?;
     if handle == api_pvar_handle_null() {
         return Err(null_returned(
@@ -723,7 +677,7 @@ pub(crate) fn pvar_handle_alloc(
             "MPI_T_PVAR_HANDLE_NULL",
         ));
     }
-    Ok((Raw(handle), count))
+    Ok((PvarHandle(handle), count))
 }
 
 fn api_pvar_handle_null() -> sys::MPI_T_pvar_handle {
@@ -749,39 +703,44 @@ pub(crate) fn pvar_handle_free(
 ) -> Result<()> {
     let mut h = handle.0;
     // SAFETY: a handle allocated in `session`, freed once by its owner.
-    let rc = call!(api, MPI_T_pvar_handle_free(session.0, &mut h))?;
+    let rc = unsafe { func!(api, MPI_T_pvar_handle_free)?(session.0, &mut h) };
     check(api, "MPI_T_pvar_handle_free", rc)
 }
 
-pub(crate) fn pvar_start(api: &Api, session: SessionHandle, handle: PvarHandle) -> Result<()> {
+pub(crate) fn pvar_start(api: &Api, session: SessionHandle, handle: &PvarHandle) -> Result<()> {
     // SAFETY: a live handle of a live session.
-    let rc = call!(api, MPI_T_pvar_start(session.0, handle.0))?;
+    let rc = unsafe { func!(api, MPI_T_pvar_start)?(session.0, handle.0) };
     check(api, "MPI_T_pvar_start", rc)
 }
 
-pub(crate) fn pvar_stop(api: &Api, session: SessionHandle, handle: PvarHandle) -> Result<()> {
+pub(crate) fn pvar_stop(api: &Api, session: SessionHandle, handle: &PvarHandle) -> Result<()> {
     // SAFETY: a live handle of a live session.
-    let rc = call!(api, MPI_T_pvar_stop(session.0, handle.0))?;
+    let rc = unsafe { func!(api, MPI_T_pvar_stop)?(session.0, handle.0) };
     check(api, "MPI_T_pvar_stop", rc)
 }
 
 /// Stops every handle of a session (`MPI_T_PVAR_ALL_HANDLES`).
 pub(crate) fn pvar_stop_all(api: &Api, session: SessionHandle) -> Result<()> {
     // SAFETY: a live session; ALL_HANDLES is the library's own constant.
-    let rc = call!(api, MPI_T_pvar_stop(session.0, api.c.all_handles.0))?;
+    let rc = unsafe { func!(api, MPI_T_pvar_stop)?(session.0, api.c.all_handles.0) };
     check(api, "MPI_T_pvar_stop", rc)
 }
 
 /// `MPI_T_pvar_read`, resolved once: what reading a PVAR on every sampling
 /// tick needs, without looking the function up and checking it each time.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct PvarReader {
+pub struct PvarReader {
     read:
         unsafe extern "C" fn(sys::MPI_T_pvar_session, sys::MPI_T_pvar_handle, *mut c_void) -> c_int,
     success: c_int,
 }
 
 impl PvarReader {
+    /// The reader of the MPI library loaded in this process.
+    pub fn current() -> Result<PvarReader> {
+        PvarReader::new(api()?)
+    }
+
     /// The reader of this process's MPI library.
     pub(crate) fn new(api: &Api) -> Result<PvarReader> {
         match api.f.MPI_T_pvar_read.as_ref() {
@@ -795,12 +754,7 @@ impl PvarReader {
 
     /// Reads a PVAR into `buf`, which holds count elements of its datatype.
     #[inline]
-    pub(crate) fn read(
-        &self,
-        session: SessionHandle,
-        handle: PvarHandle,
-        buf: &mut [u64],
-    ) -> Result<()> {
+    pub fn read(&self, session: SessionHandle, handle: &PvarHandle, buf: &mut [u64]) -> Result<()> {
         debug_assert!(!buf.is_empty());
         // SAFETY: `read` is the library's MPI_T_pvar_read; `buf` is at least
         // count * datatype size bytes (pvar.rs and sampler.rs size it from
@@ -824,7 +778,7 @@ fn read_failed(rc: c_int) -> Result<()> {
 pub(crate) fn category_get_num(api: &Api) -> Result<c_int> {
     let mut num: c_int = 0;
     // SAFETY: valid out-pointer.
-    let rc = call!(api, MPI_T_category_get_num(&mut num))?;
+    let rc = unsafe { func!(api, MPI_T_category_get_num)?(&mut num) };
     check(api, "MPI_T_category_get_num", rc)?;
     Ok(num)
 }
@@ -843,9 +797,8 @@ pub(crate) fn category_get_info(api: &Api, index: c_int) -> Result<RawCategory> 
     let (mut ncvars, mut npvars, mut ncats) = (0, 0, 0);
     let (mut name_len, mut desc_len): (c_int, c_int) = (0, 0);
     // SAFETY: null buffers with zero lengths, valid out-pointers.
-    let rc = call!(
-        api,
-        MPI_T_category_get_info(
+    let rc = unsafe {
+        func!(api, MPI_T_category_get_info)?(
             index,
             std::ptr::null_mut(),
             &mut name_len,
@@ -853,17 +806,16 @@ pub(crate) fn category_get_info(api: &Api, index: c_int) -> Result<RawCategory> 
             &mut desc_len,
             &mut ncvars,
             &mut npvars,
-            &mut ncats
+            &mut ncats,
         )
-    )?;
+    };
     check(api, "MPI_T_category_get_info", rc)?;
     let mut name = vec![0u8; clamp_len(name_len)];
     let mut desc = vec![0u8; clamp_len(desc_len)];
     let (mut name_len, mut desc_len) = (name.len() as c_int, desc.len() as c_int);
     // SAFETY: buffers are as long as the lengths passed with them.
-    let rc = call!(
-        api,
-        MPI_T_category_get_info(
+    let rc = unsafe {
+        func!(api, MPI_T_category_get_info)?(
             index,
             name.as_mut_ptr().cast::<c_char>(),
             &mut name_len,
@@ -871,9 +823,9 @@ pub(crate) fn category_get_info(api: &Api, index: c_int) -> Result<RawCategory> 
             &mut desc_len,
             &mut ncvars,
             &mut npvars,
-            &mut ncats
+            &mut ncats,
         )
-    )?;
+    };
     check(api, "MPI_T_category_get_info", rc)?;
     let list = |len: c_int, which: u8| -> Result<Vec<c_int>> {
         let len = len.clamp(0, 1 << 20);
@@ -881,24 +833,23 @@ pub(crate) fn category_get_info(api: &Api, index: c_int) -> Result<RawCategory> 
         if len == 0 {
             return Ok(out);
         }
-        let (rc, name) = match which {
-            // SAFETY (all three): `out` holds `len` ints.
+        let (get, name) = match which {
             0 => (
-                call!(api, MPI_T_category_get_cvars(index, len, out.as_mut_ptr()))?,
+                func!(api, MPI_T_category_get_cvars)?,
                 "MPI_T_category_get_cvars",
             ),
             1 => (
-                call!(api, MPI_T_category_get_pvars(index, len, out.as_mut_ptr()))?,
+                func!(api, MPI_T_category_get_pvars)?,
                 "MPI_T_category_get_pvars",
             ),
             _ => (
-                call!(
-                    api,
-                    MPI_T_category_get_categories(index, len, out.as_mut_ptr())
-                )?,
+                func!(api, MPI_T_category_get_categories)?,
                 "MPI_T_category_get_categories",
             ),
         };
+        // SAFETY: `out` holds `len` ints; the three functions share this
+        // signature (index, length, array of indices).
+        let rc = unsafe { get(index, len, out.as_mut_ptr()) };
         check(api, name, rc)?;
         Ok(out)
     };
@@ -917,7 +868,7 @@ pub(crate) fn category_get_info(api: &Api, index: c_int) -> Result<RawCategory> 
 pub(crate) fn initialized(api: &Api) -> Result<bool> {
     let mut flag: c_int = 0;
     // SAFETY: MPI_Initialized may be called at any time; valid out-pointer.
-    let rc = call!(api, MPI_Initialized(&mut flag))?;
+    let rc = unsafe { func!(api, MPI_Initialized)?(&mut flag) };
     check(api, "MPI_Initialized", rc)?;
     Ok(flag != 0)
 }
@@ -925,7 +876,7 @@ pub(crate) fn initialized(api: &Api) -> Result<bool> {
 pub(crate) fn finalized(api: &Api) -> Result<bool> {
     let mut flag: c_int = 0;
     // SAFETY: MPI_Finalized may be called at any time; valid out-pointer.
-    let rc = call!(api, MPI_Finalized(&mut flag))?;
+    let rc = unsafe { func!(api, MPI_Finalized)?(&mut flag) };
     check(api, "MPI_Finalized", rc)?;
     Ok(flag != 0)
 }
@@ -937,10 +888,9 @@ pub(crate) fn library_version(api: &Api) -> Result<String> {
     let mut buf = vec![0u8; max as usize];
     let mut len: c_int = 0;
     // SAFETY: a buffer of MPI_MAX_LIBRARY_VERSION_STRING bytes, as required.
-    let rc = call!(
-        api,
-        MPI_Get_library_version(buf.as_mut_ptr().cast::<c_char>(), &mut len)
-    )?;
+    let rc = unsafe {
+        func!(api, MPI_Get_library_version)?(buf.as_mut_ptr().cast::<c_char>(), &mut len)
+    };
     check(api, "MPI_Get_library_version", rc)?;
     Ok(string_from(&buf).trim_end().to_string())
 }
@@ -950,10 +900,10 @@ pub(crate) fn comm_rank_size(api: &Api, comm: Comm) -> Result<(i32, i32)> {
     let (mut rank, mut size) = (0, 0);
     // SAFETY: a live communicator handle and valid out-pointers; only called
     // between MPI_Init and MPI_Finalize.
-    let rc = call!(api, PMPI_Comm_rank(comm.0, &mut rank))?;
+    let rc = unsafe { func!(api, PMPI_Comm_rank)?(comm.0, &mut rank) };
     check(api, "MPI_Comm_rank", rc)?;
     // SAFETY: as above.
-    let rc = call!(api, PMPI_Comm_size(comm.0, &mut size))?;
+    let rc = unsafe { func!(api, PMPI_Comm_size)?(comm.0, &mut size) };
     check(api, "MPI_Comm_size", rc)?;
     Ok((rank, size))
 }
@@ -962,15 +912,14 @@ pub(crate) fn comm_rank_size(api: &Api, comm: Comm) -> Result<(i32, i32)> {
 pub(crate) fn init_thread(api: &Api, required: ThreadLevel) -> Result<c_int> {
     let mut provided: c_int = 0;
     // SAFETY: null argc/argv are allowed by the standard; valid out-pointer.
-    let rc = call!(
-        api,
-        MPI_Init_thread(
+    let rc = unsafe {
+        func!(api, MPI_Init_thread)?(
             std::ptr::null_mut(),
             std::ptr::null_mut(),
             required.to_raw(&api.c),
-            &mut provided
+            &mut provided,
         )
-    )?;
+    };
     check(api, "MPI_Init_thread", rc)?;
     Ok(provided)
 }
@@ -978,7 +927,7 @@ pub(crate) fn init_thread(api: &Api, required: ThreadLevel) -> Result<c_int> {
 /// Finalises MPI for a program that initialised it through [`init_thread`].
 pub(crate) fn finalize(api: &Api) -> Result<()> {
     // SAFETY: called once, after init_thread, by the owning guard.
-    let rc = call!(api, MPI_Finalize())?;
+    let rc = unsafe { func!(api, MPI_Finalize)?() };
     check(api, "MPI_Finalize", rc)
 }
 
@@ -1001,33 +950,6 @@ pub fn is_comm_null(comm: Comm) -> bool {
     api().is_ok_and(|a| a.c.comm_null == comm)
 }
 
-/// Conversion of a raw handle (an `int` in MPICH's ABI, a pointer in Open
-/// MPI's) to and from the bits stored in lock-free tables.
-pub trait HandleBits: Copy {
-    /// The handle as 64 bits.
-    fn to_bits(self) -> u64;
-    /// The handle from bits made by `to_bits`.
-    fn from_bits(bits: u64) -> Self;
-}
-
-impl HandleBits for c_int {
-    fn to_bits(self) -> u64 {
-        self as u32 as u64
-    }
-    fn from_bits(bits: u64) -> Self {
-        bits as u32 as c_int
-    }
-}
-
-impl<T> HandleBits for *mut T {
-    fn to_bits(self) -> u64 {
-        self as usize as u64
-    }
-    fn from_bits(bits: u64) -> Self {
-        bits as usize as *mut T
-    }
-}
-
 // ---------------------------------------------------------------------------
 // Collectives for the cross-rank summary, through PMPI so that other tools
 // do not see them. Called only on the application's thread, inside its
@@ -1042,25 +964,26 @@ impl<T> HandleBits for *mut T {
 /// that never dups a communicator itself); a group-based creation agrees
 /// with point-to-point messages. A dup would also run the application's
 /// attribute copy callbacks on `comm`. Collective over `comm`.
-pub fn comm_private(comm: Comm) -> Result<Comm> {
+pub(crate) fn comm_private(comm: Comm) -> Result<Comm> {
     let api = api()?;
     let mut group = api.c.group_null.0;
     // SAFETY: a live communicator and a valid out-pointer.
-    let rc = call!(api, PMPI_Comm_group(comm.0, &mut group))?;
+    let rc = unsafe { func!(api, PMPI_Comm_group)?(comm.0, &mut group) };
     check(api, "MPI_Comm_group", rc)?;
     let mut new = api.c.comm_null.0;
-    // SAFETY: a live communicator, its own group, a tag (which does not
-    // conflict with point-to-point tags, MPI-3.1 section 6.4.2) and a valid
-    // out-pointer; every rank of `comm` calls it at the same point (inside
-    // MPI_Init).
-    let created = call!(
-        api,
-        PMPI_Comm_create_group(comm.0, group, PRIVATE_COMM_TAG, &mut new)
-    )
-    .and_then(|rc| check(api, "MPI_Comm_create_group", rc));
-    // SAFETY: the group obtained above, freed once.
-    let freed =
-        call!(api, PMPI_Group_free(&mut group)).and_then(|rc| check(api, "MPI_Group_free", rc));
+    let created = func!(api, PMPI_Comm_create_group).and_then(|create| {
+        // SAFETY: a live communicator, its own group, a tag (which does not
+        // conflict with point-to-point tags, MPI-3.1 section 6.4.2) and a
+        // valid out-pointer; every rank of `comm` calls it at the same point
+        // (inside MPI_Init).
+        let rc = unsafe { create(comm.0, group, PRIVATE_COMM_TAG, &mut new) };
+        check(api, "MPI_Comm_create_group", rc)
+    });
+    let freed = func!(api, PMPI_Group_free).and_then(|free| {
+        // SAFETY: the group obtained above, freed once.
+        let rc = unsafe { free(&mut group) };
+        check(api, "MPI_Group_free", rc)
+    });
     created?;
     if new == api.c.comm_null.0 {
         // Every process of `comm` is in its group: a null result is the
@@ -1072,7 +995,7 @@ pub fn comm_private(comm: Comm) -> Result<Comm> {
             variable: None,
         }));
     }
-    let comm = Raw(new);
+    let comm = Comm(new);
     if let Err(mut e) = freed {
         // Not used: the caller turns the tuner off. A failed free of it is
         // told with the first error, not dropped.
@@ -1088,12 +1011,13 @@ pub fn comm_private(comm: Comm) -> Result<Comm> {
 /// 32767, the least `MPI_TAG_UB` the standard allows.
 const PRIVATE_COMM_TAG: c_int = 0x6d70;
 
-/// Frees a communicator made by [`comm_private`].
-pub fn comm_free(comm: Comm) -> Result<()> {
+/// Frees a communicator made by [`comm_private`] (through
+/// [`PrivateComm`](crate::PrivateComm), which frees it once).
+pub(crate) fn comm_free(comm: Comm) -> Result<()> {
     let api = api()?;
     let mut c = comm.0;
     // SAFETY: a communicator this crate created, freed once.
-    let rc = call!(api, PMPI_Comm_free(&mut c))?;
+    let rc = unsafe { func!(api, PMPI_Comm_free)?(&mut c) };
     check(api, "MPI_Comm_free", rc)
 }
 
@@ -1111,10 +1035,9 @@ pub(crate) fn bcast_bytes(comm: Comm, buf: &mut [u8], root: i32) -> Result<()> {
     })?;
     // SAFETY: `buf` holds `n` bytes on every rank (the length is broadcast
     // first by the caller); MPIT_BYTE is the header's MPI_BYTE.
-    let rc = call!(
-        api,
-        PMPI_Bcast(buf.as_mut_ptr().cast(), n, sys::MPIT_BYTE, root, comm.0)
-    )?;
+    let rc = unsafe {
+        func!(api, PMPI_Bcast)?(buf.as_mut_ptr().cast(), n, sys::MPIT_BYTE, root, comm.0)
+    };
     check(api, "MPI_Bcast", rc)
 }
 
@@ -1124,18 +1047,17 @@ pub(crate) fn reduce_sum(comm: Comm, send: &[f64], recv: &mut [f64], root: i32) 
     debug_assert_eq!(send.len(), recv.len());
     // SAFETY: both buffers hold send.len() doubles; the count is the same on
     // every rank (the variable list was broadcast by the caller).
-    let rc = call!(
-        api,
-        PMPI_Reduce(
+    let rc = unsafe {
+        func!(api, PMPI_Reduce)?(
             send.as_ptr().cast::<c_void>() as *mut c_void,
             recv.as_mut_ptr().cast(),
             send.len() as c_int,
             sys::MPIT_DOUBLE,
             sys::MPIT_SUM,
             root,
-            comm.0
+            comm.0,
         )
-    )?;
+    };
     check(api, "MPI_Reduce", rc)
 }
 
@@ -1181,17 +1103,16 @@ pub(crate) fn allreduce_i64(
     };
     // SAFETY: both buffers hold send.len() i64; same count on every rank;
     // collective over `comm`, called by every rank at the same point.
-    let rc = call!(
-        api,
-        PMPI_Allreduce(
+    let rc = unsafe {
+        func!(api, PMPI_Allreduce)?(
             send.as_ptr().cast::<c_void>() as *mut c_void,
             recv.as_mut_ptr().cast(),
             send.len() as c_int,
             sys::MPIT_INT64_T,
             op,
-            comm.0
+            comm.0,
         )
-    )?;
+    };
     check(api, "MPI_Allreduce", rc)
 }
 
@@ -1199,18 +1120,12 @@ pub(crate) fn allreduce_i64(
 // Error handlers: the tool's own calls must return their errors, never end
 // the job (the default handler, MPI_ERRORS_ARE_FATAL, aborts).
 
-/// An error handler handle of this process.
-pub(crate) type Errhandler = Raw<sys::MPI_Errhandler>;
-
 /// Sets `MPI_ERRORS_RETURN` on a communicator of the tool's own.
 pub(crate) fn set_errors_return(comm: Comm) -> Result<()> {
     let api = api()?;
     // SAFETY: a live communicator; MPIT_ERRORS_RETURN is the header's
     // predefined handler (shim constant).
-    let rc = call!(
-        api,
-        PMPI_Comm_set_errhandler(comm.0, sys::MPIT_ERRORS_RETURN)
-    )?;
+    let rc = unsafe { func!(api, PMPI_Comm_set_errhandler)?(comm.0, sys::MPIT_ERRORS_RETURN) };
     check(api, "MPI_Comm_set_errhandler", rc)
 }
 
@@ -1221,11 +1136,15 @@ pub(crate) fn swap_in_errors_return(comm: Comm) -> Result<Errhandler> {
     // SAFETY: reading a shim constant.
     let mut old = unsafe { sys::MPIT_ERRHANDLER_NULL };
     // SAFETY: a live communicator and a valid out-pointer.
-    let rc = call!(api, PMPI_Comm_get_errhandler(comm.0, &mut old))?;
+    let rc = unsafe { func!(api, PMPI_Comm_get_errhandler)?(comm.0, &mut old) };
     check(api, "MPI_Comm_get_errhandler", rc)?;
-    let old = Raw(old);
-    if let Err(e) = set_errors_return(comm) {
-        let _ = free_errhandler(old);
+    let old = Errhandler(old);
+    if let Err(mut e) = set_errors_return(comm) {
+        // The first error is the one reported; a failed release of the
+        // reference is told with it, not dropped.
+        if let (Err(free), Error::Mpi(m)) = (free_errhandler(old), &mut e) {
+            m.name = format!("{} (then freeing the error handler: {free})", m.name);
+        }
         return Err(e);
     }
     Ok(old)
@@ -1235,9 +1154,11 @@ pub(crate) fn swap_in_errors_return(comm: Comm) -> Result<Errhandler> {
 /// the reference `MPI_Comm_get_errhandler` gave.
 pub(crate) fn restore_errhandler(comm: Comm, old: Errhandler) -> Result<()> {
     let api = api()?;
-    // SAFETY: a live communicator and the handler it had before.
-    let set = call!(api, PMPI_Comm_set_errhandler(comm.0, old.0))
-        .and_then(|rc| check(api, "MPI_Comm_set_errhandler", rc));
+    let set = func!(api, PMPI_Comm_set_errhandler).and_then(|set| {
+        // SAFETY: a live communicator and the handler it had before.
+        let rc = unsafe { set(comm.0, old.0) };
+        check(api, "MPI_Comm_set_errhandler", rc)
+    });
     let freed = free_errhandler(old);
     set.and(freed)
 }
@@ -1247,7 +1168,7 @@ fn free_errhandler(handler: Errhandler) -> Result<()> {
     let mut h = handler.0;
     // SAFETY: a reference obtained from MPI_Comm_get_errhandler, released
     // once (the communicator keeps its own).
-    let rc = call!(api, PMPI_Errhandler_free(&mut h))?;
+    let rc = unsafe { func!(api, PMPI_Errhandler_free)?(&mut h) };
     check(api, "MPI_Errhandler_free", rc)
 }
 
@@ -1256,8 +1177,9 @@ fn free_errhandler(handler: Errhandler) -> Result<()> {
 pub(crate) fn error_class(code: c_int) -> Option<c_int> {
     let api = api().ok()?;
     let mut class: c_int = 0;
+    let error_class = func!(api, PMPI_Error_class).ok()?;
     // SAFETY: a valid out-pointer; any int is accepted as a code.
-    let rc = call!(api, PMPI_Error_class(code, &mut class)).ok()?;
+    let rc = unsafe { error_class(code, &mut class) };
     (rc == api.c.success).then_some(class)
 }
 
@@ -1268,11 +1190,8 @@ pub(crate) fn error_string(code: c_int) -> Option<String> {
     let max = unsafe { sys::MPIT_MAX_ERROR_STRING }.clamp(1, 1 << 16);
     let mut buf = vec![0u8; max as usize];
     let mut len: c_int = 0;
+    let error_string = func!(api, PMPI_Error_string).ok()?;
     // SAFETY: a buffer of MPI_MAX_ERROR_STRING bytes, as required.
-    let rc = call!(
-        api,
-        PMPI_Error_string(code, buf.as_mut_ptr().cast::<c_char>(), &mut len)
-    )
-    .ok()?;
+    let rc = unsafe { error_string(code, buf.as_mut_ptr().cast::<c_char>(), &mut len) };
     (rc == api.c.success).then(|| string_from(&buf).trim().to_string())
 }

@@ -247,7 +247,10 @@ impl Drop for MpiProcess {
     fn drop(&mut self) {
         if self.owns_init {
             if let Ok(api) = ffi::api() {
-                let _ = ffi::finalize(api);
+                if let Err(e) = ffi::finalize(api) {
+                    // Nowhere else to tell it from a drop.
+                    crate::say!("mpit-tuner: {e}");
+                }
             }
         }
     }

@@ -26,6 +26,7 @@
 //! (no pair types, no MINLOC/MAXLOC: MVAPICH2 2.3.7 rejects them in builds
 //! without Fortran).
 
+use crate::comm::PrivateComm;
 use crate::error::{Error, Result};
 pub use crate::ffi::ReduceOp;
 use crate::ffi::{self, Comm};
@@ -420,7 +421,7 @@ fn neg_key(k: i64) -> i64 {
 #[derive(Debug)]
 pub struct ErrorsReturn {
     comm: Comm,
-    old: Option<ffi::Errhandler>,
+    old: Option<crate::handle::Errhandler>,
 }
 
 impl ErrorsReturn {
@@ -465,8 +466,8 @@ impl Drop for ErrorsReturn {
 /// Creates the tool's private communicator over all processes of `parent`
 /// (see [`ffi::comm_private`]) with `MPI_ERRORS_RETURN`, as one step of
 /// `seq` (which must run on `parent`).
-pub fn create_private(seq: &mut Collectives, parent: Comm) -> Option<Comm> {
-    let comm = match ffi::comm_private(parent) {
+pub fn create_private(seq: &mut Collectives, parent: Comm) -> Option<PrivateComm> {
+    let private = match PrivateComm::create(parent) {
         Ok(c) => c,
         Err(e) => {
             let call = match &e {
@@ -477,10 +478,10 @@ pub fn create_private(seq: &mut Collectives, parent: Comm) -> Option<Comm> {
             return None;
         }
     };
-    if let Err(e) = ffi::set_errors_return(comm) {
+    if let Err(e) = ffi::set_errors_return(private.comm()) {
         seq.fail("MPI_Comm_set_errhandler", &e);
     }
-    Some(comm)
+    Some(private)
 }
 
 #[cfg(test)]

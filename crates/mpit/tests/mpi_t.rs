@@ -2,10 +2,10 @@
 //! runs as its own MPI job (see mpit-testkit); tests that hold for one
 //! library only are compiled only in builds against it.
 
-use mpit_testkit::{in_rank, run_self};
-use tuner_core::{Catalogue, Cvar, MpiProcess, MpiT, Object, Scope, Value};
+use mpit::{Catalogue, Cvar, MpiProcess, MpiT, Object, Scope, Value};
 #[cfg(mpi_flavor = "openmpi")]
-use tuner_core::{PvarClass, PvarSession};
+use mpit::{PvarClass, PvarSession};
+use mpit_testkit::{in_rank, run_self};
 
 /// Every variable the catalogue lists can be found again by name (CVARs) or
 /// by name and class (PVARs), and refresh after MPI_Init never loses any.
@@ -61,13 +61,13 @@ fn read_all_unbound(mpit: &MpiT, catalogue: &Catalogue) {
     let unbound: Vec<_> = catalogue
         .cvars()
         .iter()
-        .filter(|c| c.binding == tuner_core::Binding::NoObject)
+        .filter(|c| c.binding == mpit::Binding::NoObject)
         .collect();
     for info in &unbound {
         match Cvar::open(mpit, info, Object::None).and_then(|c| c.read().map(|v| (c, v))) {
             Ok((cvar, value)) => {
                 match info.datatype {
-                    tuner_core::Datatype::Char => {
+                    mpit::Datatype::Char => {
                         assert!(matches!(value, Value::Str(_)), "{}", info.name)
                     }
                     _ => assert_eq!(value.len(), cvar.count(), "{}", info.name),
@@ -94,11 +94,11 @@ fn library_version_names_the_library() {
     }
     let mpit = MpiT::init().unwrap();
     let expected = match mpit_testkit::flavor() {
-        "openmpi" => tuner_core::Library::OpenMpi,
-        _ => tuner_core::Library::Mpich,
+        "openmpi" => mpit::Library::OpenMpi,
+        _ => mpit::Library::Mpich,
     };
     assert_eq!(mpit.library(), expected, "{:?}", mpit.library_version());
-    assert_eq!(mpit.provided(), tuner_core::ThreadLevel::Multiple);
+    assert_eq!(mpit.provided(), mpit::ThreadLevel::Multiple);
 }
 
 #[test]
@@ -185,7 +185,7 @@ mod mpich {
         let string = catalogue
             .cvars()
             .iter()
-            .find(|c| c.datatype == tuner_core::Datatype::Char)
+            .find(|c| c.datatype == mpit::Datatype::Char)
             .expect("MPICH exports string CVARs");
         let cvar = Cvar::open(&mpit, string, Object::None).unwrap();
         assert!(
@@ -207,7 +207,7 @@ mod mpich {
             let cvar = Cvar::open(&mpit, info, Object::None).unwrap();
             let value = cvar.read().unwrap();
             match info.datatype {
-                tuner_core::Datatype::Char => assert!(value.as_str().is_some()),
+                mpit::Datatype::Char => assert!(value.as_str().is_some()),
                 _ => assert!(value.as_i64().is_some()),
             }
         }
@@ -233,7 +233,7 @@ mod openmpi {
             "pml_ob1_posted_recvq_length",
         ] {
             let info = catalogue.pvar(name, PvarClass::Size).expect(name);
-            assert_eq!(info.binding, tuner_core::Binding::Comm, "{name}");
+            assert_eq!(info.binding, mpit::Binding::Comm, "{name}");
             // Unbound allocation is refused with a typed error naming it.
             let err = session.open(info, Object::None).unwrap_err();
             assert_eq!(err.variable(), Some(name));
@@ -276,16 +276,13 @@ mod openmpi {
             let info = catalogue
                 .cvars()
                 .iter()
-                .filter(|c| c.scope == scope && c.binding == tuner_core::Binding::NoObject)
+                .filter(|c| c.scope == scope && c.binding == mpit::Binding::NoObject)
                 .find(|c| Cvar::open(&mpit, c, Object::None).is_ok())
                 .unwrap_or_else(|| panic!("Open MPI exports a {scope} CVAR"));
             let cvar = Cvar::open(&mpit, info, Object::None).unwrap();
             let old = cvar.read().unwrap();
             let err = cvar.write(&old).unwrap_err();
-            assert!(
-                matches!(err, tuner_core::Error::NotWritable { .. }),
-                "{err}"
-            );
+            assert!(matches!(err, mpit::Error::NotWritable { .. }), "{err}");
             assert_eq!(err.variable(), Some(info.name.as_str()));
             // The library itself refuses too, with a typed error.
             let err = cvar.write_unchecked(&old).unwrap_err();
@@ -300,7 +297,7 @@ mod openmpi {
         assert_eq!(limit.scope, Scope::Readonly);
         let cvar = Cvar::open(&mpit, limit, Object::None).unwrap();
         let err = cvar.write_unchecked(&Value::Int(vec![65536])).unwrap_err();
-        assert!(matches!(err, tuner_core::Error::SetNever { .. }), "{err}");
+        assert!(matches!(err, mpit::Error::SetNever { .. }), "{err}");
         assert_eq!(err.variable(), Some("btl_vader_eager_limit"));
     }
 }

@@ -131,7 +131,7 @@ impl Error {
     }
 
     /// Attaches a variable name to an error that has none yet.
-    pub(crate) fn about(mut self, variable: &str) -> Self {
+    pub fn about(mut self, variable: &str) -> Self {
         match &mut self {
             Error::Mpi(e) if e.variable.is_none() => e.variable = Some(variable.to_string()),
             Error::SetNotNow { variable: v, .. } | Error::SetNever { variable: v, .. }

@@ -3,6 +3,7 @@
 use crate::catalogue::CvarInfo;
 use crate::error::{Error, Result};
 use crate::ffi::{self, Object};
+use crate::handle::CvarHandle;
 use crate::session::MpiT;
 use crate::value::Value;
 use std::marker::PhantomData;
@@ -13,7 +14,7 @@ use std::marker::PhantomData;
 pub struct Cvar<'t> {
     info: CvarInfo,
     /// `None` once closed.
-    handle: Option<ffi::CvarHandle>,
+    handle: Option<CvarHandle>,
     count: usize,
     _mpit: PhantomData<&'t MpiT>,
 }
@@ -134,9 +135,9 @@ impl<'t> Cvar<'t> {
         ffi::cvar_write(ffi::api()?, self.live()?, &buf).map_err(|e| e.about(&self.info.name))
     }
 
-    fn live(&self) -> Result<ffi::CvarHandle> {
+    fn live(&self) -> Result<&CvarHandle> {
         // Only `close` (which takes `self`) empties it.
-        self.handle.ok_or(Error::NoMpi)
+        self.handle.as_ref().ok_or(Error::NoMpi)
     }
 
     /// Frees the handle now and says whether the library did.
@@ -146,7 +147,7 @@ impl<'t> Cvar<'t> {
     }
 }
 
-fn free(handle: Option<ffi::CvarHandle>, name: &str) -> Result<()> {
+fn free(handle: Option<CvarHandle>, name: &str) -> Result<()> {
     match handle {
         Some(h) => ffi::cvar_handle_free(ffi::api()?, h).map_err(|e| e.about(name)),
         None => Ok(()),
