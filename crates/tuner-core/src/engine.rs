@@ -17,8 +17,8 @@ use policies::{
     ActionView, Catalogue, CompiledPolicy, CvarInfo, CvarType, Decision, Env, Phase, PolicySet,
     PvarClass, PvarInfo, Scope, SetValue, Severity, Skip, Value, Values, VarKind,
 };
-use serde_json::{json, Value as Json};
 use std::time::Duration;
+use vocab::record::{self, Record};
 
 /// The default policy set, embedded in the library (the repository's
 /// top-level `policies.toml`).
@@ -174,7 +174,7 @@ impl Engine {
         phase: Phase,
         backend: &mut dyn Backend,
         env: &Env,
-        out: &mut dyn FnMut(Json),
+        out: &mut dyn FnMut(Record<'static>),
     ) {
         self.run_where(phase, &|_| true, backend, env, out);
     }
@@ -188,7 +188,7 @@ impl Engine {
         select: &dyn Fn(&CompiledPolicy) -> bool,
         backend: &mut dyn Backend,
         env: &Env,
-        out: &mut dyn FnMut(Json),
+        out: &mut dyn FnMut(Record<'static>),
     ) {
         let when = match phase {
             Phase::PreInit | Phase::Init => When::Collective,
@@ -219,9 +219,16 @@ impl Engine {
                     if !matches!(skip, Skip::NotDue | Skip::NotSelected) {
                         let kind = std::mem::discriminant(&skip);
                         if self.last_skip[i] != Some(kind) {
-                            out(json!({
-                                "type": "decision", "t": t, "policy": policy.name(), "phase": phase.name(),
-                                "fired": false, "reason": skip.to_string(),
+                            out(Record::Decision(record::Decision {
+                                t,
+                                policy: policy.name().to_string(),
+                                phase: phase.name().to_string(),
+                                fired: false,
+                                reason: Some(skip.to_string()),
+                                branch: None,
+                                write: None,
+                                condition: None,
+                                inputs: None,
                             }));
                         }
                         self.last_skip[i] = Some(kind);
@@ -229,20 +236,20 @@ impl Engine {
                 }
                 Decision::Fired { branch, write } => {
                     self.last_skip[i] = None;
-                    let inputs: serde_json::Map<String, Json> = policy
+                    let inputs = policy
                         .condition_inputs()
-                        .map(|(name, v)| {
-                            (
-                                name.to_string(),
-                                v.map_or(Json::Null, |v| json!(v.as_slice())),
-                            )
-                        })
+                        .map(|(name, v)| (name.to_string(), v.map(|v| v.as_slice().to_vec())))
                         .collect();
-                    out(json!({
-                        "type": "decision", "t": t, "policy": policy.name(), "phase": phase.name(),
-                        "fired": true, "branch": branch.to_string(), "write": write,
-                        "condition": policy.condition_value().map(|v| json!(v.as_slice())),
-                        "inputs": inputs,
+                    out(Record::Decision(record::Decision {
+                        t,
+                        policy: policy.name().to_string(),
+                        phase: phase.name().to_string(),
+                        fired: true,
+                        reason: None,
+                        branch: Some(branch.to_string()),
+                        write: Some(write),
+                        condition: policy.condition_value().map(|v| v.as_slice().to_vec()),
+                        inputs: Some(inputs),
                     }));
                     let dry_run = !write;
                     let actions: Vec<ActionView<'_>> = policy.actions(branch).collect();
@@ -264,35 +271,47 @@ impl Engine {
                                 let refused = refused(record.outcome);
                                 self.counts[i].0 += u64::from(!refused && !dry_run);
                                 self.counts[i].1 += u64::from(refused);
-                                let mut rec = serde_json::to_value(&record).unwrap_or(Json::Null);
-                                if let Json::Object(m) = &mut rec {
-                                    m.insert("type".into(), json!("write"));
-                                    m.insert("t".into(), json!(backend.time()));
-                                    m.insert("policy".into(), json!(policy.name()));
-                                    m.insert("phase".into(), json!(phase.name()));
-                                    m.insert("source".into(), json!(source));
-                                    m.insert("dry_run".into(), json!(dry_run));
-                                }
-                                out(rec);
+                                out(Record::Write(record::Write {
+                                    t: backend.time(),
+                                    policy: policy.name().to_string(),
+                                    phase: phase.name().to_string(),
+                                    cvar: record.cvar,
+                                    index: record.index,
+                                    old: record.old,
+                                    requested: record.requested,
+                                    readback: record.readback,
+                                    outcome: record.outcome,
+                                    error: record.error,
+                                    source: source.to_string(),
+                                    dry_run,
+                                }));
                             }
                             ActionView::SetEnv { name, value } => {
                                 let result = backend.setenv(name, value, dry_run);
-                                out(json!({
-                                    "type": "setenv", "t": backend.time(), "policy": policy.name(),
-                                    "phase": phase.name(), "name": name, "value": value,
-                                    "dry_run": dry_run, "error": result.err(),
+                                out(Record::Setenv(record::Setenv {
+                                    t: backend.time(),
+                                    policy: policy.name().to_string(),
+                                    phase: phase.name().to_string(),
+                                    name: name.to_string(),
+                                    value: value.to_string(),
+                                    dry_run,
+                                    error: result.err(),
                                 }));
                             }
-                            ActionView::Note(text) => out(json!({
-                                "type": "note", "t": t, "policy": policy.name(), "text": text,
+                            ActionView::Note(text) => out(Record::Note(record::PolicyText {
+                                t,
+                                policy: policy.name().to_string(),
+                                text: text.to_string(),
                             })),
                             ActionView::Recommend(text) => {
                                 let line = format!("{}: {text}", policy.name());
                                 if !self.recommendations.contains(&line) {
                                     self.recommendations.push(line);
                                 }
-                                out(json!({
-                                    "type": "recommendation", "t": t, "policy": policy.name(), "text": text,
+                                out(Record::Recommendation(record::PolicyText {
+                                    t,
+                                    policy: policy.name().to_string(),
+                                    text: text.to_string(),
                                 }));
                             }
                         }
@@ -583,6 +602,17 @@ pub fn refused(outcome: Outcome) -> bool {
     )
 }
 
+/// The warning of a rank that runs pre-init policies without knowing its
+/// rank.
+fn no_rank_warning() -> Record<'static> {
+    Record::Warning(record::Warning {
+        t: 0.0,
+        message: "the launcher did not say this process's rank before MPI_Init; pre-init \
+                  policies see rank 0 of 1"
+            .into(),
+    })
+}
+
 /// The policy engine as the runtime's [`Hooks`](crate::runtime::Hooks).
 pub struct PolicyHooks {
     engine: Engine,
@@ -591,7 +621,7 @@ pub struct PolicyHooks {
     user_file: bool,
     rank: u32,
     size: u32,
-    pending: Vec<Json>,
+    pending: Vec<Record<'static>>,
     messages: Vec<String>,
     pre_catalogue_names: usize,
     quiet: bool,
@@ -660,8 +690,7 @@ impl crate::runtime::Hooks for PolicyHooks {
             return;
         }
         if launch.rank.is_none() {
-            self.pending.push(json!({"type": "warning", "t": 0.0,
-                "message": "the launcher did not say this process's rank before MPI_Init; pre-init policies see rank 0 of 1"}));
+            self.pending.push(no_rank_warning());
         }
         let env = env(launch.rank.unwrap_or(0), launch.size.unwrap_or(1), 0.0);
         let pending = &mut self.pending;
@@ -691,17 +720,19 @@ impl crate::runtime::Hooks for PolicyHooks {
         if !has_pre_init {
             return;
         }
-        let warned = self.pending.iter().any(|r| r["type"] == "warning");
+        let warned = self.pending.iter().any(|r| matches!(r, Record::Warning(_)));
         if launch.rank.is_none() && !warned {
-            self.pending.push(json!({"type": "warning", "t": 0.0,
-                "message": "the launcher did not say this process's rank before MPI_Init; pre-init policies see rank 0 of 1"}));
+            self.pending.push(no_rank_warning());
         }
         let view = CatalogueView::new(mpit, catalogue);
         for (i, reason, _) in self.engine.bind(&view, &[Phase::PreInit]) {
             let name = self.engine.policies()[i].name().to_string();
-            self.pending.push(
-                json!({"type": "policy_disabled", "t": 0.0, "policy": name, "reason": reason}),
-            );
+            self.pending
+                .push(Record::PolicyDisabled(record::PolicyDisabled {
+                    t: 0.0,
+                    policy: name.clone(),
+                    reason: reason.clone(),
+                }));
             self.messages
                 .push(format!("policy {name} disabled: {reason}"));
         }
@@ -739,8 +770,11 @@ impl crate::runtime::Hooks for PolicyHooks {
         let view = CatalogueView::new(mpit, catalogue);
         let newly = self.engine.bind(&view, RUNTIME_PHASES);
         for (i, reason, _) in &newly {
-            log.record(&json!({"type": "policy_disabled", "t": 0.0,
-                "policy": self.engine.policies()[*i].name(), "reason": reason}));
+            log.record(&Record::PolicyDisabled(record::PolicyDisabled {
+                t: 0.0,
+                policy: self.engine.policies()[*i].name().to_string(),
+                reason: reason.clone(),
+            }));
         }
         // One message per disabled policy for the whole job, on rank 0.
         let n = self.engine.policies().len();
@@ -759,7 +793,7 @@ impl crate::runtime::Hooks for PolicyHooks {
                 if info.rank == 0 {
                     crate::say!("mpit-tuner: {message}");
                 }
-                log.record(&json!({"type": "warning", "t": 0.0, "message": message}));
+                log.record(&Record::Warning(record::Warning { t: 0.0, message }));
             }
         }
         let snapshot = Snapshot::default();
@@ -809,10 +843,14 @@ impl crate::runtime::Hooks for PolicyHooks {
         self.engine
             .run(Phase::Finalize, &mut backend, &env, &mut |r| log.record(&r));
         for (i, (writes, refused)) in self.engine.counts.iter().enumerate() {
-            log.record(&json!({"type": "policy_summary", "t": snapshot.t,
-                "policy": self.engine.policies()[i].name(), "writes": writes, "refused": refused,
-                "firings": self.engine.policies()[i].state().firings,
-                "disabled": self.engine.disabled(i)}));
+            log.record(&Record::PolicySummary(record::PolicySummary {
+                t: snapshot.t,
+                policy: self.engine.policies()[i].name().to_string(),
+                writes: *writes,
+                refused: *refused,
+                firings: self.engine.policies()[i].state().firings,
+                disabled: self.engine.disabled(i).map(str::to_string),
+            }));
         }
     }
 
@@ -986,20 +1024,23 @@ then    = [ { setenv = "MPIT_TUNER_ENGINE_TEST_DRY", value = "1" } ]
             );
             out
         };
-        let setenvs = |out: &[Json]| -> Vec<(String, bool)> {
+        let setenvs = |out: &[Record<'static>]| -> Vec<(String, bool)> {
             out.iter()
-                .filter(|r| r["type"] == "setenv")
-                .map(|r| {
-                    assert_eq!(r["error"], Json::Null, "{r}");
-                    (
-                        r["name"].as_str().unwrap().to_string(),
-                        r["dry_run"] == true,
-                    )
+                .filter_map(|r| match r {
+                    Record::Setenv(s) => {
+                        assert_eq!(s.error, None, "{s:?}");
+                        Some((s.name.clone(), s.dry_run))
+                    }
+                    _ => None,
                 })
                 .collect()
         };
         let rank0 = run(0);
-        assert!(rank0.iter().all(|r| r["policy"] != "cvar"), "{rank0:?}");
+        assert!(
+            rank0.iter().all(|r| !matches!(r,
+                Record::Decision(record::Decision { policy, .. }) if policy == "cvar")),
+            "{rank0:?}"
+        );
         assert_eq!(
             setenvs(&rank0),
             [("MPIT_TUNER_ENGINE_TEST_DRY".to_string(), true)]
@@ -1052,8 +1093,10 @@ then    = [ { setenv = "C", value = "1" } ]
                 out.push(r)
             });
             out.iter()
-                .filter(|r| r["type"] == "setenv")
-                .map(|r| r["name"].as_str().unwrap().to_string())
+                .filter_map(|r| match r {
+                    Record::Setenv(s) => Some(s.name.clone()),
+                    _ => None,
+                })
                 .collect()
         };
         assert_eq!(names("node07.cluster"), ["A", "C"]);

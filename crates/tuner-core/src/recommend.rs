@@ -15,22 +15,8 @@
 use crate::session::Library;
 use crate::summary::Summary;
 use crate::toolmetrics::{bucket_floor, BUCKETS};
-use serde::{Deserialize, Serialize};
 
-/// One piece of advice.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Recommendation {
-    /// A stable identifier: `eager-threshold`, `small-allreduce`,
-    /// `unexpected-queue`, `policy-refused`, `policy-churn`.
-    pub id: String,
-    /// What to do.
-    pub advice: String,
-    /// Why: the numbers from this run.
-    pub evidence: String,
-    /// The exact setting(s) for this library, e.g.
-    /// `OMPI_MCA_btl_vader_eager_limit=131072`.
-    pub setting: String,
-}
+pub use vocab::summary::Recommendation;
 
 /// What the rules know besides the summary.
 #[derive(Debug, Clone, Default)]

@@ -88,9 +88,10 @@ use policies::{
     Severity,
 };
 use serde::Deserialize;
-use serde_json::{json, Value as Json};
+use serde_json::Value as Json;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
+use vocab::record::{self, Record};
 
 /// Why inputs could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -1024,10 +1025,16 @@ fn replay_rank(set: &PolicySet, trace: &RankTrace) -> RankReplay {
     let last = trace.samples.last().map_or(t0, |s| s.t);
     let end = trace.end.map_or(last, |e| e.max(last));
     let (rank, size) = (trace.rank, trace.size.max(trace.rank + 1));
-    records.push(json!({
-        "type": "replay", "t": t0, "rank": rank, "size": size, "source": trace.source,
-        "library": trace.library, "policies": set.file_name(),
-        "samples": trace.samples.len(), "end": end,
+    let mut push = |r: Record<'_>| records.push(serde_json::to_value(&r).unwrap_or(Json::Null));
+    push(Record::Replay(record::ReplayStart {
+        t: t0,
+        rank,
+        size,
+        source: trace.source.clone(),
+        library: trace.library.clone(),
+        policies: Some(set.file_name().to_string()),
+        samples: trace.samples.len(),
+        end,
     }));
 
     let mut engine = Engine::new(set.clone());
@@ -1040,13 +1047,15 @@ fn replay_rank(set: &PolicySet, trace: &RankTrace) -> RankReplay {
         } else {
             reason
         };
-        records.push(json!({
-            "type": "policy_disabled", "t": t0, "policy": set.policies()[i].name(), "reason": reason,
+        push(Record::PolicyDisabled(record::PolicyDisabled {
+            t: t0,
+            policy: set.policies()[i].name().to_string(),
+            reason: reason.clone(),
         }));
         disabled[i] = Some(reason);
     }
 
-    let mut out = |r: Json| records.push(r);
+    let mut out = |r: Record<'static>| push(r);
     let env = engine::env(rank, size, t0);
     engine.run(Phase::PreInit, &mut backend, &env, &mut out);
     engine.run(Phase::Init, &mut backend, &env, &mut out);
@@ -1065,20 +1074,25 @@ fn replay_rank(set: &PolicySet, trace: &RankTrace) -> RankReplay {
 
     for (i, (writes, refused)) in engine.counts.iter().enumerate() {
         let p = &engine.policies()[i];
-        records.push(json!({
-            "type": "policy_summary", "t": end, "policy": p.name(), "writes": writes,
-            "refused": refused, "firings": p.state().firings, "disabled": disabled[i],
+        push(Record::PolicySummary(record::PolicySummary {
+            t: end,
+            policy: p.name().to_string(),
+            writes: *writes,
+            refused: *refused,
+            firings: p.state().firings,
+            disabled: disabled[i].clone(),
         }));
     }
-    let written: BTreeMap<&str, &Value> = backend
+    let written: BTreeMap<String, Value> = backend
         .catalogue
         .written
         .keys()
-        .filter_map(|name| Some((name.as_str(), backend.cvars.get(name)?)))
+        .filter_map(|name| Some((name.clone(), backend.cvars.get(name)?.clone())))
         .collect();
-    records.push(json!({
-        "type": "close", "t": end, "reason": "end of replay", "cvars": written,
-        "environment": backend.environment,
+    push(Record::ReplayEnd(record::ReplayEnd {
+        t: end,
+        cvars: written,
+        environment: backend.environment.clone(),
     }));
     RankReplay {
         rank,
@@ -1111,6 +1125,7 @@ fn missing_reason(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     /// The thesis' policy (crates/policies/README.md), with extra keys.
     fn vbuf_policy(extra: &str) -> PolicySet {
@@ -1215,7 +1230,7 @@ otherwise = [ {{ set = "MPIR_CVAR_VBUF_POOL_CONTROL", value = 0 }} ]
         // In between, nothing new to write.
         let steady = "already in effect".to_string();
         assert_eq!(reasons(r), vec![(1.0, steady.clone()), (4.0, steady)]);
-        let close = of_type(r, "close").next().unwrap();
+        let close = of_type(r, "replay_end").next().unwrap();
         assert_eq!(close["cvars"][CONTROL], json!([0]));
         assert_eq!(close["cvars"][REDUCED], json!([60, 5, 2, 1]));
         let summary = of_type(r, "policy_summary").next().unwrap();
@@ -1515,7 +1530,7 @@ then = [ { recommend = "queue was busy" } ]
             .any(|(t, why)| *t == 1.0 && why.starts_with("no value")));
         let rec = of_type(r, "recommendation").next().unwrap();
         assert_eq!(rec["t"].as_f64(), Some(2.0));
-        let close = of_type(r, "close").next().unwrap();
+        let close = of_type(r, "replay_end").next().unwrap();
         assert_eq!(close["environment"]["UCX_RNDV_THRESH"], "64K");
     }
 
