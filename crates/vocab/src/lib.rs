@@ -10,6 +10,7 @@
 #![forbid(unsafe_code)]
 
 pub mod meta;
+pub mod nan;
 pub mod read;
 pub mod record;
 pub mod summary;

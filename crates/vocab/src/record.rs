@@ -13,6 +13,7 @@
 //! (`Record<'static>`).
 
 use crate::meta::{Binding, Datatype, PvarClass};
+use crate::nan;
 use crate::value::Value;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -30,7 +31,8 @@ pub fn rank_file_name(rank: i32) -> String {
 /// The rank of a log file name (`rank-00003.jsonl` -> 3).
 pub fn rank_of_file_name(name: &str) -> Option<u32> {
     name.strip_prefix("rank-")?
-        .strip_suffix(".jsonl")?
+        .strip_suffix(".jsonl")
+        .filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))?
         .parse()
         .ok()
 }
@@ -72,6 +74,25 @@ pub enum Record<'a> {
     /// and environment the replay ended with.
     ReplayEnd(ReplayEnd),
 }
+
+/// Every record type, as `"type"` names it.
+pub const KINDS: &[&str] = &[
+    "header",
+    "sample",
+    "object",
+    "warning",
+    "decision",
+    "write",
+    "setenv",
+    "note",
+    "recommendation",
+    "policy_disabled",
+    "policy_summary",
+    "catalogue",
+    "close",
+    "replay",
+    "replay_end",
+];
 
 impl Record<'_> {
     /// The record's `"type"`.
@@ -248,27 +269,59 @@ pub struct SampleVar<'a> {
     /// Its class.
     pub class: PvarClass,
     /// The latest value.
+    #[serde(deserialize_with = "nan::cow")]
+    #[schemars(with = "Vec<Option<f64>>")]
     pub value: Cow<'a, [f64]>,
     /// Change since the previous sample.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "nan::opt_cow"
+    )]
+    #[schemars(with = "Option<Vec<Option<f64>>>")]
     pub delta: Option<Cow<'a, [f64]>>,
     /// `delta` per second.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "nan::opt_cow"
+    )]
+    #[schemars(with = "Option<Vec<Option<f64>>>")]
     pub rate: Option<Cow<'a, [f64]>>,
     /// Changes seen (watermarks).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub changes: Option<Cow<'a, [u64]>>,
     /// Total absolute change (watermarks).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "nan::opt_cow"
+    )]
+    #[schemars(with = "Option<Vec<Option<f64>>>")]
     pub change_total: Option<Cow<'a, [f64]>>,
     /// Minimum over the run.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "nan::opt_cow"
+    )]
+    #[schemars(with = "Option<Vec<Option<f64>>>")]
     pub min: Option<Cow<'a, [f64]>>,
     /// Maximum over the run.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "nan::opt_cow"
+    )]
+    #[schemars(with = "Option<Vec<Option<f64>>>")]
     pub max: Option<Cow<'a, [f64]>>,
     /// Mean over the run.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "nan::opt_vec"
+    )]
+    #[schemars(with = "Option<Vec<Option<f64>>>")]
     pub mean: Option<Vec<f64>>,
 }
 
@@ -315,11 +368,21 @@ pub struct Decision {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write: Option<bool>,
     /// The condition's value, when it fired and has one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "nan::opt_vec"
+    )]
+    #[schemars(with = "Option<Vec<Option<f64>>>")]
     pub condition: Option<Vec<f64>>,
     /// The variables the condition read, with their values (null when the
     /// variable had no value yet).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "nan::inputs"
+    )]
+    #[schemars(with = "Option<BTreeMap<String, Option<Vec<Option<f64>>>>>")]
     pub inputs: Option<BTreeMap<String, Option<Vec<f64>>>>,
 }
 
@@ -519,4 +582,50 @@ pub struct ReplayEnd {
     pub cvars: BTreeMap<String, Value>,
     /// The environment variables the policies set.
     pub environment: BTreeMap<String, String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn samples_round_trip_with_nan_as_null() {
+        let values = [1.0, f64::NAN];
+        let record = Record::Sample(Sample {
+            t: 0.5,
+            seq: 1,
+            vars: Cow::Owned(vec![SampleVar {
+                name: Cow::Borrowed("x"),
+                object: None,
+                class: PvarClass::Level,
+                value: Cow::Borrowed(&values),
+                delta: None,
+                rate: None,
+                changes: None,
+                change_total: None,
+                min: Some(Cow::Borrowed(&values)),
+                max: Some(Cow::Borrowed(&values)),
+                mean: Some(values.to_vec()),
+            }]),
+        });
+        let line = serde_json::to_string(&record).unwrap();
+        assert!(line.contains(r#""value":[1.0,null]"#), "{line}");
+        let back: Record<'static> = serde_json::from_str(&line).unwrap();
+        let Record::Sample(s) = back else {
+            panic!("not a sample: {line}")
+        };
+        assert_eq!(s.vars[0].value[0], 1.0);
+        assert!(s.vars[0].value[1].is_nan());
+        assert!(s.vars[0].mean.as_ref().unwrap()[1].is_nan());
+    }
+
+    #[test]
+    fn file_names_and_ranks() {
+        assert_eq!(rank_file_name(3), "rank-00003.jsonl");
+        assert_eq!(rank_of_file_name("rank-00003.jsonl"), Some(3));
+        assert_eq!(rank_of_file_name("rank-x.jsonl"), None);
+        assert_eq!(rank_of_file_name("rank-+3.jsonl"), None);
+        assert_eq!(rank_of_file_name("rank-.jsonl"), None);
+        assert_eq!(rank_of_file_name("summary.json"), None);
+    }
 }

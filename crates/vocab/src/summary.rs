@@ -18,6 +18,8 @@ pub struct SummaryFile {
     /// Samples rank 0 took.
     pub samples_rank0: u64,
     /// Seconds from start to finalize on rank 0.
+    #[serde(deserialize_with = "crate::nan::f64")]
+    #[schemars(with = "Option<f64>")]
     pub duration_s: f64,
     /// Statistics of each quantity across ranks.
     pub variables: Vec<VariableStats>,
@@ -53,16 +55,24 @@ pub struct VariableStats {
     /// How many ranks had it.
     pub ranks: u32,
     /// Smallest per-rank value.
+    #[serde(deserialize_with = "crate::nan::f64")]
+    #[schemars(with = "Option<f64>")]
     pub min: f64,
     /// The rank that held it.
     pub min_rank: i32,
     /// Largest per-rank value.
+    #[serde(deserialize_with = "crate::nan::f64")]
+    #[schemars(with = "Option<f64>")]
     pub max: f64,
     /// The rank that held it.
     pub max_rank: i32,
     /// Mean over the ranks that had it.
+    #[serde(deserialize_with = "crate::nan::f64")]
+    #[schemars(with = "Option<f64>")]
     pub mean: f64,
     /// Population standard deviation over those ranks.
+    #[serde(deserialize_with = "crate::nan::f64")]
+    #[schemars(with = "Option<f64>")]
     pub stddev: f64,
     /// How many ranks fall in each of `HISTOGRAM_BINS` (8) equal bins from
     /// `min` to `max` (all in the first when they are equal).

@@ -5,29 +5,12 @@
 use super::reading::{progress_bar, Write};
 use anyhow::{Context, Result};
 use rayon::prelude::*;
-use serde::Deserialize;
 use std::fs::File;
-use std::io::{BufRead, BufReader, BufWriter, Write as _};
+use std::io::{BufWriter, Write as _};
 use std::path::{Path, PathBuf};
 
 /// Files converted together in parallel (bounds the memory held).
 const CHUNK: usize = 32;
-
-#[derive(Deserialize)]
-struct SampleLine {
-    #[serde(rename = "type")]
-    ty: Option<String>,
-    t: Option<f64>,
-    vars: Option<Vec<Var>>,
-}
-
-#[derive(Deserialize)]
-struct Var {
-    name: String,
-    object: Option<String>,
-    #[serde(default)]
-    value: Vec<Option<f64>>,
-}
 
 /// A CSV field, quoted when it needs to be.
 pub fn field(s: &str) -> String {
@@ -38,37 +21,27 @@ pub fn field(s: &str) -> String {
     }
 }
 
+/// The rows of one log's samples. Damaged lines are left out here: the
+/// report's reading of the same files already lists them.
 fn rows_of(rank: u32, path: &Path) -> Vec<u8> {
     let mut out = Vec::new();
-    let Ok(file) = File::open(path) else {
+    let Ok(records) = vocab::records(path) else {
         return out;
     };
-    let mut reader = BufReader::with_capacity(256 * 1024, file);
-    let mut buf = Vec::new();
-    loop {
-        buf.clear();
-        match reader.read_until(b'\n', &mut buf) {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {}
-        }
-        // Only sample lines: skip the others without parsing them.
-        if !buf.windows(8).any(|w| w == b"\"sample\"") {
-            continue;
-        }
-        let Ok(line) = serde_json::from_slice::<SampleLine>(buf.trim_ascii()) else {
+    for item in records.only(&["sample"]) {
+        let Ok((_, vocab::Record::Sample(sample))) = item else {
             continue;
         };
-        if line.ty.as_deref() != Some("sample") {
-            continue;
-        }
-        let t = line.t.unwrap_or(f64::NAN);
-        for v in line.vars.unwrap_or_default() {
+        let t = sample.t;
+        for v in sample.vars.iter() {
             let name = field(&v.name);
             let object = v.object.as_deref().map(field).unwrap_or_default();
             for (i, x) in v.value.iter().enumerate() {
-                let _ = match x {
-                    Some(x) => writeln!(out, "{rank},{t},{name},{object},{i},{x}"),
-                    None => writeln!(out, "{rank},{t},{name},{object},{i},"),
+                // Writing into a Vec cannot fail.
+                let _ = if x.is_nan() {
+                    writeln!(out, "{rank},{t},{name},{object},{i},")
+                } else {
+                    writeln!(out, "{rank},{t},{name},{object},{i},{x}")
                 };
             }
         }
