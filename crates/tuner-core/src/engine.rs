@@ -64,6 +64,15 @@ pub fn load(path: Option<&std::path::Path>) -> Result<PolicySet, String> {
     }
 }
 
+/// What one policy's writes came to so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct WriteCounts {
+    /// Writes the library took (not dry runs).
+    pub writes: u64,
+    /// Writes refused.
+    pub refused: u64,
+}
+
 /// The policies of this rank and their bookkeeping.
 #[derive(Debug)]
 pub struct Engine {
@@ -82,7 +91,7 @@ pub struct Engine {
     last_skip: Vec<Option<std::mem::Discriminant<Skip>>>,
     recommendations: Vec<String>,
     /// How many times each policy wrote, and how many writes were refused.
-    pub(crate) counts: Vec<(u64, u64)>,
+    pub(crate) counts: Vec<WriteCounts>,
 }
 
 impl Engine {
@@ -99,7 +108,7 @@ impl Engine {
             present: vec![false; slots],
             last_skip: vec![None; n],
             recommendations: Vec::new(),
-            counts: vec![(0, 0); n],
+            counts: vec![WriteCounts::default(); n],
             set,
         }
     }
@@ -269,8 +278,8 @@ impl Engine {
                                 };
                                 let record = backend.write(cvar, index, &request, when, dry_run);
                                 let refused = refused(record.outcome);
-                                self.counts[i].0 += u64::from(!refused && !dry_run);
-                                self.counts[i].1 += u64::from(refused);
+                                self.counts[i].writes += u64::from(!refused && !dry_run);
+                                self.counts[i].refused += u64::from(refused);
                                 out(Record::Write(record::Write {
                                     t: backend.time(),
                                     policy: policy.name().to_string(),
@@ -842,7 +851,7 @@ impl crate::runtime::Hooks for PolicyHooks {
         let env = env(self.rank, self.size, snapshot.t);
         self.engine
             .run(Phase::Finalize, &mut backend, &env, &mut |r| log.record(&r));
-        for (i, (writes, refused)) in self.engine.counts.iter().enumerate() {
+        for (i, WriteCounts { writes, refused }) in self.engine.counts.iter().enumerate() {
             log.record(&Record::PolicySummary(record::PolicySummary {
                 t: snapshot.t,
                 policy: self.engine.policies()[i].name().to_string(),
@@ -856,7 +865,7 @@ impl crate::runtime::Hooks for PolicyHooks {
 
     fn quantities(&self) -> Vec<(String, &'static str, f64)> {
         let mut out = Vec::new();
-        for (i, (writes, refused)) in self.engine.counts.iter().enumerate() {
+        for (i, WriteCounts { writes, refused }) in self.engine.counts.iter().enumerate() {
             let name = self.engine.policies()[i].name();
             out.push((format!("policy.{name}.writes"), "total", *writes as f64));
             out.push((format!("policy.{name}.refused"), "total", *refused as f64));

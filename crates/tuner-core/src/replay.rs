@@ -1022,7 +1022,7 @@ fn replay_rank(set: &PolicySet, trace: &RankTrace) -> RankReplay {
         &mut out,
     );
 
-    for (i, (writes, refused)) in engine.counts.iter().enumerate() {
+    for (i, engine::WriteCounts { writes, refused }) in engine.counts.iter().enumerate() {
         let p = &engine.policies()[i];
         push(Record::PolicySummary(record::PolicySummary {
             t: end,
