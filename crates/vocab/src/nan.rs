@@ -36,10 +36,11 @@ pub fn opt_cow<'de, 'a, D: Deserializer<'de>>(d: D) -> Result<Option<Cow<'a, [f6
     opt_vec(d).map(|v| v.map(Cow::Owned))
 }
 
+/// A decision's inputs: each variable's value, or none.
+pub type Inputs = std::collections::BTreeMap<String, Option<Vec<f64>>>;
+
 /// A map of optional numbers (a decision's inputs).
-pub fn inputs<'de, D: Deserializer<'de>>(
-    d: D,
-) -> Result<Option<std::collections::BTreeMap<String, Option<Vec<f64>>>>, D::Error> {
+pub fn inputs<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Inputs>, D::Error> {
     type Raw = std::collections::BTreeMap<String, Option<Vec<Option<f64>>>>;
     Ok(Option::<Raw>::deserialize(d)?.map(|m| {
         m.into_iter()
