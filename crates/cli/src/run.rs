@@ -13,7 +13,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::sync::atomic::{AtomicI32, Ordering};
-use tuner_core::config::{self, MIN_INTERVAL};
+use tuner_core::config::MIN_INTERVAL;
 
 /// The preload library's file name.
 pub const LIBRARY: &str = "libmpit_tuner.so";
@@ -55,7 +55,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
 
-    /// Sampling interval, such as 1s, 100ms or 1ms (default 1s).
+    /// Sampling interval, such as 1s, 100ms or 1ms (default 1s; durations: README.md#durations).
     #[arg(long, value_name = "DURATION")]
     interval: Option<String>,
 
@@ -136,12 +136,10 @@ fn environment(args: &RunArgs) -> Result<Vec<(OsString, OsString)>> {
     }
     set("LD_PRELOAD", &preload);
     if let Some(text) = &args.interval {
-        match config::parse_duration(text) {
-            Some(d) if d >= MIN_INTERVAL => {}
-            Some(_) => bail!("--interval {text}: the shortest sampling interval is 1ms"),
-            None => bail!(
-                "--interval {text}: not a duration (examples: 1s, 250ms, 1ms; a bare number is seconds)"
-            ),
+        match policies::parse_duration(text) {
+            Ok(d) if d >= MIN_INTERVAL => {}
+            Ok(_) => bail!("--interval {text}: the shortest sampling interval is 1ms"),
+            Err(e) => bail!("--interval {text}: {e}"),
         }
         set("MPIT_TUNER_INTERVAL", OsStr::new(text));
     }

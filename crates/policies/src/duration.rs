@@ -1,9 +1,13 @@
-//! Duration strings: `"1s"`, `"250ms"`, `"2m"`, `"1.5h"`.
+//! Duration strings: `"1s"`, `"250ms"`, `"2m"`, `"1.5h"`: the one duration
+//! grammar of the project, for policy files, the `MPIT_TUNER_*` variables and
+//! the command line alike (README.md, "Durations").
 
 use std::time::Duration;
 
 /// Parses a duration string: a non-negative decimal number followed by a
-/// unit, `us`, `ms`, `s`, `m` or `min`, or `h` (spaces between them allowed).
+/// unit, `ns`, `us` (or `µs`), `ms`, `s` (or `sec`), `m` (or `min`) or `h`,
+/// spaces around and between them allowed. A bare number is refused (is
+/// `10` seconds or milliseconds?), except `0`, which is zero in any unit.
 ///
 /// Returns a message saying what was expected on failure.
 ///
@@ -12,11 +16,13 @@ use std::time::Duration;
 /// assert_eq!(policies::parse_duration("250ms"), Ok(Duration::from_millis(250)));
 /// assert_eq!(policies::parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
 /// assert_eq!(policies::parse_duration("2m"), Ok(Duration::from_secs(120)));
+/// assert_eq!(policies::parse_duration("10ns"), Ok(Duration::from_nanos(10)));
+/// assert_eq!(policies::parse_duration("0"), Ok(Duration::ZERO));
 /// assert!(policies::parse_duration("10").is_err());
 /// ```
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     const EXPECTED: &str =
-        "expected a duration: a number and a unit (us, ms, s, m or min, h), such as \"1s\", \"250ms\" or \"2m\"";
+        "expected a duration: a number and a unit (ns, us, ms, s, m or min, h), such as \"1s\", \"250ms\" or \"2m\"";
     let s = text.trim();
     let split = s
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -30,6 +36,8 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         return Err(format!("{EXPECTED}, found {text:?}"));
     };
     let scale = match unit {
+        "" if value == 0.0 => 0.0,
+        "ns" => 1e-9,
         "us" | "µs" => 1e-6,
         "ms" => 1e-3,
         "s" | "sec" => 1.0,
@@ -62,6 +70,10 @@ mod tests {
         assert_eq!(parse_duration("2min"), Ok(Duration::from_secs(120)));
         assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
         assert_eq!(parse_duration("0s"), Ok(Duration::ZERO));
+        assert_eq!(parse_duration("10ns"), Ok(Duration::from_nanos(10)));
+        assert_eq!(parse_duration("1.5µs"), Ok(Duration::from_nanos(1500)));
+        assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
+        assert_eq!(parse_duration("0.0"), Ok(Duration::ZERO));
     }
 
     #[test]
@@ -70,7 +82,9 @@ mod tests {
             "",
             "s",
             "1",
+            "0.5",
             "1x",
+            "5parsecs",
             "-1s",
             "1.s",
             ".5s",
