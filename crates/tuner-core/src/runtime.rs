@@ -963,27 +963,16 @@ fn default_run_dir() -> PathBuf {
     let secs = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let (y, m, d) = civil_from_days((secs / 86400) as i64);
-    let s = secs % 86400;
-    Path::new(".").join(format!(
-        "mpit-tuner-{y:04}{m:02}{d:02}-{:02}{:02}{:02}-{job}",
-        s / 3600,
-        (s / 60) % 60,
-        s % 60
-    ))
+    Path::new(".").join(format!("mpit-tuner-{}-{job}", utc_stamp(secs)))
 }
 
-/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian.
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
+/// Unix seconds as `YYYYMMDD-HHMMSS` in UTC.
+fn utc_stamp(secs: u64) -> String {
+    let t = i64::try_from(secs)
+        .ok()
+        .and_then(|s| jiff::Timestamp::from_second(s).ok())
+        .unwrap_or(jiff::Timestamp::MAX);
+    t.strftime("%Y%m%d-%H%M%S").to_string()
 }
 
 #[cfg(test)]
@@ -1008,8 +997,8 @@ mod tests {
 
     #[test]
     fn dates() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(20_779), (2026, 11, 22));
-        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+        assert_eq!(utc_stamp(0), "19700101-000000");
+        assert_eq!(utc_stamp(20_779 * 86_400 + 3_723), "20261122-010203");
+        assert_eq!(utc_stamp(11_016 * 86_400 + 86_399), "20000229-235959");
     }
 }
