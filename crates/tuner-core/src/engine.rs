@@ -42,24 +42,39 @@ pub trait Backend {
         dry_run: bool,
     ) -> WriteRecord;
     /// Sets an environment variable of this process (phase pre-init).
-    fn setenv(&mut self, name: &str, value: &str, dry_run: bool) -> Result<(), String>;
+    fn setenv(&mut self, name: &str, value: &str, dry_run: bool) -> Result<(), SetenvError>;
     /// Seconds since the tuner started.
     fn time(&self) -> f64;
 }
 
+/// Why a policy file was not loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The file could not be read.
+    #[error("cannot read policy file {} (MPIT_TUNER_POLICY): {source}", path.display())]
+    Read {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file does not parse or check (every problem, with
+    /// `file:line:column`).
+    #[error("{0:#}")]
+    Policy(policies::PolicyErrors),
+}
+
 /// Loads a policy file (`None`: the embedded default set).
-pub fn load(path: Option<&std::path::Path>) -> Result<PolicySet, String> {
+pub fn load(path: Option<&std::path::Path>) -> Result<PolicySet, LoadError> {
     match path {
         None => PolicySet::parse(DEFAULT_POLICIES, "policies.toml (embedded)")
-            .map_err(|e| format!("{e:#}")),
+            .map_err(LoadError::Policy),
         Some(p) => {
-            let source = std::fs::read_to_string(p).map_err(|e| {
-                format!(
-                    "cannot read policy file {} (MPIT_TUNER_POLICY): {e}",
-                    p.display()
-                )
+            let source = std::fs::read_to_string(p).map_err(|source| LoadError::Read {
+                path: p.to_path_buf(),
+                source,
             })?;
-            PolicySet::parse(&source, &p.display().to_string()).map_err(|e| format!("{e:#}"))
+            PolicySet::parse(&source, &p.display().to_string()).map_err(LoadError::Policy)
         }
     }
 }
@@ -304,7 +319,7 @@ impl Engine {
                                     name: name.to_string(),
                                     value: value.to_string(),
                                     dry_run,
-                                    error: result.err(),
+                                    error: result.err().map(|e| e.to_string()),
                                 }));
                             }
                             ActionView::Note(text) => out(Record::Note(record::PolicyText {
@@ -501,7 +516,7 @@ impl Backend for MpiBackend<'_> {
         )
     }
 
-    fn setenv(&mut self, name: &str, value: &str, dry_run: bool) -> Result<(), String> {
+    fn setenv(&mut self, name: &str, value: &str, dry_run: bool) -> Result<(), SetenvError> {
         set_environment(name, value, dry_run)
     }
 
@@ -543,7 +558,7 @@ impl Backend for EnvBackend {
         }
     }
 
-    fn setenv(&mut self, name: &str, value: &str, dry_run: bool) -> Result<(), String> {
+    fn setenv(&mut self, name: &str, value: &str, dry_run: bool) -> Result<(), SetenvError> {
         set_environment(name, value, dry_run)
     }
 
@@ -552,15 +567,26 @@ impl Backend for EnvBackend {
     }
 }
 
+/// Why an environment variable was not set.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SetenvError {
+    /// An empty name, or one with `=` or NUL (or NUL in the value).
+    #[error("`{0}` is not a valid environment variable name")]
+    BadName(String),
+    /// An empty value.
+    #[error("refusing to set {0} to an empty value")]
+    EmptyValue(String),
+}
+
 /// Sets an environment variable before the MPI library reads it (pre-init).
 /// Refuses empty names and values with `=` or NUL in the name, and empty
 /// values (MPICH over UCX aborts MPI_Init on an empty `UCX_*` value).
-pub fn set_environment(name: &str, value: &str, dry_run: bool) -> Result<(), String> {
+pub fn set_environment(name: &str, value: &str, dry_run: bool) -> Result<(), SetenvError> {
     if name.is_empty() || name.contains(['=', '\0']) || value.contains('\0') {
-        return Err(format!("`{name}` is not a valid environment variable name"));
+        return Err(SetenvError::BadName(name.to_string()));
     }
     if value.trim().is_empty() {
-        return Err(format!("refusing to set {name} to an empty value"));
+        return Err(SetenvError::EmptyValue(name.to_string()));
     }
     if !dry_run {
         // Runs inside MPI_Init before PMPI_Init, before the tuner starts any

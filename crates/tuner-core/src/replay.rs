@@ -941,7 +941,12 @@ impl Backend for ReplayBackend {
         record
     }
 
-    fn setenv(&mut self, name: &str, value: &str, dry_run: bool) -> Result<(), String> {
+    fn setenv(
+        &mut self,
+        name: &str,
+        value: &str,
+        dry_run: bool,
+    ) -> Result<(), engine::SetenvError> {
         // Validation only: a replay never changes its own environment.
         engine::set_environment(name, value, true)?;
         if !dry_run {
