@@ -482,8 +482,9 @@ pub struct Setenv {
     pub value: String,
     /// Whether this was a dry run.
     pub dry_run: bool,
-    /// Why it was not set.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Why it was not set; `null` when it was (always written: scripts
+    /// test `"error":null`).
+    #[serde(default)]
     pub error: Option<String>,
 }
 
