@@ -153,15 +153,24 @@ impl ObjectTable {
             return false;
         };
         for slot in self.used().iter() {
-            let state = slot.state.load(Acquire);
-            if (state == NEW || state == ACTIVE)
-                && slot.kind.load(Relaxed) == kind
-                && slot.raw.load(Relaxed) == raw
-                && slot
-                    .state
-                    .compare_exchange(state, RETIRED, SeqCst, SeqCst)
-                    .is_ok()
-            {
+            let mut state = slot.state.load(Acquire);
+            // The helper may turn NEW into ACTIVE between the load and the
+            // compare-and-swap: retry then, or the object would be reported
+            // untracked while its handles stay live (found by the stress
+            // test in tests/object_table_stress.rs).
+            let claimed = loop {
+                if !((state == NEW || state == ACTIVE)
+                    && slot.kind.load(Relaxed) == kind
+                    && slot.raw.load(Relaxed) == raw)
+                {
+                    break false;
+                }
+                match slot.state.compare_exchange(state, RETIRED, SeqCst, SeqCst) {
+                    Ok(_) => break true,
+                    Err(now) => state = now,
+                }
+            };
+            if claimed {
                 // Freed before the helper ever saw it (the common case for
                 // short-lived objects): if no activation is under way, none
                 // can start any more (it would see RETIRED), so the slot is
@@ -226,7 +235,13 @@ impl ObjectTable {
     ) -> bool {
         let slot = &self.slots[tracked.slot];
         slot.busy.store(true, SeqCst);
-        if slot.state.load(SeqCst) != NEW || slot.id.load(Relaxed) != tracked.id {
+        // With `busy` set and the state NEW, the slot cannot change: check
+        // the object too, since a scan may have read the id and the handle
+        // of two successive occupants.
+        if slot.state.load(SeqCst) != NEW
+            || slot.id.load(Relaxed) != tracked.id
+            || decode(slot.kind.load(Relaxed), slot.raw.load(Relaxed)) != tracked.object
+        {
             slot.busy.store(false, SeqCst);
             return false;
         }
