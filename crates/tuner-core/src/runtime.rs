@@ -483,11 +483,7 @@ impl Runtime {
                 pvars: catalogue.pvars().len(),
                 categories: catalogue.categories().len(),
                 skipped: catalogue.skipped().len(),
-                grew_during_init: record::Growth {
-                    cvars: growth.cvars,
-                    pvars: growth.pvars,
-                    categories: growth.categories,
-                },
+                grew_during_init: growth,
             },
             variables: sampler
                 .as_ref()

@@ -164,19 +164,7 @@ pub struct SetEnv {
 }
 
 /// A policy's `policy_summary` record.
-#[derive(Debug, Clone, Default)]
-pub struct PolicySummary {
-    /// The policy.
-    pub policy: String,
-    /// Writes made.
-    pub writes: u64,
-    /// Writes refused.
-    pub refused: u64,
-    /// Times it fired.
-    pub firings: u64,
-    /// Why it was disabled, if it was.
-    pub disabled: Option<String>,
-}
+pub use vocab::record::PolicySummary;
 
 /// What one rank's samples say about one variable, folded as they are read.
 #[derive(Debug, Clone, Default)]
@@ -791,13 +779,7 @@ pub fn read_rank(
             Record::Note(note) => log.notes.push((t, note.policy, note.text)),
             Record::Recommendation(r) => log.recommendations.push((t, r.policy, r.text)),
             Record::PolicyDisabled(d) => log.disabled.push((d.policy, d.reason)),
-            Record::PolicySummary(p) => log.policies.push(PolicySummary {
-                policy: p.policy,
-                writes: p.writes,
-                refused: p.refused,
-                firings: p.firings,
-                disabled: p.disabled,
-            }),
+            Record::PolicySummary(p) => log.policies.push(p),
             Record::Warning(w) => {
                 if w.message.contains("MPI_Abort") {
                     log.aborted = true;
