@@ -183,7 +183,12 @@ impl Backend for FakeBackend {
         }
     }
 
-    fn setenv(&mut self, _name: &str, _value: &str, _dry_run: bool) -> Result<(), String> {
+    fn setenv(
+        &mut self,
+        _name: &str,
+        _value: &str,
+        _dry_run: bool,
+    ) -> Result<(), tuner_core::engine::SetenvError> {
         Ok(())
     }
 

@@ -1,10 +1,8 @@
 //! Finds the MPI library, compiles the C shim of macro constants against its
 //! header, and runs bindgen on the MPI_T part of `mpi.h`.
 //!
-//! MPI is found like rsmpi's build probe finds it: the compiler wrapper named
-//! by `MPICC` (default `mpicc`), asked with `-show` for its flags; failing
-//! that, `pkg-config` on `MPIT_MPI_PKG` (default `mpich`, then `ompi`).
-//! Nothing is linked: function symbols are resolved at run time (see
+//! MPI is found by `mpit_build::probe` (the compiler wrapper `MPICC`, then
+//! pkg-config), shared with the other build scripts of the workspace. Nothing is linked: function symbols are resolved at run time (see
 //! `src/lib.rs`), and the shim's references to libmpi data symbols are made
 //! weak so that the objects load in processes without MPI.
 
@@ -12,116 +10,11 @@ use std::env;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// What the probe learnt about the MPI library.
-#[derive(Debug, Default)]
-struct MpiFlags {
-    /// How it was found, for messages.
-    source: String,
-    include_dirs: Vec<PathBuf>,
-    lib_dirs: Vec<PathBuf>,
-    libs: Vec<String>,
-}
-
-fn parse_flags(source: String, line: &str) -> MpiFlags {
-    let mut flags = MpiFlags {
-        source,
-        ..MpiFlags::default()
-    };
-    for token in line.split_whitespace() {
-        if let Some(dir) = token.strip_prefix("-I") {
-            flags.include_dirs.push(dir.into());
-        } else if let Some(dir) = token.strip_prefix("-L") {
-            flags.lib_dirs.push(dir.into());
-        } else if let Some(lib) = token.strip_prefix("-l") {
-            flags.libs.push(lib.into());
-        }
-    }
-    flags
-}
-
-fn probe_mpicc() -> Result<MpiFlags, String> {
-    let mpicc = env::var("MPICC").unwrap_or_else(|_| "mpicc".into());
-    let out = Command::new(&mpicc)
-        .arg("-show")
-        .output()
-        .map_err(|e| format!("`{mpicc} -show` could not run: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "`{mpicc} -show` failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    let line = String::from_utf8_lossy(&out.stdout).into_owned();
-    let flags = parse_flags(format!("{mpicc} -show"), &line);
-    if flags.libs.is_empty() {
-        return Err(format!("`{mpicc} -show` names no library: {line}"));
-    }
-    Ok(flags)
-}
-
-fn probe_pkg_config() -> Result<MpiFlags, String> {
-    let names = match env::var("MPIT_MPI_PKG") {
-        Ok(name) => vec![name],
-        Err(_) => vec!["mpich".to_string(), "ompi".to_string()],
-    };
-    let mut errors = Vec::new();
-    for name in names {
-        match Command::new("pkg-config")
-            .args(["--cflags", "--libs", &name])
-            .output()
-        {
-            Ok(out) if out.status.success() => {
-                let line = String::from_utf8_lossy(&out.stdout).into_owned();
-                return Ok(parse_flags(format!("pkg-config {name}"), &line));
-            }
-            Ok(out) => errors.push(format!(
-                "pkg-config {name}: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            )),
-            Err(e) => errors.push(format!("pkg-config could not run: {e}")),
-        }
-    }
-    Err(errors.join("; "))
-}
-
-fn probe() -> MpiFlags {
-    match probe_mpicc() {
-        Ok(flags) => flags,
-        Err(mpicc_error) => match probe_pkg_config() {
-            Ok(flags) => flags,
-            Err(pkg_error) => panic!(
-                "\n\nmpit-sys: no MPI library found.\n  {mpicc_error}\n  {pkg_error}\n\
-                 Install one (Debian: `apt-get install libmpich-dev mpich` or \
-                 `libopenmpi-dev openmpi-bin`) or point MPICC at its compiler wrapper \
-                 (MPICC=mpicc.openmpi).\n"
-            ),
-        },
-    }
-}
-
-/// The shared object the wrapper links, as the dynamic linker will load it:
-/// `lib<name>.so` resolved through its symlinks to the versioned file.
-fn library_path(flags: &MpiFlags) -> Option<PathBuf> {
-    let mut dirs = flags.lib_dirs.clone();
-    dirs.extend(["/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib"].map(PathBuf::from));
-    let lib = flags
-        .libs
-        .iter()
-        .find(|l| l.starts_with("mpi") && !l.contains("fort") && !l.contains("cxx"))?;
-    dirs.iter()
-        .map(|d| d.join(format!("lib{lib}.so")))
-        .find(|p| p.exists())
-        .map(|p| std::fs::canonicalize(&p).unwrap_or(p))
-}
-
 fn main() {
-    for var in ["MPICC", "MPIT_MPI_PKG"] {
-        println!("cargo:rerun-if-env-changed={var}");
-    }
     println!("cargo:rerun-if-changed=csrc/shim.c");
     println!("cargo:rerun-if-changed=csrc/shim.h");
 
-    let flags = probe();
+    let flags = mpit_build::probe();
     let out_dir = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
 
     // The shim: one archive, whose undefined references are then weakened.
@@ -186,44 +79,19 @@ fn main() {
     println!("cargo:include={}", join(&flags.include_dirs));
     println!("cargo:lib_dirs={}", join(&flags.lib_dirs));
     println!("cargo:libs={}", flags.libs.join(":"));
-    if let Some(path) = library_path(&flags) {
+    if let Some(path) = mpit_build::library_path(&flags) {
         println!("cargo:library={}", path.display());
         println!("cargo:rustc-env=MPIT_SYS_BUILD_LIBRARY={}", path.display());
     } else {
         println!("cargo:rustc-env=MPIT_SYS_BUILD_LIBRARY=");
     }
     println!("cargo:rustc-env=MPIT_SYS_BUILD_SOURCE={}", flags.source);
-    let flavor = flavor(&flags);
+    let flavor = mpit_build::flavor(&flags);
     println!("cargo:flavor={flavor}");
     println!("cargo:rustc-env=MPIT_SYS_BUILD_FLAVOR={flavor}");
-    let mpiexec = mpiexec_beside(&flags.source);
+    let mpiexec = mpit_build::mpiexec_beside(&flags.source);
     println!("cargo:mpiexec={mpiexec}");
     println!("cargo:rustc-env=MPIT_SYS_BUILD_MPIEXEC={mpiexec}");
-}
-
-/// "openmpi" when the header is Open MPI's, else "mpich" (the MPICH ABI
-/// family: MPICH, MVAPICH2, Intel MPI).
-fn flavor(flags: &MpiFlags) -> &'static str {
-    let is_open_mpi = flags.include_dirs.iter().any(|dir| {
-        std::fs::read_to_string(dir.join("mpi.h"))
-            .map(|h| h.contains("#define OPEN_MPI 1"))
-            .unwrap_or(false)
-    });
-    if is_open_mpi {
-        "openmpi"
-    } else {
-        "mpich"
-    }
-}
-
-/// The launcher that goes with the compiler wrapper: `mpicc.mpich` ->
-/// `mpiexec.mpich`, `/opt/x/bin/mpicc` -> `/opt/x/bin/mpiexec`.
-fn mpiexec_beside(source: &str) -> String {
-    let wrapper = source.split_whitespace().next().unwrap_or("mpicc");
-    if wrapper == "pkg-config" {
-        return "mpiexec".into();
-    }
-    wrapper.replacen("mpicc", "mpiexec", 1)
 }
 
 /// Makes every undefined symbol of the shim archive weak: in Open MPI,

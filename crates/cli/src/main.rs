@@ -10,7 +10,7 @@
 //! the tuner), `check` (validate policy files, optionally against the MPI
 //! library), `replay` (try a policy file on recorded logs) and `report`
 //! (what a finished run did, from its run directory: tables, Markdown, CSV,
-//! plots). Adding one is a variant of [`Command`] and a module with its
+//! plots), `schema` (the JSON Schema of the logs and summary.json). Adding one is a variant of [`Command`] and a module with its
 //! `Args` and `run`.
 //!
 //! Exit status: 2 for every error of the command itself; `check` exits 1
@@ -26,6 +26,7 @@ mod list;
 mod replay;
 mod report;
 mod run;
+mod schema;
 mod table;
 
 /// Runtime autotuner for MPI applications, built on the MPI Tools
@@ -76,6 +77,11 @@ enum Command {
     /// plots (SVG and PNG) in RUN_DIR/report/. A damaged or partial run
     /// directory is reported as such, with what could still be read.
     Report(report::Args),
+
+    /// Print the JSON Schema of the log records or of summary.json
+    /// (generated from the types the tool writes them with), or check a
+    /// run directory against the format with --check.
+    Schema(schema::Args),
 }
 
 fn main() -> ExitCode {
@@ -98,6 +104,7 @@ fn run() -> Result<ExitCode> {
         Command::Check(args) => check::run(&args),
         Command::Replay(args) => replay::run(&args).map(|()| ExitCode::SUCCESS),
         Command::Report(args) => report::run(&args),
+        Command::Schema(args) => schema::run(&args),
     }
 }
 

@@ -251,7 +251,7 @@ fn write_table(out: &mut impl Write, r: &RankReplay, width: Option<usize>) -> io
         };
         writeln!(out, "{}", table::one_line(&line))?;
     }
-    if let Some(close) = r.records.iter().find(|x| x["type"] == "close") {
+    if let Some(close) = r.records.iter().find(|x| x["type"] == "replay_end") {
         if let Some(cvars) = close["cvars"].as_object().filter(|c| !c.is_empty()) {
             let values: Vec<String> = cvars
                 .iter()

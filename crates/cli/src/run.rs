@@ -12,8 +12,7 @@ use std::ffi::{OsStr, OsString};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
-use std::sync::atomic::{AtomicI32, Ordering};
-use tuner_core::config::{self, MIN_INTERVAL};
+use tuner_core::config::MIN_INTERVAL;
 
 /// The preload library's file name.
 pub const LIBRARY: &str = "libmpit_tuner.so";
@@ -55,7 +54,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
 
-    /// Sampling interval, such as 1s, 100ms or 1ms (default 1s).
+    /// Sampling interval, such as 1s, 100ms or 1ms (default 1s; durations: README.md#durations).
     #[arg(long, value_name = "DURATION")]
     interval: Option<String>,
 
@@ -104,10 +103,14 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     let mut child = cmd
         .spawn()
         .with_context(|| format!("cannot run `{}`", launcher.to_string_lossy()))?;
-    relay_signals(child.id());
+    let relay = relay_signals(child.id());
     let status = child
         .wait()
-        .with_context(|| format!("waiting for `{}`", launcher.to_string_lossy()))?;
+        .with_context(|| format!("waiting for `{}`", launcher.to_string_lossy()));
+    if let Some(relay) = relay {
+        relay.close();
+    }
+    let status = status?;
     Ok(match (status.code(), status.signal()) {
         (Some(code), _) => ExitCode::from((code & 0xff) as u8),
         (None, Some(signal)) => ExitCode::from((128 + signal).clamp(0, 255) as u8),
@@ -136,12 +139,10 @@ fn environment(args: &RunArgs) -> Result<Vec<(OsString, OsString)>> {
     }
     set("LD_PRELOAD", &preload);
     if let Some(text) = &args.interval {
-        match config::parse_duration(text) {
-            Some(d) if d >= MIN_INTERVAL => {}
-            Some(_) => bail!("--interval {text}: the shortest sampling interval is 1ms"),
-            None => bail!(
-                "--interval {text}: not a duration (examples: 1s, 250ms, 1ms; a bare number is seconds)"
-            ),
+        match policies::parse_duration(text) {
+            Ok(d) if d >= MIN_INTERVAL => {}
+            Ok(_) => bail!("--interval {text}: the shortest sampling interval is 1ms"),
+            Err(e) => bail!("--interval {text}: {e}"),
         }
         set("MPIT_TUNER_INTERVAL", OsStr::new(text));
     }
@@ -265,42 +266,44 @@ fn forwarded(env: &[(OsString, OsString)]) -> Vec<OsString> {
     names
 }
 
-/// The launcher's process id, for the signal handler.
-static CHILD: AtomicI32 = AtomicI32::new(0);
-
-extern "C" fn pass_on(signal: libc::c_int) {
-    let pid = CHILD.load(Ordering::Relaxed);
-    if pid > 0 {
-        // SAFETY: kill(2) is async-signal-safe; `pid` is our child's.
-        unsafe {
-            libc::kill(pid, signal);
+/// While the launcher runs: interrupts from the terminal (SIGINT, SIGQUIT)
+/// reach it directly (same process group), so this process only survives
+/// them and waits for its status; SIGTERM and SIGHUP sent to this process
+/// alone are passed on to the launcher. Installed after the launcher
+/// started, so it inherits default handlers. A relay that cannot be set up
+/// is said, and the job runs on without it.
+fn relay_signals(pid: u32) -> Option<signal_hook::iterator::Handle> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        eprintln!("mpit-tuner: cannot relay signals to the launcher: process id {pid}");
+        return None;
+    };
+    let mut signals = match signal_hook::iterator::Signals::new([SIGINT, SIGQUIT, SIGTERM, SIGHUP])
+    {
+        Ok(signals) => signals,
+        Err(e) => {
+            eprintln!("mpit-tuner: cannot relay signals to the launcher: {e}");
+            return None;
         }
-    }
-}
-
-/// While the launcher runs: interrupts from the terminal reach it directly
-/// (same process group), so this process ignores them and waits for its
-/// status; SIGTERM and SIGHUP sent to this process alone are passed on.
-/// Installed after the launcher started, so it inherits default handlers.
-fn relay_signals(pid: u32) {
-    CHILD.store(i32::try_from(pid).unwrap_or(0), Ordering::Relaxed);
-    let forward = pass_on as extern "C" fn(libc::c_int) as *const () as libc::sighandler_t;
-    for (signal, handler) in [
-        (libc::SIGINT, libc::SIG_IGN),
-        (libc::SIGQUIT, libc::SIG_IGN),
-        (libc::SIGTERM, forward),
-        (libc::SIGHUP, forward),
-    ] {
-        // SAFETY: `sigaction` is plain data, valid when zeroed; the handler
-        // only loads an atomic and calls kill(2), both async-signal-safe.
-        unsafe {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = handler;
-            action.sa_flags = libc::SA_RESTART;
-            libc::sigemptyset(&mut action.sa_mask);
-            libc::sigaction(signal, &action, std::ptr::null_mut());
+    };
+    let handle = signals.handle();
+    std::thread::spawn(move || {
+        for signal in signals.forever() {
+            if signal == SIGTERM || signal == SIGHUP {
+                // SAFETY: kill(2) with our child's process id.
+                if unsafe { libc::kill(pid, signal) } != 0 {
+                    let e = std::io::Error::last_os_error();
+                    // ESRCH: the launcher already ended; its status follows.
+                    if e.raw_os_error() != Some(libc::ESRCH) {
+                        eprintln!(
+                            "mpit-tuner: cannot pass signal {signal} on to the launcher: {e}"
+                        );
+                    }
+                }
+            }
         }
-    }
+    });
+    Some(handle)
 }
 
 #[cfg(test)]

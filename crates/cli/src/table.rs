@@ -114,16 +114,8 @@ pub fn terminal_width() -> Option<usize> {
     {
         return Some(cols);
     }
-    // SAFETY: `winsize` is plain data, valid when zeroed.
-    let mut size: libc::winsize = unsafe { std::mem::zeroed() };
-    // SAFETY: TIOCGWINSZ writes one `winsize` through the pointer, which
-    // points to a live, writable one; a failure leaves it untouched.
-    let rc = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut size) };
-    Some(if rc == 0 && size.ws_col > 0 {
-        usize::from(size.ws_col)
-    } else {
-        80
-    })
+    let width = terminal_size::terminal_size_of(io::stdout()).map(|(w, _)| usize::from(w.0));
+    Some(width.filter(|&w| w > 0).unwrap_or(80))
 }
 
 #[cfg(test)]

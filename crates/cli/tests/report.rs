@@ -600,3 +600,69 @@ fn two_thousand_rank_files() {
     assert_contains(&out, &["0-1998:2", "1-1999:2"]);
     check_png(&tmp.path().join("plots/cvar-changes.png"));
 }
+
+/// The JSON Schema `mpit-tuner schema` prints is the contract users' scripts
+/// rely on: every line of a real run's logs, and its summary.json, validate
+/// against it, and the run covers the main record types.
+#[test]
+fn real_logs_conform_to_the_printed_schema() {
+    let dir = real_run();
+    let schema_of = |which: &str| -> serde_json::Value {
+        let job = run({
+            let mut cmd = Command::new(BIN);
+            cmd.args(["schema", which]);
+            cmd
+        });
+        job.assert_success();
+        serde_json::from_str(&job.stdout()).expect("the schema is JSON")
+    };
+    let log_schema = jsonschema::validator_for(&schema_of("log")).expect("a valid log schema");
+    let summary_schema =
+        jsonschema::validator_for(&schema_of("summary")).expect("a valid summary schema");
+    let mut types = std::collections::BTreeSet::new();
+    for r in 0..4 {
+        let path = dir.join(format!("rank-{r:05}.jsonl"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            let record: serde_json::Value = serde_json::from_str(line).unwrap();
+            let errors: Vec<String> = log_schema
+                .iter_errors(&record)
+                .map(|e| e.to_string())
+                .collect();
+            assert!(
+                errors.is_empty(),
+                "{}:{}: {errors:?}\n{line}",
+                path.display(),
+                n + 1
+            );
+            types.insert(record["type"].as_str().unwrap().to_string());
+        }
+    }
+    for t in [
+        "header",
+        "sample",
+        "decision",
+        "write",
+        "policy_summary",
+        "close",
+    ] {
+        assert!(types.contains(t), "no `{t}` record in the run: {types:?}");
+    }
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    let errors: Vec<String> = summary_schema
+        .iter_errors(&summary)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "summary.json: {errors:?}");
+    // And the typed reader agrees.
+    let mut cmd = Command::new(BIN);
+    cmd.arg("schema").arg("--check").arg(&dir);
+    let job = run(cmd);
+    job.assert_success();
+    assert!(
+        job.stdout().contains(", 0 not conforming"),
+        "{}",
+        job.stdout()
+    );
+}

@@ -58,7 +58,10 @@ fn bad_options_fail_before_launching() {
     let marker = tmp.path().join("launched");
     let touch = ["--", "touch", marker.to_str().unwrap()];
     let cases: &[(&[&str], &str)] = &[
-        (&["--interval", "soon"], "--interval soon: not a duration"),
+        (
+            &["--interval", "soon"],
+            "--interval soon: expected a duration",
+        ),
         (
             &["--interval", "10us"],
             "the shortest sampling interval is 1ms",

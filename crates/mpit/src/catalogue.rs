@@ -125,23 +125,8 @@ pub struct Skipped {
     pub error: String,
 }
 
-/// What a [`Catalogue::refresh`] found.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct Growth {
-    /// Control variables added.
-    pub cvars: usize,
-    /// Performance variables added.
-    pub pvars: usize,
-    /// Categories added.
-    pub categories: usize,
-}
-
-impl Growth {
-    /// Whether anything was added.
-    pub fn is_empty(&self) -> bool {
-        self.cvars == 0 && self.pvars == 0 && self.categories == 0
-    }
-}
+/// What a [`Catalogue::refresh`] found (the header records it as is).
+pub use vocab::record::Growth;
 
 /// Every variable, category and enumeration of the MPI library.
 ///

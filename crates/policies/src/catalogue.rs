@@ -173,24 +173,6 @@ impl fmt::Display for Diagnostic {
     }
 }
 
-/// Levenshtein distance between two strings (by chars).
-pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diag = row[0];
-        row[0] = i + 1;
-        for (j, &cb) in b.iter().enumerate() {
-            let next = (diag + usize::from(ca != cb))
-                .min(row[j] + 1)
-                .min(row[j + 1] + 1);
-            diag = row[j + 1];
-            row[j + 1] = next;
-        }
-    }
-    row[b.len()]
-}
-
 /// Up to three names closest to `name`, best first (case differences count
 /// as nothing).
 pub(crate) fn closest<'a>(
@@ -202,7 +184,7 @@ pub(crate) fn closest<'a>(
     let mut scored: Vec<(usize, &str)> = candidates
         .into_iter()
         .filter(|c| *c != name)
-        .map(|c| (edit_distance(&lower, &c.to_lowercase()), c))
+        .map(|c| (strsim::levenshtein(&lower, &c.to_lowercase()), c))
         .filter(|(d, _)| *d <= limit)
         .collect();
     scored.sort();
@@ -226,13 +208,6 @@ pub(crate) fn suggestion(close: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn distance() {
-        assert_eq!(edit_distance("kitten", "sitting"), 3);
-        assert_eq!(edit_distance("", "abc"), 3);
-        assert_eq!(edit_distance("same", "same"), 0);
-    }
 
     #[test]
     fn suggestions() {

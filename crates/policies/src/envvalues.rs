@@ -8,15 +8,34 @@
 //! units, Open MPI integer and boolean MCA values, MVAPICH2 sizes and
 //! switches. Any other variable only has to be non-blank and on one line.
 
+/// Why a value cannot be given to an environment variable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EnvValueError {
+    /// A blank value.
+    #[error("refusing to set {0} to an empty value: MPI libraries abort MPI_Init on some empty settings")]
+    Empty(String),
+    /// A value with a line break or a NUL.
+    #[error("the value of {0} must be on one line")]
+    MultiLine(String),
+    /// A value the library's grammar for this variable rejects.
+    #[error("{value:?} is not a valid value of {name}: expected {expected}")]
+    Invalid {
+        /// The variable.
+        name: String,
+        /// The value refused.
+        value: String,
+        /// What the grammar accepts.
+        expected: &'static str,
+    },
+}
+
 /// Why `value` is not a valid value of the environment variable `name`.
-pub fn check(name: &str, value: &str) -> Result<(), String> {
+pub fn check(name: &str, value: &str) -> Result<(), EnvValueError> {
     if value.trim().is_empty() {
-        return Err(format!(
-            "refusing to set {name} to an empty value: MPI libraries abort MPI_Init on some empty settings"
-        ));
+        return Err(EnvValueError::Empty(name.into()));
     }
     if value.contains(['\n', '\r', '\0']) {
-        return Err(format!("the value of {name} must be on one line"));
+        return Err(EnvValueError::MultiLine(name.into()));
     }
     let Some(grammar) = grammar_of(name) else {
         return Ok(());
@@ -24,10 +43,11 @@ pub fn check(name: &str, value: &str) -> Result<(), String> {
     if grammar.accepts(value.trim()) {
         Ok(())
     } else {
-        Err(format!(
-            "{value:?} is not a valid value of {name}: expected {}",
-            grammar.expected()
-        ))
+        Err(EnvValueError::Invalid {
+            name: name.into(),
+            value: value.into(),
+            expected: grammar.expected(),
+        })
     }
 }
 
@@ -174,7 +194,7 @@ mod tests {
             check("UCX_RNDV_THRESH", ok).unwrap_or_else(|e| panic!("{ok}: {e}"));
         }
         for bad in ["lots", "64 kb", "-1", "1.5mb", "kb", "64kib"] {
-            let e = check("UCX_RNDV_THRESH", bad).unwrap_err();
+            let e = check("UCX_RNDV_THRESH", bad).unwrap_err().to_string();
             assert!(e.contains("UCX memory units"), "{bad}: {e}");
         }
         assert!(check("UCX_TLS", "sm,self").is_ok());
@@ -186,7 +206,9 @@ mod tests {
     fn open_mpi_values() {
         assert!(check("OMPI_MCA_btl_vader_eager_limit", "65536").is_ok());
         assert!(check("OMPI_MCA_btl_vader_eager_limit", "64k").is_ok());
-        let e = check("OMPI_MCA_btl_vader_eager_limit", "big").unwrap_err();
+        let e = check("OMPI_MCA_btl_vader_eager_limit", "big")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("Open MPI integer"), "{e}");
         assert!(check("OMPI_MCA_coll_tuned_use_dynamic_rules", "true").is_ok());
         assert!(check("OMPI_MCA_coll_tuned_use_dynamic_rules", "maybe").is_err());
@@ -204,7 +226,10 @@ mod tests {
 
     #[test]
     fn blank_and_multi_line_values() {
-        assert!(check("ANYTHING", " ").unwrap_err().contains("empty"));
+        assert!(check("ANYTHING", " ")
+            .unwrap_err()
+            .to_string()
+            .contains("empty"));
         assert!(check("ANYTHING", "a\nb").is_err());
         assert!(check("ANYTHING", "whatever").is_ok());
     }

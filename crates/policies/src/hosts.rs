@@ -9,11 +9,24 @@
 
 use std::fmt;
 
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+
 /// A validated list of host patterns.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct HostSelector {
     patterns: Vec<String>,
+    /// The same patterns, compiled (`*` and `?` only: validation leaves out
+    /// every other glob metacharacter).
+    set: GlobSet,
 }
+
+impl PartialEq for HostSelector {
+    fn eq(&self, other: &Self) -> bool {
+        self.patterns == other.patterns
+    }
+}
+
+impl Eq for HostSelector {}
 
 impl HostSelector {
     /// Validates `patterns`: non-empty, each non-empty and made of letters,
@@ -40,12 +53,22 @@ impl HostSelector {
                 ));
             }
         }
-        Ok(HostSelector {
-            patterns: patterns
-                .iter()
-                .map(|p| p.as_ref().to_ascii_lowercase())
-                .collect(),
-        })
+        let patterns: Vec<String> = patterns
+            .iter()
+            .map(|p| p.as_ref().to_ascii_lowercase())
+            .collect();
+        let mut set = GlobSetBuilder::new();
+        for (i, p) in patterns.iter().enumerate() {
+            let glob = GlobBuilder::new(p)
+                .case_insensitive(true)
+                .build()
+                .map_err(|e| (i, format!("bad host pattern \"{p}\": {}", e.kind())))?;
+            set.add(glob);
+        }
+        let set = set
+            .build()
+            .map_err(|e| (0, format!("bad host patterns: {}", e.kind())))?;
+        Ok(HostSelector { patterns, set })
     }
 
     /// The patterns, in lower case.
@@ -57,9 +80,7 @@ impl HostSelector {
     pub fn matches(&self, host: &str) -> bool {
         let host = host.trim().to_ascii_lowercase();
         let short = host.split('.').next().unwrap_or("");
-        self.patterns
-            .iter()
-            .any(|p| glob(p.as_bytes(), host.as_bytes()) || glob(p.as_bytes(), short.as_bytes()))
+        self.set.is_match(&host) || self.set.is_match(short)
     }
 }
 
@@ -67,34 +88,6 @@ impl fmt::Display for HostSelector {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.patterns.join(","))
     }
-}
-
-/// `*` and `?` wildcard matching, iterative with one backtrack point
-/// (linear in practice, never exponential).
-fn glob(pattern: &[u8], text: &[u8]) -> bool {
-    let (mut p, mut t) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while t < text.len() {
-        match pattern.get(p) {
-            Some(b'*') => {
-                star = Some((p, t));
-                p += 1;
-            }
-            Some(&c) if c == b'?' || c == text[t] => {
-                p += 1;
-                t += 1;
-            }
-            _ => match star {
-                Some((sp, st)) => {
-                    p = sp + 1;
-                    t = st + 1;
-                    star = Some((sp, st + 1));
-                }
-                None => return false,
-            },
-        }
-    }
-    pattern[p..].iter().all(|&c| c == b'*')
 }
 
 #[cfg(test)]

@@ -84,7 +84,7 @@ pub use catalogue::{
     Catalogue, CvarInfo, CvarType, Diagnostic, MemoryCatalogue, PvarClass, PvarInfo, Scope,
     Severity,
 };
-pub use duration::parse_duration;
+pub use duration::{parse_duration, DurationError};
 pub use error::{Location, PolicyError, PolicyErrors};
 pub use expr::program::EvalError;
 pub use expr::VarKind;

@@ -1255,7 +1255,7 @@ impl Compiler<'_, '_> {
             // and the runtime refuse it alike, before any library sees it.
             if let Err(why) = crate::envvalues::check(name.get_ref(), &value) {
                 let span = r.value.as_ref().map_or_else(|| name.span(), Spanned::span);
-                self.err(&span, why);
+                self.err(&span, why.to_string());
                 return None;
             }
             ActionKind::SetEnv {

@@ -65,7 +65,7 @@ fn resolve_slow(name: &CStr, cache: &AtomicUsize) -> usize {
 
 /// Declares the real function `$name` with the type `$ty` and returns it.
 macro_rules! real {
-    ($name:literal, $ty:ty) => {{
+    ($name:expr, $ty:ty) => {{
         static CACHE: AtomicUsize = AtomicUsize::new(0);
         let address = resolve($name, &CACHE);
         // SAFETY: `address` is the non-null address of the symbol `$name`
@@ -179,56 +179,31 @@ fn success() -> c_int {
 // ---------------------------------------------------------------------------
 // Initialisation and finalisation (Fortran: every name mangling in use).
 
-macro_rules! fortran_init {
-    ($($sym:ident => $name:literal),+) => {$(
-        #[no_mangle]
-        pub unsafe extern "C" fn $sym(ierr: *mut MPI_Fint) {
-            let real = real!($name, unsafe extern "C" fn(*mut MPI_Fint));
-            init_fortran(|| {
-                // SAFETY: the application's own argument, passed through.
-                unsafe { real(ierr) };
-                // SAFETY: Fortran passes a valid IERROR by reference.
-                unsafe { ierr.as_ref() }.map_or(0, |e| *e)
-            });
-        }
+/// The Fortran wrappers of one MPI function, under every name mangling in
+/// use (`mpi_x_`, `mpi_x`, `MPI_X`, `mpi_x__`, listed by the caller), each
+/// calling the real function of its own name: `$real` is bound to it in
+/// `$body`. Every argument is a pointer, as in Fortran's calling convention.
+macro_rules! fortran {
+    ($($($sym:ident),+ ($($arg:ident: $ty:ty),*) |$real:ident| $body:block)+) => {$(
+        fortran!(@each [$($arg: $ty),*] $real $body; $($sym),+);
     )+};
-}
-
-macro_rules! fortran_init_thread {
-    ($($sym:ident => $name:literal),+) => {$(
+    (@each $sig:tt $real:ident $body:block; $sym:ident $(, $rest:ident)*) => {
+        fortran!(@one $sym $sig $real $body);
+        fortran!(@each $sig $real $body; $($rest),*);
+    };
+    (@each $sig:tt $real:ident $body:block;) => {};
+    (@one $sym:ident [$($arg:ident: $ty:ty),*] $real:ident $body:block) => {
         #[no_mangle]
-        pub unsafe extern "C" fn $sym(
-            required: *const MPI_Fint,
-            provided: *mut MPI_Fint,
-            ierr: *mut MPI_Fint,
-        ) {
-            let real = real!(
-                $name,
-                unsafe extern "C" fn(*const MPI_Fint, *mut MPI_Fint, *mut MPI_Fint)
-            );
-            init_fortran(|| {
-                // SAFETY: the application's own arguments, passed through.
-                unsafe { real(required, provided, ierr) };
-                // SAFETY: Fortran passes a valid IERROR by reference.
-                unsafe { ierr.as_ref() }.map_or(0, |e| *e)
-            });
+        pub unsafe extern "C" fn $sym($($arg: $ty),*) {
+            const NAME: &CStr =
+                match CStr::from_bytes_with_nul(concat!(stringify!($sym), "\0").as_bytes()) {
+                    Ok(name) => name,
+                    Err(_) => panic!("a symbol name has no NUL inside"),
+                };
+            let $real = real!(NAME, unsafe extern "C" fn($($ty),*));
+            $body
         }
-    )+};
-}
-
-macro_rules! fortran_finalize {
-    ($($sym:ident => $name:literal),+) => {$(
-        #[no_mangle]
-        pub unsafe extern "C" fn $sym(ierr: *mut MPI_Fint) {
-            let real = real!($name, unsafe extern "C" fn(*mut MPI_Fint));
-            finalize_around(|| {
-                // SAFETY: the application's own argument, passed through.
-                unsafe { real(ierr) };
-                // SAFETY: Fortran passes a valid IERROR by reference.
-                unsafe { ierr.as_ref() }.map_or(0, |e| *e)
-            });
-        }
-    )+};
+    };
 }
 
 /// Fortran init: IERROR is MPI_SUCCESS on success, as in C.
@@ -236,14 +211,33 @@ fn init_fortran(real: impl FnOnce() -> MPI_Fint) {
     init_around(|| real() as c_int);
 }
 
-fortran_init!(mpi_init_ => c"mpi_init_", mpi_init => c"mpi_init",
-              MPI_INIT => c"MPI_INIT", mpi_init__ => c"mpi_init__");
-fortran_init_thread!(mpi_init_thread_ => c"mpi_init_thread_",
-                     mpi_init_thread => c"mpi_init_thread",
-                     MPI_INIT_THREAD => c"MPI_INIT_THREAD",
-                     mpi_init_thread__ => c"mpi_init_thread__");
-fortran_finalize!(mpi_finalize_ => c"mpi_finalize_", mpi_finalize => c"mpi_finalize",
-                  MPI_FINALIZE => c"MPI_FINALIZE", mpi_finalize__ => c"mpi_finalize__");
+fortran! {
+    mpi_init_, mpi_init, MPI_INIT, mpi_init__ (ierr: *mut MPI_Fint) |real| {
+        init_fortran(|| {
+            // SAFETY: the application's own argument, passed through.
+            unsafe { real(ierr) };
+            // SAFETY: Fortran passes a valid IERROR by reference.
+            unsafe { ierr.as_ref() }.map_or(0, |e| *e)
+        });
+    }
+    mpi_init_thread_, mpi_init_thread, MPI_INIT_THREAD, mpi_init_thread__
+    (required: *const MPI_Fint, provided: *mut MPI_Fint, ierr: *mut MPI_Fint) |real| {
+        init_fortran(|| {
+            // SAFETY: the application's own arguments, passed through.
+            unsafe { real(required, provided, ierr) };
+            // SAFETY: Fortran passes a valid IERROR by reference.
+            unsafe { ierr.as_ref() }.map_or(0, |e| *e)
+        });
+    }
+    mpi_finalize_, mpi_finalize, MPI_FINALIZE, mpi_finalize__ (ierr: *mut MPI_Fint) |real| {
+        finalize_around(|| {
+            // SAFETY: the application's own argument, passed through.
+            unsafe { real(ierr) };
+            // SAFETY: Fortran passes a valid IERROR by reference.
+            unsafe { ierr.as_ref() }.map_or(0, |e| *e)
+        });
+    }
+}
 
 // ---------------------------------------------------------------------------
 // Communicators and windows: bound variables get handles while the object
@@ -323,62 +317,34 @@ fn created_fortran_comm(ierr: *mut MPI_Fint, newcomm: *const MPI_Fint) {
     }
 }
 
-macro_rules! fortran_comm_creator {
-    ($($sym:ident => $name:literal ( $($arg:ident),* ) -> $out:ident;)+) => {$(
-        #[no_mangle]
-        pub unsafe extern "C" fn $sym($($arg: *const MPI_Fint,)* $out: *mut MPI_Fint, ierr: *mut MPI_Fint) {
-            let real = real!(
-                $name,
-                unsafe extern "C" fn($(fortran_arg!($arg),)* *mut MPI_Fint, *mut MPI_Fint)
-            );
-            // SAFETY: the application's own arguments, passed through.
-            unsafe { real($($arg,)* $out, ierr) };
-            created_fortran_comm(ierr, $out);
+fortran! {
+    mpi_comm_dup_, mpi_comm_dup, MPI_COMM_DUP, mpi_comm_dup__
+    (comm: *const MPI_Fint, newcomm: *mut MPI_Fint, ierr: *mut MPI_Fint) |real| {
+        // SAFETY: the application's own arguments, passed through.
+        unsafe { real(comm, newcomm, ierr) };
+        created_fortran_comm(ierr, newcomm);
+    }
+    mpi_comm_split_, mpi_comm_split, MPI_COMM_SPLIT, mpi_comm_split__
+    (comm: *const MPI_Fint, color: *const MPI_Fint, key: *const MPI_Fint, newcomm: *mut MPI_Fint, ierr: *mut MPI_Fint) |real| {
+        // SAFETY: the application's own arguments, passed through.
+        unsafe { real(comm, color, key, newcomm, ierr) };
+        created_fortran_comm(ierr, newcomm);
+    }
+    mpi_comm_create_, mpi_comm_create, MPI_COMM_CREATE, mpi_comm_create__
+    (comm: *const MPI_Fint, group: *const MPI_Fint, newcomm: *mut MPI_Fint, ierr: *mut MPI_Fint) |real| {
+        // SAFETY: the application's own arguments, passed through.
+        unsafe { real(comm, group, newcomm, ierr) };
+        created_fortran_comm(ierr, newcomm);
+    }
+    mpi_comm_free_, mpi_comm_free, MPI_COMM_FREE, mpi_comm_free__
+    (comm: *mut MPI_Fint, ierr: *mut MPI_Fint) |real| {
+        // SAFETY: the application's pointer to the handle it frees.
+        if let Some(c) = unsafe { comm.as_ref() }.copied() {
+            guarded("MPI_COMM_FREE", || lifecycle::comm_freeing(Comm::from_raw(comm_from_fortran(c))));
         }
-    )+};
-}
-
-macro_rules! fortran_arg {
-    ($arg:ident) => {
-        *const MPI_Fint
-    };
-}
-
-fortran_comm_creator! {
-    mpi_comm_dup_ => c"mpi_comm_dup_"(comm) -> newcomm;
-    mpi_comm_dup => c"mpi_comm_dup"(comm) -> newcomm;
-    MPI_COMM_DUP => c"MPI_COMM_DUP"(comm) -> newcomm;
-    mpi_comm_dup__ => c"mpi_comm_dup__"(comm) -> newcomm;
-    mpi_comm_split_ => c"mpi_comm_split_"(comm, color, key) -> newcomm;
-    mpi_comm_split => c"mpi_comm_split"(comm, color, key) -> newcomm;
-    MPI_COMM_SPLIT => c"MPI_COMM_SPLIT"(comm, color, key) -> newcomm;
-    mpi_comm_split__ => c"mpi_comm_split__"(comm, color, key) -> newcomm;
-    mpi_comm_create_ => c"mpi_comm_create_"(comm, group) -> newcomm;
-    mpi_comm_create => c"mpi_comm_create"(comm, group) -> newcomm;
-    MPI_COMM_CREATE => c"MPI_COMM_CREATE"(comm, group) -> newcomm;
-    mpi_comm_create__ => c"mpi_comm_create__"(comm, group) -> newcomm;
-}
-
-macro_rules! fortran_comm_free {
-    ($($sym:ident => $name:literal;)+) => {$(
-        #[no_mangle]
-        pub unsafe extern "C" fn $sym(comm: *mut MPI_Fint, ierr: *mut MPI_Fint) {
-            let real = real!($name, unsafe extern "C" fn(*mut MPI_Fint, *mut MPI_Fint));
-            // SAFETY: the application's pointer to the handle it frees.
-            if let Some(c) = unsafe { comm.as_ref() }.copied() {
-                guarded("MPI_COMM_FREE", || lifecycle::comm_freeing(Comm::from_raw(comm_from_fortran(c))));
-            }
-            // SAFETY: the application's own arguments, passed through.
-            unsafe { real(comm, ierr) };
-        }
-    )+};
-}
-
-fortran_comm_free! {
-    mpi_comm_free_ => c"mpi_comm_free_";
-    mpi_comm_free => c"mpi_comm_free";
-    MPI_COMM_FREE => c"MPI_COMM_FREE";
-    mpi_comm_free__ => c"mpi_comm_free__";
+        // SAFETY: the application's own arguments, passed through.
+        unsafe { real(comm, ierr) };
+    }
 }
 
 #[no_mangle]

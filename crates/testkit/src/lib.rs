@@ -19,7 +19,7 @@
 #![warn(missing_docs)]
 
 use std::ffi::OsStr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -72,15 +72,7 @@ pub fn mpiexec_path_named(name: &str) -> PathBuf {
 
 /// Finds a program on PATH (or returns it if it is a path).
 pub fn which(name: &str) -> Option<PathBuf> {
-    let p = Path::new(name);
-    if p.components().count() > 1 {
-        return p.exists().then(|| p.to_path_buf());
-    }
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|d| d.join(name))
-            .find(|f| f.is_file())
-    })
+    which::which(name).ok()
 }
 
 /// A command that runs `program` with `args` on `ranks` ranks, with the

@@ -28,30 +28,10 @@ pub enum Request {
     Text(String),
 }
 
-/// How a write attempt ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Outcome {
-    /// Written, and the read-back matches.
-    Written,
-    /// Written, but the library reads back another value.
-    WrittenDiffers,
-    /// Written (the library accepted it), but reading it back failed: the
-    /// error says how.
-    WrittenUnverified,
-    /// The policy is a dry run: nothing was written.
-    DryRun,
-    /// The library refused for now (`MPI_T_ERR_CVAR_SET_NOT_NOW`).
-    RefusedNow,
-    /// The library or the scope refuses it for good.
-    Refused,
-    /// The request does not fit the variable (type, count, index).
-    Invalid,
-    /// The variable does not exist in this library.
-    Missing,
-}
+pub use vocab::record::Outcome;
 
-/// The audit record of one attempt (the `write` record of the log).
+/// What one attempt found (the engine makes it the log's `write` record,
+/// [`vocab::record::Write`], with the policy's name, phase and source).
 #[derive(Debug, Clone, Serialize)]
 pub struct WriteRecord {
     /// The CVAR.

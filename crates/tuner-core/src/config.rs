@@ -3,6 +3,7 @@
 //! A bad value never stops the job: it produces one warning naming the
 //! variable and the value, and the default is used.
 
+use policies::parse_duration;
 use regex::Regex;
 use serde::Serialize;
 use std::path::PathBuf;
@@ -119,13 +120,11 @@ impl Config {
         }
         if let Some(v) = lookup("MPIT_TUNER_INTERVAL") {
             match parse_duration(&v) {
-                Some(d) if d >= MIN_INTERVAL => config.interval = d,
-                Some(_) => warnings.push(format!(
+                Ok(d) if d >= MIN_INTERVAL => config.interval = d,
+                Ok(_) => warnings.push(format!(
                     "MPIT_TUNER_INTERVAL={v:?} is below the 1ms minimum; using 1s"
                 )),
-                None => warnings.push(format!(
-                    "MPIT_TUNER_INTERVAL={v:?} is not a duration (examples: 1s, 250ms, 1ms); using 1s"
-                )),
+                Err(e) => warnings.push(format!("MPIT_TUNER_INTERVAL={v:?}: {e}; using 1s")),
             }
         }
         if let Some(v) = lookup("MPIT_TUNER_PVARS").filter(|v| !v.trim().is_empty()) {
@@ -155,19 +154,18 @@ impl Config {
         }
         if let Some(v) = lookup("MPIT_TUNER_REFRESH") {
             match parse_duration(&v) {
-                Some(d) if d.is_zero() => config.refresh = None,
-                Some(d) => config.refresh = Some(d.max(MIN_INTERVAL)),
-                None => warnings.push(format!(
-                    "MPIT_TUNER_REFRESH={v:?} is not a duration; using 5s"
-                )),
+                Ok(d) if d.is_zero() => config.refresh = None,
+                Ok(d) => config.refresh = Some(d.max(MIN_INTERVAL)),
+                Err(e) => warnings.push(format!("MPIT_TUNER_REFRESH={v:?}: {e}; using 5s")),
             }
         }
         if let Some(v) = lookup("MPIT_TUNER_FLUSH") {
             match parse_duration(&v) {
-                Some(d) if !d.is_zero() => config.flush = d,
-                _ => warnings.push(format!(
+                Ok(d) if !d.is_zero() => config.flush = d,
+                Ok(_) => warnings.push(format!(
                     "MPIT_TUNER_FLUSH={v:?} is not a positive duration; using 1s"
                 )),
+                Err(e) => warnings.push(format!("MPIT_TUNER_FLUSH={v:?}: {e}; using 1s")),
             }
         }
         (config, warnings)
@@ -196,26 +194,6 @@ fn parse_bool(v: &str) -> Option<bool> {
         "0" | "off" | "false" | "no" => Some(false),
         _ => None,
     }
-}
-
-/// Parses `1s`, `250ms`, `10us`, `2m`, `0.5s`; a bare number is seconds.
-pub fn parse_duration(text: &str) -> Option<Duration> {
-    let t = text.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (number, unit) = t.split_at(split);
-    let n: f64 = number.parse().ok()?;
-    let seconds = match unit.trim() {
-        "" | "s" => n,
-        "ms" => n / 1e3,
-        "us" => n / 1e6,
-        "ns" => n / 1e9,
-        "m" | "min" => n * 60.0,
-        "h" => n * 3600.0,
-        _ => return None,
-    };
-    (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds))
 }
 
 #[cfg(test)]
@@ -273,12 +251,20 @@ mod tests {
     }
 
     #[test]
-    fn durations() {
-        assert_eq!(parse_duration("1s"), Some(Duration::from_secs(1)));
-        assert_eq!(parse_duration("250ms"), Some(Duration::from_millis(250)));
-        assert_eq!(parse_duration("0.5"), Some(Duration::from_millis(500)));
-        assert_eq!(parse_duration("2m"), Some(Duration::from_secs(120)));
-        assert_eq!(parse_duration("x"), None);
-        assert_eq!(parse_duration("5parsecs"), None);
+    fn durations_use_the_policies_grammar() {
+        let (c, w) = config(&[
+            ("MPIT_TUNER_INTERVAL", "250ms"),
+            ("MPIT_TUNER_REFRESH", "0"),
+            ("MPIT_TUNER_FLUSH", "2s"),
+        ]);
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!(c.interval, Duration::from_millis(250));
+        assert_eq!(c.refresh, None);
+        assert_eq!(c.flush, Duration::from_secs(2));
+        // A bare number other than 0 has no unit: refused, with a hint.
+        let (c, w) = config(&[("MPIT_TUNER_INTERVAL", "10"), ("MPIT_TUNER_FLUSH", "0")]);
+        assert_eq!(c.interval, DEFAULT_INTERVAL);
+        assert!(w[0].contains("write \"10s\""), "{w:?}");
+        assert!(w[1].contains("not a positive duration"), "{w:?}");
     }
 }

@@ -17,8 +17,8 @@ use policies::{
     ActionView, Catalogue, CompiledPolicy, CvarInfo, CvarType, Decision, Env, Phase, PolicySet,
     PvarClass, PvarInfo, Scope, SetValue, Severity, Skip, Value, Values, VarKind,
 };
-use serde_json::{json, Value as Json};
 use std::time::Duration;
+use vocab::record::{self, Record};
 
 /// The default policy set, embedded in the library (the repository's
 /// top-level `policies.toml`).
@@ -42,26 +42,50 @@ pub trait Backend {
         dry_run: bool,
     ) -> WriteRecord;
     /// Sets an environment variable of this process (phase pre-init).
-    fn setenv(&mut self, name: &str, value: &str, dry_run: bool) -> Result<(), String>;
+    fn setenv(&mut self, name: &str, value: &str, dry_run: bool) -> Result<(), SetenvError>;
     /// Seconds since the tuner started.
     fn time(&self) -> f64;
 }
 
+/// Why a policy file was not loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The file could not be read.
+    #[error("cannot read policy file {} (MPIT_TUNER_POLICY): {source}", path.display())]
+    Read {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file does not parse or check (every problem, with
+    /// `file:line:column`).
+    #[error("{0:#}")]
+    Policy(policies::PolicyErrors),
+}
+
 /// Loads a policy file (`None`: the embedded default set).
-pub fn load(path: Option<&std::path::Path>) -> Result<PolicySet, String> {
+pub fn load(path: Option<&std::path::Path>) -> Result<PolicySet, LoadError> {
     match path {
         None => PolicySet::parse(DEFAULT_POLICIES, "policies.toml (embedded)")
-            .map_err(|e| format!("{e:#}")),
+            .map_err(LoadError::Policy),
         Some(p) => {
-            let source = std::fs::read_to_string(p).map_err(|e| {
-                format!(
-                    "cannot read policy file {} (MPIT_TUNER_POLICY): {e}",
-                    p.display()
-                )
+            let source = std::fs::read_to_string(p).map_err(|source| LoadError::Read {
+                path: p.to_path_buf(),
+                source,
             })?;
-            PolicySet::parse(&source, &p.display().to_string()).map_err(|e| format!("{e:#}"))
+            PolicySet::parse(&source, &p.display().to_string()).map_err(LoadError::Policy)
         }
     }
+}
+
+/// What one policy's writes came to so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct WriteCounts {
+    /// Writes the library took (not dry runs).
+    pub writes: u64,
+    /// Writes refused.
+    pub refused: u64,
 }
 
 /// The policies of this rank and their bookkeeping.
@@ -82,7 +106,7 @@ pub struct Engine {
     last_skip: Vec<Option<std::mem::Discriminant<Skip>>>,
     recommendations: Vec<String>,
     /// How many times each policy wrote, and how many writes were refused.
-    pub(crate) counts: Vec<(u64, u64)>,
+    pub(crate) counts: Vec<WriteCounts>,
 }
 
 impl Engine {
@@ -99,7 +123,7 @@ impl Engine {
             present: vec![false; slots],
             last_skip: vec![None; n],
             recommendations: Vec::new(),
-            counts: vec![(0, 0); n],
+            counts: vec![WriteCounts::default(); n],
             set,
         }
     }
@@ -174,7 +198,7 @@ impl Engine {
         phase: Phase,
         backend: &mut dyn Backend,
         env: &Env,
-        out: &mut dyn FnMut(Json),
+        out: &mut dyn FnMut(Record<'static>),
     ) {
         self.run_where(phase, &|_| true, backend, env, out);
     }
@@ -188,7 +212,7 @@ impl Engine {
         select: &dyn Fn(&CompiledPolicy) -> bool,
         backend: &mut dyn Backend,
         env: &Env,
-        out: &mut dyn FnMut(Json),
+        out: &mut dyn FnMut(Record<'static>),
     ) {
         let when = match phase {
             Phase::PreInit | Phase::Init => When::Collective,
@@ -219,9 +243,16 @@ impl Engine {
                     if !matches!(skip, Skip::NotDue | Skip::NotSelected) {
                         let kind = std::mem::discriminant(&skip);
                         if self.last_skip[i] != Some(kind) {
-                            out(json!({
-                                "type": "decision", "t": t, "policy": policy.name(), "phase": phase.name(),
-                                "fired": false, "reason": skip.to_string(),
+                            out(Record::Decision(record::Decision {
+                                t,
+                                policy: policy.name().to_string(),
+                                phase: phase.name().to_string(),
+                                fired: false,
+                                reason: Some(skip.to_string()),
+                                branch: None,
+                                write: None,
+                                condition: None,
+                                inputs: None,
                             }));
                         }
                         self.last_skip[i] = Some(kind);
@@ -229,20 +260,20 @@ impl Engine {
                 }
                 Decision::Fired { branch, write } => {
                     self.last_skip[i] = None;
-                    let inputs: serde_json::Map<String, Json> = policy
+                    let inputs = policy
                         .condition_inputs()
-                        .map(|(name, v)| {
-                            (
-                                name.to_string(),
-                                v.map_or(Json::Null, |v| json!(v.as_slice())),
-                            )
-                        })
+                        .map(|(name, v)| (name.to_string(), v.map(|v| v.as_slice().to_vec())))
                         .collect();
-                    out(json!({
-                        "type": "decision", "t": t, "policy": policy.name(), "phase": phase.name(),
-                        "fired": true, "branch": branch.to_string(), "write": write,
-                        "condition": policy.condition_value().map(|v| json!(v.as_slice())),
-                        "inputs": inputs,
+                    out(Record::Decision(record::Decision {
+                        t,
+                        policy: policy.name().to_string(),
+                        phase: phase.name().to_string(),
+                        fired: true,
+                        reason: None,
+                        branch: Some(branch.to_string()),
+                        write: Some(write),
+                        condition: policy.condition_value().map(|v| v.as_slice().to_vec()),
+                        inputs: Some(inputs),
                     }));
                     let dry_run = !write;
                     let actions: Vec<ActionView<'_>> = policy.actions(branch).collect();
@@ -262,37 +293,49 @@ impl Engine {
                                 };
                                 let record = backend.write(cvar, index, &request, when, dry_run);
                                 let refused = refused(record.outcome);
-                                self.counts[i].0 += u64::from(!refused && !dry_run);
-                                self.counts[i].1 += u64::from(refused);
-                                let mut rec = serde_json::to_value(&record).unwrap_or(Json::Null);
-                                if let Json::Object(m) = &mut rec {
-                                    m.insert("type".into(), json!("write"));
-                                    m.insert("t".into(), json!(backend.time()));
-                                    m.insert("policy".into(), json!(policy.name()));
-                                    m.insert("phase".into(), json!(phase.name()));
-                                    m.insert("source".into(), json!(source));
-                                    m.insert("dry_run".into(), json!(dry_run));
-                                }
-                                out(rec);
+                                self.counts[i].writes += u64::from(!refused && !dry_run);
+                                self.counts[i].refused += u64::from(refused);
+                                out(Record::Write(record::Write {
+                                    t: backend.time(),
+                                    policy: policy.name().to_string(),
+                                    phase: phase.name().to_string(),
+                                    cvar: record.cvar,
+                                    index: record.index,
+                                    old: record.old,
+                                    requested: record.requested,
+                                    readback: record.readback,
+                                    outcome: record.outcome,
+                                    error: record.error,
+                                    source: source.to_string(),
+                                    dry_run,
+                                }));
                             }
                             ActionView::SetEnv { name, value } => {
                                 let result = backend.setenv(name, value, dry_run);
-                                out(json!({
-                                    "type": "setenv", "t": backend.time(), "policy": policy.name(),
-                                    "phase": phase.name(), "name": name, "value": value,
-                                    "dry_run": dry_run, "error": result.err(),
+                                out(Record::Setenv(record::Setenv {
+                                    t: backend.time(),
+                                    policy: policy.name().to_string(),
+                                    phase: phase.name().to_string(),
+                                    name: name.to_string(),
+                                    value: value.to_string(),
+                                    dry_run,
+                                    error: result.err().map(|e| e.to_string()),
                                 }));
                             }
-                            ActionView::Note(text) => out(json!({
-                                "type": "note", "t": t, "policy": policy.name(), "text": text,
+                            ActionView::Note(text) => out(Record::Note(record::PolicyText {
+                                t,
+                                policy: policy.name().to_string(),
+                                text: text.to_string(),
                             })),
                             ActionView::Recommend(text) => {
                                 let line = format!("{}: {text}", policy.name());
                                 if !self.recommendations.contains(&line) {
                                     self.recommendations.push(line);
                                 }
-                                out(json!({
-                                    "type": "recommendation", "t": t, "policy": policy.name(), "text": text,
+                                out(Record::Recommendation(record::PolicyText {
+                                    t,
+                                    policy: policy.name().to_string(),
+                                    text: text.to_string(),
                                 }));
                             }
                         }
@@ -473,7 +516,7 @@ impl Backend for MpiBackend<'_> {
         )
     }
 
-    fn setenv(&mut self, name: &str, value: &str, dry_run: bool) -> Result<(), String> {
+    fn setenv(&mut self, name: &str, value: &str, dry_run: bool) -> Result<(), SetenvError> {
         set_environment(name, value, dry_run)
     }
 
@@ -515,7 +558,7 @@ impl Backend for EnvBackend {
         }
     }
 
-    fn setenv(&mut self, name: &str, value: &str, dry_run: bool) -> Result<(), String> {
+    fn setenv(&mut self, name: &str, value: &str, dry_run: bool) -> Result<(), SetenvError> {
         set_environment(name, value, dry_run)
     }
 
@@ -524,15 +567,26 @@ impl Backend for EnvBackend {
     }
 }
 
+/// Why an environment variable was not set.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SetenvError {
+    /// An empty name, or one with `=` or NUL (or NUL in the value).
+    #[error("`{0}` is not a valid environment variable name")]
+    BadName(String),
+    /// An empty value.
+    #[error("refusing to set {0} to an empty value")]
+    EmptyValue(String),
+}
+
 /// Sets an environment variable before the MPI library reads it (pre-init).
 /// Refuses empty names and values with `=` or NUL in the name, and empty
 /// values (MPICH over UCX aborts MPI_Init on an empty `UCX_*` value).
-pub fn set_environment(name: &str, value: &str, dry_run: bool) -> Result<(), String> {
+pub fn set_environment(name: &str, value: &str, dry_run: bool) -> Result<(), SetenvError> {
     if name.is_empty() || name.contains(['=', '\0']) || value.contains('\0') {
-        return Err(format!("`{name}` is not a valid environment variable name"));
+        return Err(SetenvError::BadName(name.to_string()));
     }
     if value.trim().is_empty() {
-        return Err(format!("refusing to set {name} to an empty value"));
+        return Err(SetenvError::EmptyValue(name.to_string()));
     }
     if !dry_run {
         // Runs inside MPI_Init before PMPI_Init, before the tuner starts any
@@ -583,6 +637,17 @@ pub fn refused(outcome: Outcome) -> bool {
     )
 }
 
+/// The warning of a rank that runs pre-init policies without knowing its
+/// rank.
+fn no_rank_warning() -> Record<'static> {
+    Record::Warning(record::Warning {
+        t: 0.0,
+        message: "the launcher did not say this process's rank before MPI_Init; pre-init \
+                  policies see rank 0 of 1"
+            .into(),
+    })
+}
+
 /// The policy engine as the runtime's [`Hooks`](crate::runtime::Hooks).
 pub struct PolicyHooks {
     engine: Engine,
@@ -591,7 +656,7 @@ pub struct PolicyHooks {
     user_file: bool,
     rank: u32,
     size: u32,
-    pending: Vec<Json>,
+    pending: Vec<Record<'static>>,
     messages: Vec<String>,
     pre_catalogue_names: usize,
     quiet: bool,
@@ -660,8 +725,7 @@ impl crate::runtime::Hooks for PolicyHooks {
             return;
         }
         if launch.rank.is_none() {
-            self.pending.push(json!({"type": "warning", "t": 0.0,
-                "message": "the launcher did not say this process's rank before MPI_Init; pre-init policies see rank 0 of 1"}));
+            self.pending.push(no_rank_warning());
         }
         let env = env(launch.rank.unwrap_or(0), launch.size.unwrap_or(1), 0.0);
         let pending = &mut self.pending;
@@ -691,17 +755,19 @@ impl crate::runtime::Hooks for PolicyHooks {
         if !has_pre_init {
             return;
         }
-        let warned = self.pending.iter().any(|r| r["type"] == "warning");
+        let warned = self.pending.iter().any(|r| matches!(r, Record::Warning(_)));
         if launch.rank.is_none() && !warned {
-            self.pending.push(json!({"type": "warning", "t": 0.0,
-                "message": "the launcher did not say this process's rank before MPI_Init; pre-init policies see rank 0 of 1"}));
+            self.pending.push(no_rank_warning());
         }
         let view = CatalogueView::new(mpit, catalogue);
         for (i, reason, _) in self.engine.bind(&view, &[Phase::PreInit]) {
             let name = self.engine.policies()[i].name().to_string();
-            self.pending.push(
-                json!({"type": "policy_disabled", "t": 0.0, "policy": name, "reason": reason}),
-            );
+            self.pending
+                .push(Record::PolicyDisabled(record::PolicyDisabled {
+                    t: 0.0,
+                    policy: name.clone(),
+                    reason: reason.clone(),
+                }));
             self.messages
                 .push(format!("policy {name} disabled: {reason}"));
         }
@@ -739,8 +805,11 @@ impl crate::runtime::Hooks for PolicyHooks {
         let view = CatalogueView::new(mpit, catalogue);
         let newly = self.engine.bind(&view, RUNTIME_PHASES);
         for (i, reason, _) in &newly {
-            log.record(&json!({"type": "policy_disabled", "t": 0.0,
-                "policy": self.engine.policies()[*i].name(), "reason": reason}));
+            log.record(&Record::PolicyDisabled(record::PolicyDisabled {
+                t: 0.0,
+                policy: self.engine.policies()[*i].name().to_string(),
+                reason: reason.clone(),
+            }));
         }
         // One message per disabled policy for the whole job, on rank 0.
         let n = self.engine.policies().len();
@@ -759,7 +828,7 @@ impl crate::runtime::Hooks for PolicyHooks {
                 if info.rank == 0 {
                     mpit::say!("mpit-tuner: {message}");
                 }
-                log.record(&json!({"type": "warning", "t": 0.0, "message": message}));
+                log.record(&Record::Warning(record::Warning { t: 0.0, message }));
             }
         }
         let snapshot = Snapshot::default();
@@ -808,17 +877,21 @@ impl crate::runtime::Hooks for PolicyHooks {
         let env = env(self.rank, self.size, snapshot.t);
         self.engine
             .run(Phase::Finalize, &mut backend, &env, &mut |r| log.record(&r));
-        for (i, (writes, refused)) in self.engine.counts.iter().enumerate() {
-            log.record(&json!({"type": "policy_summary", "t": snapshot.t,
-                "policy": self.engine.policies()[i].name(), "writes": writes, "refused": refused,
-                "firings": self.engine.policies()[i].state().firings,
-                "disabled": self.engine.disabled(i)}));
+        for (i, WriteCounts { writes, refused }) in self.engine.counts.iter().enumerate() {
+            log.record(&Record::PolicySummary(record::PolicySummary {
+                t: snapshot.t,
+                policy: self.engine.policies()[i].name().to_string(),
+                writes: *writes,
+                refused: *refused,
+                firings: self.engine.policies()[i].state().firings,
+                disabled: self.engine.disabled(i).map(str::to_string),
+            }));
         }
     }
 
     fn quantities(&self) -> Vec<(String, &'static str, f64)> {
         let mut out = Vec::new();
-        for (i, (writes, refused)) in self.engine.counts.iter().enumerate() {
+        for (i, WriteCounts { writes, refused }) in self.engine.counts.iter().enumerate() {
             let name = self.engine.policies()[i].name();
             out.push((format!("policy.{name}.writes"), "total", *writes as f64));
             out.push((format!("policy.{name}.refused"), "total", *refused as f64));
@@ -986,20 +1059,23 @@ then    = [ { setenv = "MPIT_TUNER_ENGINE_TEST_DRY", value = "1" } ]
             );
             out
         };
-        let setenvs = |out: &[Json]| -> Vec<(String, bool)> {
+        let setenvs = |out: &[Record<'static>]| -> Vec<(String, bool)> {
             out.iter()
-                .filter(|r| r["type"] == "setenv")
-                .map(|r| {
-                    assert_eq!(r["error"], Json::Null, "{r}");
-                    (
-                        r["name"].as_str().unwrap().to_string(),
-                        r["dry_run"] == true,
-                    )
+                .filter_map(|r| match r {
+                    Record::Setenv(s) => {
+                        assert_eq!(s.error, None, "{s:?}");
+                        Some((s.name.clone(), s.dry_run))
+                    }
+                    _ => None,
                 })
                 .collect()
         };
         let rank0 = run(0);
-        assert!(rank0.iter().all(|r| r["policy"] != "cvar"), "{rank0:?}");
+        assert!(
+            rank0.iter().all(|r| !matches!(r,
+                Record::Decision(record::Decision { policy, .. }) if policy == "cvar")),
+            "{rank0:?}"
+        );
         assert_eq!(
             setenvs(&rank0),
             [("MPIT_TUNER_ENGINE_TEST_DRY".to_string(), true)]
@@ -1052,8 +1128,10 @@ then    = [ { setenv = "C", value = "1" } ]
                 out.push(r)
             });
             out.iter()
-                .filter(|r| r["type"] == "setenv")
-                .map(|r| r["name"].as_str().unwrap().to_string())
+                .filter_map(|r| match r {
+                    Record::Setenv(s) => Some(s.name.clone()),
+                    _ => None,
+                })
                 .collect()
         };
         assert_eq!(names("node07.cluster"), ["A", "C"]);

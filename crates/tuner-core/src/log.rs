@@ -1,26 +1,19 @@
 //! Per-rank tuning logs: JSON Lines, one file per rank, written by the
 //! helper thread through a buffer.
 //!
-//! The format is a public interface (documented in the README, versioned by
-//! [`FORMAT_VERSION`]). Every record is one line of JSON with a `"type"`
-//! field: `header`, `sample`, `object`, `warning`, `decision`, `write`,
-//! `note`, `close`. Lines are only ever written whole: the buffer holds
+//! The format is a public interface, defined by the types of
+//! [`vocab::record`] (versioned by [`FORMAT_VERSION`]; `mpit-tuner schema`
+//! prints it): this writer takes nothing else. Lines are only ever written whole: the buffer holds
 //! complete lines and is written with a single `write` call, so a file is
 //! valid JSON Lines at every moment, even after `MPI_Abort` or a kill.
 
-use serde::Serialize;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use vocab::Record;
 
-/// The version of the log format. Readers must check it.
-pub const FORMAT_VERSION: u32 = 1;
-
-/// The file name of a rank's log within the run directory.
-pub fn rank_file_name(rank: i32) -> String {
-    format!("rank-{rank:05}.jsonl")
-}
+pub use vocab::record::{rank_file_name, FORMAT_VERSION};
 
 /// A buffered JSON Lines writer.
 #[derive(Debug)]
@@ -72,7 +65,7 @@ impl LogWriter {
 
     /// Appends one record (one line) to the buffer; flushes when the flush
     /// period has passed or the buffer is large.
-    pub fn record<T: Serialize>(&mut self, record: &T) {
+    pub fn record(&mut self, record: &Record<'_>) {
         let start = self.buf.len();
         if serde_json::to_writer(&mut self.buf, record).is_err() {
             self.buf.truncate(start);

@@ -15,22 +15,8 @@
 use crate::summary::Summary;
 use crate::toolmetrics::{bucket_floor, BUCKETS};
 use mpit::Library;
-use serde::{Deserialize, Serialize};
 
-/// One piece of advice.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Recommendation {
-    /// A stable identifier: `eager-threshold`, `small-allreduce`,
-    /// `unexpected-queue`, `policy-refused`, `policy-churn`.
-    pub id: String,
-    /// What to do.
-    pub advice: String,
-    /// Why: the numbers from this run.
-    pub evidence: String,
-    /// The exact setting(s) for this library, e.g.
-    /// `OMPI_MCA_btl_vader_eager_limit=131072`.
-    pub setting: String,
-}
+pub use vocab::summary::Recommendation;
 
 /// What the rules know besides the summary.
 #[derive(Debug, Clone, Default)]
@@ -56,26 +42,33 @@ pub const SMALL_ALLREDUCE: f64 = 1024.0;
 /// Unexpected-queue length that triggers the advice.
 pub const UNEXPECTED_QUEUE: f64 = 64.0;
 
+/// A rule: what it finds in the summary, pushed onto `out`.
+type Rule = fn(&Summary, &Context, &mut Vec<Recommendation>);
+
+/// Every rule, in the order their advice is given.
+const RULES: &[Rule] = &[eager_threshold, small_allreduce, unexpected_queue, policies];
+
 /// Applies every rule.
 pub fn recommend(summary: &Summary, ctx: &Context) -> Vec<Recommendation> {
     let mut out = Vec::new();
-    let library = ctx.library.unwrap_or(Library::Unknown);
-    let mean = |name: &str| {
-        summary
-            .variables
-            .iter()
-            .find(|v| v.name == name)
-            .map(|v| v.mean)
-    };
-    let max = |name: &str| {
-        summary
-            .variables
-            .iter()
-            .find(|v| v.name == name)
-            .map(|v| (v.max, v.max_rank))
-    };
+    for rule in RULES {
+        rule(summary, ctx, &mut out);
+    }
+    out
+}
 
-    // Eager threshold versus the point-to-point sizes actually used.
+fn library(ctx: &Context) -> Library {
+    ctx.library.unwrap_or(Library::Unknown)
+}
+
+/// The cross-rank statistics of quantity `name`.
+fn stat<'a>(summary: &'a Summary, name: &str) -> Option<&'a vocab::summary::VariableStats> {
+    summary.variables.iter().find(|v| v.name == name)
+}
+
+/// Eager threshold versus the point-to-point sizes actually used.
+fn eager_threshold(summary: &Summary, ctx: &Context, out: &mut Vec<Recommendation>) {
+    let library = library(ctx);
     let mut p2p = [0u64; BUCKETS];
     for family in ["send", "isend", "sendrecv"] {
         if let Some(h) = summary.size_histograms.get(family) {
@@ -137,8 +130,12 @@ pub fn recommend(summary: &Summary, ctx: &Context) -> Vec<Recommendation> {
             });
         }
     }
+}
 
-    // Small, frequent allreduces dominating MPI time.
+/// Small, frequent allreduces dominating MPI time.
+fn small_allreduce(summary: &Summary, ctx: &Context, out: &mut Vec<Recommendation>) {
+    let library = library(ctx);
+    let mean = |name: &str| stat(summary, name).map(|v| v.mean);
     if let (Some(calls), Some(ar_time), Some(mpi_time), Some(p50)) = (
         mean("tool.allreduce.calls"),
         mean("tool.allreduce.time"),
@@ -169,8 +166,11 @@ pub fn recommend(summary: &Summary, ctx: &Context) -> Vec<Recommendation> {
             });
         }
     }
+}
 
-    // Unexpected-message queue growth (Open MPI).
+/// Unexpected-message queue growth (Open MPI).
+fn unexpected_queue(summary: &Summary, _ctx: &Context, out: &mut Vec<Recommendation>) {
+    let max = |name: &str| stat(summary, name).map(|v| (v.max, v.max_rank));
     if let Some((longest, rank)) = max("pml_ob1_unexpected_msgq_length@world:max") {
         if longest >= UNEXPECTED_QUEUE {
             out.push(Recommendation {
@@ -183,8 +183,10 @@ pub fn recommend(summary: &Summary, ctx: &Context) -> Vec<Recommendation> {
             });
         }
     }
+}
 
-    // Policies that kept firing or kept being refused.
+/// Policies that kept firing or kept being refused.
+fn policies(summary: &Summary, _ctx: &Context, out: &mut Vec<Recommendation>) {
     for v in &summary.variables {
         if let Some(policy) = v
             .name
@@ -215,7 +217,6 @@ pub fn recommend(summary: &Summary, ctx: &Context) -> Vec<Recommendation> {
             }
         }
     }
-    out
 }
 
 /// The bucket that holds quantile `q` of a histogram.

@@ -88,9 +88,10 @@ use policies::{
     Severity,
 };
 use serde::Deserialize;
-use serde_json::{json, Value as Json};
+use serde_json::Value as Json;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
+use vocab::record::{self, Record};
 
 /// Why inputs could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -268,21 +269,17 @@ fn rank_logs_in(dir: &Path) -> Result<Vec<PathBuf>, ReplayError> {
         path: dir.to_path_buf(),
         source,
     };
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(dir).map_err(io)? {
-        let path = entry.map_err(io)?.path();
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        if name.starts_with("rank-") && name.ends_with(".jsonl") {
-            files.push(path);
-        }
-    }
+    let files: Vec<PathBuf> = vocab::rank_files(dir)
+        .map_err(io)?
+        .into_iter()
+        .map(|f| f.path)
+        .collect();
     if files.is_empty() {
         return Err(ReplayError::Empty {
             source_name: dir.display().to_string(),
             message: "this directory holds no per-rank logs (rank-*.jsonl)".into(),
         });
     }
-    files.sort();
     Ok(files)
 }
 
@@ -325,7 +322,7 @@ fn format_error(source: &str, line: usize, message: impl Into<String>) -> Replay
     }
 }
 
-/// Parses one rank's log (the JSON Lines format of [`log`]).
+/// Parses one rank's log (the records of [`vocab::record`]).
 pub fn parse_log(text: &str, source: &str) -> Result<RankTrace, ReplayError> {
     let mut trace = RankTrace {
         source: source.to_string(),
@@ -333,134 +330,88 @@ pub fn parse_log(text: &str, source: &str) -> Result<RankTrace, ReplayError> {
     };
     let mut header = false;
     for (n, line) in lines(text) {
-        let record: Json = serde_json::from_str(line)
-            .map_err(|e| format_error(source, n, format!("not a JSON record: {e}")))?;
-        let kind = record.get("type").and_then(Json::as_str).unwrap_or("");
+        let record: Record<'static> = serde_json::from_str(line).map_err(|e| {
+            let message = match newer_version(line) {
+                Some(v) => format!(
+                    "log format version {v}; this mpit-tuner reads version {}",
+                    log::FORMAT_VERSION
+                ),
+                None => format!("not a record of the log format: {e}"),
+            };
+            format_error(source, n, message)
+        })?;
         if !header {
-            if kind != "header" {
+            let Record::Header(h) = &record else {
                 return Err(format_error(
                     source,
                     n,
                     "a tuning log starts with its header record",
                 ));
-            }
-            read_header(&record, &mut trace).map_err(|m| format_error(source, n, m))?;
+            };
+            read_header(h, &mut trace).map_err(|m| format_error(source, n, m))?;
             header = true;
             continue;
         }
-        match kind {
-            "sample" => {
-                let sample = read_sample(&record).map_err(|m| format_error(source, n, m))?;
-                trace.samples.push(sample);
-            }
+        match record {
+            Record::Sample(sample) => trace.samples.push(read_sample(&sample)),
             // The recorded run's own writes: the value before its first
             // write of a CVAR is that CVAR's starting value.
-            "write" => {
-                if let (Some(cvar), Some(old)) = (
-                    record.get("cvar").and_then(Json::as_str),
-                    record.get("old").filter(|o| !o.is_null()),
-                ) {
-                    if let Ok(value) = serde_json::from_value::<Value>(old.clone()) {
-                        trace.initial_cvars.entry(cvar.to_string()).or_insert(value);
-                    }
+            Record::Write(w) => {
+                if let Some(old) = w.old {
+                    trace.initial_cvars.entry(w.cvar).or_insert(old);
                 }
             }
-            "close" => trace.end = record.get("t").and_then(Json::as_f64),
+            Record::Close(c) => trace.end = Some(c.t),
             _ => {}
         }
     }
     Ok(trace)
 }
 
-fn read_header(record: &Json, trace: &mut RankTrace) -> Result<(), String> {
-    let version = record
-        .get("version")
-        .and_then(Json::as_u64)
-        .ok_or("the header has no format version")?;
-    if version != u64::from(log::FORMAT_VERSION) {
+/// The format version of a line that is a header of another version.
+fn newer_version(line: &str) -> Option<u64> {
+    let v: Json = serde_json::from_str(line).ok()?;
+    let version = v.get("version")?.as_u64()?;
+    (v.get("type")? == "header" && version != u64::from(log::FORMAT_VERSION)).then_some(version)
+}
+
+fn read_header(header: &record::Header, trace: &mut RankTrace) -> Result<(), String> {
+    if header.version != log::FORMAT_VERSION {
         return Err(format!(
-            "log format version {version}; this mpit-tuner reads version {}",
+            "log format version {}; this mpit-tuner reads version {}",
+            header.version,
             log::FORMAT_VERSION
         ));
     }
-    let number = |key: &str| -> Result<u32, String> {
-        record
-            .get(key)
-            .and_then(Json::as_u64)
-            .and_then(|v| u32::try_from(v).ok())
-            .ok_or(format!("the header has no `{key}`"))
-    };
-    trace.rank = number("rank")?;
-    trace.size = number("size")?.max(trace.rank + 1);
-    trace.library = record
-        .get("library")
-        .and_then(Json::as_str)
-        .map(str::to_string);
-    if let Some(vars) = record.get("variables").and_then(Json::as_array) {
-        for v in vars {
-            let Some(name) = v.get("name").and_then(Json::as_str) else {
-                continue;
-            };
-            let class = v
-                .get("class")
-                .and_then(Json::as_str)
-                .and_then(PvarClass::parse)
-                .unwrap_or(PvarClass::Generic);
-            let count = v
-                .get("count")
-                .and_then(Json::as_u64)
-                .map(|c| c as usize)
-                .filter(|c| *c > 0);
-            trace
-                .declared
-                .pvars
-                .insert(name.to_string(), PvarDecl { class, count });
-        }
-    }
-    if let Some(cvars) = record.get("cvars").and_then(Json::as_object) {
-        for (name, v) in cvars {
-            let value = json_value(v).map_err(|m| format!("header cvar `{name}`: {m}"))?;
-            trace.initial_cvars.insert(name.clone(), value);
-        }
+    let number =
+        |key: &str, v: i32| u32::try_from(v).map_err(|_| format!("the header's `{key}` is {v}"));
+    trace.rank = number("rank", header.rank)?;
+    trace.size = number("size", header.size)?.max(trace.rank + 1);
+    trace.library = Some(header.library.clone());
+    for v in &header.variables {
+        let class = convert_class(v.class);
+        let count = v.count.filter(|c| *c > 0);
+        trace
+            .declared
+            .pvars
+            .insert(v.name.clone(), PvarDecl { class, count });
     }
     Ok(())
 }
 
-fn read_sample(record: &Json) -> Result<Sample, String> {
-    let t = record
-        .get("t")
-        .and_then(Json::as_f64)
-        .ok_or("a sample record without `t`")?;
+fn read_sample(record: &record::Sample<'_>) -> Sample {
     let mut sample = Sample {
-        t,
+        t: record.t,
         ..Sample::default()
     };
-    let vars = record
-        .get("vars")
-        .and_then(Json::as_array)
-        .ok_or("a sample record without `vars`")?;
-    for v in vars {
-        let (Some(name), Some(value)) = (
-            v.get("name").and_then(Json::as_str),
-            v.get("value").and_then(Json::as_array),
-        ) else {
-            continue;
-        };
+    for v in record.vars.iter() {
         // As the live engine reads them: unbound, or bound to MPI_COMM_WORLD.
-        if v.get("object")
-            .and_then(Json::as_str)
-            .is_some_and(|o| o != "world")
-        {
+        if v.object.as_deref().is_some_and(|o| o != "world") {
             continue;
         }
-        // NaN is written as null.
-        let values = value
-            .iter()
-            .map(|x| x.as_f64().unwrap_or(f64::NAN))
-            .collect();
-        sample.pvars.push((name.to_string(), values));
+        sample.pvars.push((v.name.to_string(), v.value.to_vec()));
     }
-    Ok(sample)
+    sample
 }
 
 /// A CVAR value from JSON: a number, an array of numbers, or text.
@@ -990,7 +941,12 @@ impl Backend for ReplayBackend {
         record
     }
 
-    fn setenv(&mut self, name: &str, value: &str, dry_run: bool) -> Result<(), String> {
+    fn setenv(
+        &mut self,
+        name: &str,
+        value: &str,
+        dry_run: bool,
+    ) -> Result<(), engine::SetenvError> {
         // Validation only: a replay never changes its own environment.
         engine::set_environment(name, value, true)?;
         if !dry_run {
@@ -1024,10 +980,16 @@ fn replay_rank(set: &PolicySet, trace: &RankTrace) -> RankReplay {
     let last = trace.samples.last().map_or(t0, |s| s.t);
     let end = trace.end.map_or(last, |e| e.max(last));
     let (rank, size) = (trace.rank, trace.size.max(trace.rank + 1));
-    records.push(json!({
-        "type": "replay", "t": t0, "rank": rank, "size": size, "source": trace.source,
-        "library": trace.library, "policies": set.file_name(),
-        "samples": trace.samples.len(), "end": end,
+    let mut push = |r: Record<'_>| records.push(serde_json::to_value(&r).unwrap_or(Json::Null));
+    push(Record::Replay(record::ReplayStart {
+        t: t0,
+        rank,
+        size,
+        source: trace.source.clone(),
+        library: trace.library.clone(),
+        policies: Some(set.file_name().to_string()),
+        samples: trace.samples.len(),
+        end,
     }));
 
     let mut engine = Engine::new(set.clone());
@@ -1040,13 +1002,15 @@ fn replay_rank(set: &PolicySet, trace: &RankTrace) -> RankReplay {
         } else {
             reason
         };
-        records.push(json!({
-            "type": "policy_disabled", "t": t0, "policy": set.policies()[i].name(), "reason": reason,
+        push(Record::PolicyDisabled(record::PolicyDisabled {
+            t: t0,
+            policy: set.policies()[i].name().to_string(),
+            reason: reason.clone(),
         }));
         disabled[i] = Some(reason);
     }
 
-    let mut out = |r: Json| records.push(r);
+    let mut out = |r: Record<'static>| push(r);
     let env = engine::env(rank, size, t0);
     engine.run(Phase::PreInit, &mut backend, &env, &mut out);
     engine.run(Phase::Init, &mut backend, &env, &mut out);
@@ -1063,22 +1027,27 @@ fn replay_rank(set: &PolicySet, trace: &RankTrace) -> RankReplay {
         &mut out,
     );
 
-    for (i, (writes, refused)) in engine.counts.iter().enumerate() {
+    for (i, engine::WriteCounts { writes, refused }) in engine.counts.iter().enumerate() {
         let p = &engine.policies()[i];
-        records.push(json!({
-            "type": "policy_summary", "t": end, "policy": p.name(), "writes": writes,
-            "refused": refused, "firings": p.state().firings, "disabled": disabled[i],
+        push(Record::PolicySummary(record::PolicySummary {
+            t: end,
+            policy: p.name().to_string(),
+            writes: *writes,
+            refused: *refused,
+            firings: p.state().firings,
+            disabled: disabled[i].clone(),
         }));
     }
-    let written: BTreeMap<&str, &Value> = backend
+    let written: BTreeMap<String, Value> = backend
         .catalogue
         .written
         .keys()
-        .filter_map(|name| Some((name.as_str(), backend.cvars.get(name)?)))
+        .filter_map(|name| Some((name.clone(), backend.cvars.get(name)?.clone())))
         .collect();
-    records.push(json!({
-        "type": "close", "t": end, "reason": "end of replay", "cvars": written,
-        "environment": backend.environment,
+    push(Record::ReplayEnd(record::ReplayEnd {
+        t: end,
+        cvars: written,
+        environment: backend.environment.clone(),
     }));
     RankReplay {
         rank,
@@ -1111,6 +1080,36 @@ fn missing_reason(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    /// A header as the runtime writes it.
+    fn header(rank: i32, size: i32, variables: Vec<record::SampledVariable>) -> Json {
+        serde_json::to_value(Record::Header(record::Header {
+            version: log::FORMAT_VERSION,
+            rank,
+            size,
+            host: "node".into(),
+            pid: 1,
+            library: "openmpi".into(),
+            library_version: String::new(),
+            mpi_t_thread_level: "MULTIPLE".into(),
+            concurrent_callers: false,
+            start_unix: 0.0,
+            config: record::RunConfig {
+                enabled: true,
+                dir: None,
+                interval: 1.0,
+                pvars: Vec::new(),
+                policy: None,
+                quiet: true,
+                refresh: None,
+                flush: 1.0,
+            },
+            catalogue: record::CatalogueCounts::default(),
+            variables,
+        }))
+        .unwrap()
+    }
 
     /// The thesis' policy (crates/policies/README.md), with extra keys.
     fn vbuf_policy(extra: &str) -> PolicySet {
@@ -1215,7 +1214,7 @@ otherwise = [ {{ set = "MPIR_CVAR_VBUF_POOL_CONTROL", value = 0 }} ]
         // In between, nothing new to write.
         let steady = "already in effect".to_string();
         assert_eq!(reasons(r), vec![(1.0, steady.clone()), (4.0, steady)]);
-        let close = of_type(r, "close").next().unwrap();
+        let close = of_type(r, "replay_end").next().unwrap();
         assert_eq!(close["cvars"][CONTROL], json!([0]));
         assert_eq!(close["cvars"][REDUCED], json!([60, 5, 2, 1]));
         let summary = of_type(r, "policy_summary").next().unwrap();
@@ -1515,21 +1514,34 @@ then = [ { recommend = "queue was busy" } ]
             .any(|(t, why)| *t == 1.0 && why.starts_with("no value")));
         let rec = of_type(r, "recommendation").next().unwrap();
         assert_eq!(rec["t"].as_f64(), Some(2.0));
-        let close = of_type(r, "close").next().unwrap();
+        let close = of_type(r, "replay_end").next().unwrap();
         assert_eq!(close["environment"]["UCX_RNDV_THRESH"], "64K");
     }
 
     #[test]
     fn logs_are_read_as_the_runtime_wrote_them() {
         let log = [
-            json!({"type": "header", "version": 1, "rank": 1, "size": 2, "library": "openmpi",
-                   "variables": [{"name": "pml_ob1_unexpected_msgq_length", "class": "SIZE", "binding": "MPI_COMM"}]}),
-            json!({"type": "write", "t": 0.0, "cvar": "MPIR_CVAR_REQUEST_POLL_FREQ", "old": [8], "requested": [16], "readback": [16], "outcome": "written"}),
+            header(
+                1,
+                2,
+                vec![record::SampledVariable {
+                    name: "pml_ob1_unexpected_msgq_length".into(),
+                    class: PvarClass::Size,
+                    datatype: Datatype::UnsignedLong,
+                    count: None,
+                    binding: Binding::Comm,
+                    continuous: true,
+                }],
+            ),
+            json!({"type": "write", "t": 0.0, "policy": "p", "phase": "init", "source": "16",
+                   "dry_run": false, "cvar": "MPIR_CVAR_REQUEST_POLL_FREQ", "old": [8],
+                   "requested": [16], "readback": [16], "outcome": "written"}),
             json!({"type": "sample", "t": 0.1, "seq": 1, "vars": [
                 {"name": "pml_ob1_unexpected_msgq_length", "object": "world", "class": "SIZE", "value": [3.0, 70.0]},
                 {"name": "pml_ob1_unexpected_msgq_length", "object": "comm2", "class": "SIZE", "value": [500.0]},
                 {"name": "mpool_hugepage_bytes_allocated", "class": "SIZE", "value": [null]}]}),
-            json!({"type": "close", "t": 0.2, "reason": "finalize"}),
+            json!({"type": "close", "t": 0.2, "reason": "finalize", "samples": 1,
+                   "objects_untracked": 0, "objects_short_lived": 0}),
         ];
         let text: String = log.iter().map(|r| format!("{r}\n")).collect();
         let t = parse_log(&text, "rank-00001.jsonl").unwrap();
@@ -1589,7 +1601,7 @@ then = [ { recommend = "queue was busy" } ]
         let run = dir.join("run");
         std::fs::create_dir_all(&run).unwrap();
         for rank in [1, 0] {
-            let header = json!({"type": "header", "version": 1, "rank": rank, "size": 2});
+            let header = header(rank, 2, Vec::new());
             let sample = json!({"type": "sample", "t": 0.5, "seq": 1, "vars": []});
             std::fs::write(
                 run.join(log::rank_file_name(rank)),

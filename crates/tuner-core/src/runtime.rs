@@ -28,11 +28,12 @@ use mpit::Result;
 use mpit::{Catalogue, Growth};
 use mpit::{Library, MpiT};
 use mpit::{Object, PrivateComm};
-use serde_json::json;
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use vocab::record::{self, Record};
 
 /// Bytes of the run directory broadcast: `ok<TAB>path` or `err<TAB>why`.
 const RUN_DIR_MESSAGE: usize = 4096;
@@ -226,15 +227,35 @@ impl Shared {
     }
 }
 
-/// A `sample` record of the log, serialised straight from the snapshot
-/// (every tick: no intermediate JSON tree).
-#[derive(serde::Serialize)]
-struct SampleRecord<'a> {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    t: f64,
-    seq: u64,
-    vars: &'a [crate::sampler::SampledVar],
+/// The name serde gives a unit variant (`openmpi`, `MULTIPLE`).
+fn serde_name(value: impl serde::Serialize) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(s)) => s,
+        Ok(other) => other.to_string(),
+        Err(_) => String::new(),
+    }
+}
+
+/// The configuration as the header records it.
+fn config_record(config: &Config) -> record::RunConfig {
+    record::RunConfig {
+        enabled: config.enabled,
+        dir: config.dir.as_ref().map(|d| d.display().to_string()),
+        interval: config.interval.as_secs_f64(),
+        pvars: config.pvars.clone(),
+        policy: config.policy.as_ref().map(|p| p.display().to_string()),
+        quiet: config.quiet,
+        refresh: config.refresh.map(|r| r.as_secs_f64()),
+        flush: config.flush.as_secs_f64(),
+    }
+}
+
+/// A `warning` record.
+fn warning(t: f64, message: &str) -> Record<'static> {
+    Record::Warning(record::Warning {
+        t,
+        message: message.to_string(),
+    })
 }
 
 /// What the helper thread hands back when it stops.
@@ -445,30 +466,32 @@ impl Runtime {
         if let Some(s) = &mut sampler {
             warnings.extend(s.take_warnings());
         }
-        log.record(&json!({
-            "type": "header",
-            "version": log::FORMAT_VERSION,
-            "rank": info.rank,
-            "size": info.size,
-            "host": info.host,
-            "pid": info.pid,
-            "library": info.library,
-            "library_version": info.library_version,
-            "mpi_t_thread_level": mpit.provided(),
-            "concurrent_callers": crate::toolmetrics::concurrent_callers(),
-            "start_unix": info.start_unix,
-            "config": config,
-            "catalogue": {
-                "cvars": catalogue.cvars().len(),
-                "pvars": catalogue.pvars().len(),
-                "categories": catalogue.categories().len(),
-                "skipped": catalogue.skipped().len(),
-                "grew_during_init": growth,
+        log.record(&Record::Header(record::Header {
+            version: record::FORMAT_VERSION,
+            rank: info.rank,
+            size: info.size,
+            host: info.host.clone(),
+            pid: info.pid,
+            library: serde_name(info.library),
+            library_version: info.library_version.clone(),
+            mpi_t_thread_level: serde_name(mpit.provided()),
+            concurrent_callers: crate::toolmetrics::concurrent_callers(),
+            start_unix: info.start_unix,
+            config: config_record(&config),
+            catalogue: record::CatalogueCounts {
+                cvars: catalogue.cvars().len(),
+                pvars: catalogue.pvars().len(),
+                categories: catalogue.categories().len(),
+                skipped: catalogue.skipped().len(),
+                grew_during_init: growth,
             },
-            "variables": sampler.as_ref().map(Sampler::sampled_variables).unwrap_or_default(),
+            variables: sampler
+                .as_ref()
+                .map(Sampler::sampled_variables)
+                .unwrap_or_default(),
         }));
         for w in &warnings {
-            log.record(&json!({"type": "warning", "t": 0.0, "message": w}));
+            log.record(&warning(0.0, w));
         }
         // Who started is on disk before anything else can go wrong.
         log.flush();
@@ -483,8 +506,14 @@ impl Runtime {
                     Verdict::AllOk => collective::FailedOn::local(rank, "no PVAR session"),
                 };
                 let message = format!("the tuner could not start: {why}; it is off on all ranks");
-                log.record(&json!({"type": "warning", "t": 0.0, "message": message}));
-                log.record(&json!({"type": "close", "t": start.elapsed().as_secs_f64(), "reason": "disabled", "samples": 0, "objects_untracked": 0, "objects_short_lived": 0}));
+                log.record(&warning(0.0, &message));
+                log.record(&Record::Close(record::Close {
+                    t: start.elapsed().as_secs_f64(),
+                    reason: "disabled".into(),
+                    samples: 0,
+                    objects_untracked: 0,
+                    objects_short_lived: 0,
+                }));
                 log.flush();
                 return stop(Some(private), &why);
             }
@@ -496,7 +525,7 @@ impl Runtime {
             if rank == 0 {
                 mpit::say!("mpit-tuner: {message}");
             }
-            log.record(&json!({"type": "warning", "t": 0.0, "message": message}));
+            log.record(&warning(0.0, message));
             hooks = Box::new(NoHooks);
         }
         hooks.init(&mpit, &catalogue, &info, &mut log, &mut seq);
@@ -636,16 +665,14 @@ impl Runtime {
         if let Some(mut d) = done {
             notes.extend(d.sampler.close());
             for message in &notes {
-                d.log
-                    .record(&json!({"type": "warning", "t": snapshot.t, "message": message}));
+                d.log.record(&warning(snapshot.t, message));
             }
-            d.log.record(&json!({
-                "type": "close",
-                "t": snapshot.t,
-                "reason": "finalize",
-                "samples": snapshot.seq,
-                "objects_untracked": self.shared.objects.dropped(),
-                "objects_short_lived": self.shared.objects.short_lived(),
+            d.log.record(&Record::Close(record::Close {
+                t: snapshot.t,
+                reason: "finalize".into(),
+                samples: snapshot.seq,
+                objects_untracked: self.shared.objects.dropped(),
+                objects_short_lived: self.shared.objects.short_lived(),
             }));
             d.log.flush();
         } else {
@@ -681,19 +708,25 @@ impl Runtime {
         advice: &[recommend::Recommendation],
     ) {
         let path = self.info.dir.join("summary.json");
-        let doc = json!({
-            "version": log::FORMAT_VERSION,
-            "size": self.info.size,
-            "library": self.info.library,
-            "library_version": self.info.library_version,
-            "samples_rank0": snapshot.seq,
-            "duration_s": snapshot.t,
-            "variables": summary.variables,
-            "classes": summary.classes,
-            "size_histograms": summary.size_histograms,
-            "recommendations": advice,
-            "messages": report.iter().map(|(kind, text)| json!({"kind": kind, "text": text})).collect::<Vec<_>>(),
-        });
+        let doc = vocab::summary::SummaryFile {
+            version: record::FORMAT_VERSION,
+            size: self.info.size,
+            library: serde_name(self.info.library),
+            library_version: self.info.library_version.clone(),
+            samples_rank0: snapshot.seq,
+            duration_s: snapshot.t,
+            variables: summary.variables.clone(),
+            classes: summary.classes.clone(),
+            size_histograms: summary.size_histograms.clone(),
+            recommendations: advice.to_vec(),
+            messages: report
+                .iter()
+                .map(|(kind, text)| vocab::summary::Message {
+                    kind: kind.to_string(),
+                    text: text.clone(),
+                })
+                .collect(),
+        };
         let written = serde_json::to_vec_pretty(&doc)
             .map_err(std::io::Error::other)
             .and_then(|bytes| std::fs::write(&path, bytes));
@@ -751,7 +784,10 @@ fn helper_loop(
     let mut mpit = match mpit {
         Ok(m) => m,
         Err(e) => {
-            log.record(&json!({"type": "warning", "t": 0.0, "message": format!("MPI_T unavailable on the helper thread: {e}")}));
+            log.record(&warning(
+                0.0,
+                &format!("MPI_T unavailable on the helper thread: {e}"),
+            ));
             return HelperDone {
                 sampler,
                 log,
@@ -768,21 +804,31 @@ fn helper_loop(
         let stopping = shared.stop.load(Acquire);
         let t = start.elapsed().as_secs_f64();
         for event in sampler.track_objects(&shared.objects) {
-            log.record(&json!({"type": "object", "t": t, "event": event.event, "object": event.object, "handles": event.handles}));
+            log.record(&Record::Object(record::ObjectEvent {
+                t,
+                event: event.event.to_string(),
+                object: event.object,
+                handles: event.handles,
+            }));
         }
         sampler.sample(&shared.objects, t);
         sampler.sample_tool_metrics(t);
         seq += 1;
         let snapshot = Arc::new(sampler.snapshot(t, seq));
-        log.record(&SampleRecord {
-            kind: "sample",
+        log.record(&Record::Sample(record::Sample {
             t,
             seq,
-            vars: &snapshot.vars,
-        });
+            vars: Cow::Owned(
+                snapshot
+                    .vars
+                    .iter()
+                    .map(crate::sampler::SampledVar::record)
+                    .collect(),
+            ),
+        }));
         hooks.tick(&mpit, sampler.catalogue(), &snapshot, &mut log);
         for w in sampler.take_warnings() {
-            log.record(&json!({"type": "warning", "t": t, "message": w}));
+            log.record(&warning(t, &w));
         }
         // Published as it is (no copy): readers share it with the helper.
         shared.snapshot.store(Arc::clone(&snapshot));
@@ -802,7 +848,11 @@ fn helper_loop(
             if Instant::now() >= due {
                 let added = sampler.refresh(&mpit, config);
                 if added > 0 {
-                    log.record(&json!({"type": "catalogue", "t": t, "new_pvars": added, "variables": sampler.sampled_variables()}));
+                    log.record(&Record::Catalogue(record::CatalogueGrowth {
+                        t,
+                        new_pvars: added,
+                        variables: sampler.sampled_variables(),
+                    }));
                 }
                 next_refresh = config.refresh.map(|r| Instant::now() + r);
             }
@@ -822,7 +872,10 @@ fn helper_loop(
             std::thread::park_timeout(next - now);
         }
         if shared.flush.swap(false, AcqRel) {
-            log.record(&json!({"type": "warning", "t": start.elapsed().as_secs_f64(), "message": "MPI_Abort called; flushing"}));
+            log.record(&warning(
+                start.elapsed().as_secs_f64(),
+                "MPI_Abort called; flushing",
+            ));
             log.flush();
         }
     }
@@ -906,27 +959,16 @@ fn default_run_dir() -> PathBuf {
     let secs = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let (y, m, d) = civil_from_days((secs / 86400) as i64);
-    let s = secs % 86400;
-    Path::new(".").join(format!(
-        "mpit-tuner-{y:04}{m:02}{d:02}-{:02}{:02}{:02}-{job}",
-        s / 3600,
-        (s / 60) % 60,
-        s % 60
-    ))
+    Path::new(".").join(format!("mpit-tuner-{}-{job}", utc_stamp(secs)))
 }
 
-/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian.
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
+/// Unix seconds as `YYYYMMDD-HHMMSS` in UTC.
+fn utc_stamp(secs: u64) -> String {
+    let t = i64::try_from(secs)
+        .ok()
+        .and_then(|s| jiff::Timestamp::from_second(s).ok())
+        .unwrap_or(jiff::Timestamp::MAX);
+    t.strftime("%Y%m%d-%H%M%S").to_string()
 }
 
 #[cfg(test)]
@@ -951,8 +993,8 @@ mod tests {
 
     #[test]
     fn dates() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(20_779), (2026, 11, 22));
-        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+        assert_eq!(utc_stamp(0), "19700101-000000");
+        assert_eq!(utc_stamp(20_779 * 86_400 + 3_723), "20261122-010203");
+        assert_eq!(utc_stamp(11_016 * 86_400 + 86_399), "20000229-235959");
     }
 }

@@ -15,7 +15,9 @@ use mpit::Result;
 use mpit::{Catalogue, PvarInfo};
 use mpit::{Object, OwnedPvarSession, PvarHandle, PvarReader, SessionHandle};
 use serde::Serialize;
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashSet};
+use vocab::record::{SampleVar, SampledVariable};
 
 /// One variable in a snapshot: the latest value and derived metrics.
 ///
@@ -35,29 +37,31 @@ pub struct SampledVar {
     pub metric: Metric,
 }
 
+impl SampledVar {
+    /// The sample entry of the log (borrowed: no copy of the values).
+    pub fn record(&self) -> SampleVar<'_> {
+        let m = &self.metric;
+        let (acc, wm) = (self.class.is_accumulating(), self.class.is_watermark());
+        let other = !acc && !wm;
+        SampleVar {
+            name: Cow::Borrowed(&self.name),
+            object: self.object.as_deref().map(Cow::Borrowed),
+            class: self.class,
+            value: Cow::Borrowed(&m.value),
+            delta: acc.then_some(Cow::Borrowed(&m.delta[..])),
+            rate: acc.then_some(Cow::Borrowed(&m.rate[..])),
+            changes: wm.then_some(Cow::Borrowed(&m.changes[..])),
+            change_total: wm.then_some(Cow::Borrowed(&m.change_total[..])),
+            min: other.then_some(Cow::Borrowed(&m.min[..])),
+            max: other.then_some(Cow::Borrowed(&m.max[..])),
+            mean: other.then(|| m.mean()),
+        }
+    }
+}
+
 impl Serialize for SampledVar {
     fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let m = &self.metric;
-        let mut map = s.serialize_map(None)?;
-        map.serialize_entry("name", &self.name)?;
-        if let Some(o) = &self.object {
-            map.serialize_entry("object", o)?;
-        }
-        map.serialize_entry("class", &self.class)?;
-        map.serialize_entry("value", &m.value)?;
-        if self.class.is_accumulating() {
-            map.serialize_entry("delta", &m.delta)?;
-            map.serialize_entry("rate", &m.rate)?;
-        } else if self.class.is_watermark() {
-            map.serialize_entry("changes", &m.changes)?;
-            map.serialize_entry("change_total", &m.change_total)?;
-        } else {
-            map.serialize_entry("min", &m.min)?;
-            map.serialize_entry("max", &m.max)?;
-            map.serialize_entry("mean", &m.mean())?;
-        }
-        map.end()
+        self.record().serialize(s)
     }
 }
 
@@ -165,23 +169,26 @@ impl Sampler {
 
     /// Names of the variables sampled, with their binding, for the log
     /// header.
-    pub fn sampled_variables(&self) -> Vec<serde_json::Value> {
-        let mut out: Vec<serde_json::Value> = self
+    pub fn sampled_variables(&self) -> Vec<SampledVariable> {
+        let mut out: Vec<SampledVariable> = self
             .unbound
             .iter()
-            .map(|u| {
-                serde_json::json!({
-                    "name": u.info.name, "class": u.info.class, "datatype": u.info.datatype,
-                    "count": u.count, "binding": u.info.binding,
-                    "continuous": u.info.continuous,
-                })
+            .map(|u| SampledVariable {
+                name: u.info.name.clone(),
+                class: u.info.class,
+                datatype: u.info.datatype,
+                count: Some(u.count),
+                binding: u.info.binding,
+                continuous: u.info.continuous,
             })
             .collect();
-        out.extend(self.bound.iter().map(|b| {
-            serde_json::json!({
-                "name": b.name, "class": b.class, "datatype": b.datatype,
-                "binding": b.binding, "continuous": b.continuous,
-            })
+        out.extend(self.bound.iter().map(|b| SampledVariable {
+            name: b.name.clone(),
+            class: b.class,
+            datatype: b.datatype,
+            count: None,
+            binding: b.binding,
+            continuous: b.continuous,
         }));
         out
     }

@@ -16,50 +16,10 @@ use crate::sampler::Snapshot;
 use mpit::collective::{Collectives, ReduceOp};
 use serde::{Deserialize, Serialize};
 
-/// Statistics of one quantity across ranks.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct VariableStats {
-    /// `name` or `name@object`, with the quantity (`total`, `final`, `mean`).
-    pub name: String,
-    /// What the per-rank number is: `total` (counters, timers), `final`
-    /// (watermarks), `mean` (levels, sizes).
-    pub kind: String,
-    /// How many ranks had it.
-    pub ranks: u32,
-    /// Smallest per-rank value.
-    pub min: f64,
-    /// The rank that held it.
-    pub min_rank: i32,
-    /// Largest per-rank value.
-    pub max: f64,
-    /// The rank that held it.
-    pub max_rank: i32,
-    /// Mean over the ranks that had it.
-    pub mean: f64,
-    /// Population standard deviation over those ranks.
-    pub stddev: f64,
-    /// How many ranks fall in each of [`HISTOGRAM_BINS`] equal bins from
-    /// `min` to `max` (all in the first when they are equal).
-    pub histogram: Vec<u32>,
-}
+pub use vocab::summary::{RankClass, VariableStats};
 
 /// Bins of the cross-rank histograms.
 pub const HISTOGRAM_BINS: usize = 8;
-
-/// A functional class of ranks: ranks whose behaviour signature (calls and
-/// bytes per MPI call family) is the same.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RankClass {
-    /// How many ranks.
-    pub count: u32,
-    /// The members, compactly: `0-7`, `0-6:2` (every second rank), or
-    /// `12 ranks in 3-40` when they follow no pattern.
-    pub ranks: String,
-    /// The members, when they can be listed (a pattern, or few ranks).
-    pub members: Option<Vec<u32>>,
-    /// What the class does, from its lowest rank.
-    pub signature: String,
-}
 
 /// At most this many classes are told apart; the rest are counted as one.
 pub const MAX_CLASSES: usize = 16;

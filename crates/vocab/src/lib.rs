@@ -10,7 +10,13 @@
 #![forbid(unsafe_code)]
 
 pub mod meta;
+pub mod nan;
+pub mod read;
+pub mod record;
+pub mod summary;
 pub mod value;
 
 pub use meta::{Binding, Datatype, PvarClass, Scope, Verbosity};
+pub use read::{rank_files, records, Damaged, RankFile};
+pub use record::{Record, FORMAT_VERSION};
 pub use value::{Value, ValueError};

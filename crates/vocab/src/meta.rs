@@ -7,7 +7,7 @@ use std::fmt;
 macro_rules! mpi_t_enum {
     ($(#[$meta:meta])* $name:ident { $($(#[$vmeta:meta])* $variant:ident => $text:literal,)+ }) => {
         $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
         #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
         pub enum $name {
             $($(#[$vmeta])* $variant,)+

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// The value of a variable: `count` elements of its datatype, or a string.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum Value {
     /// Signed integers (`MPI_INT`, `MPI_COUNT`, `MPI_LONG`, `MPI_LONG_LONG`).

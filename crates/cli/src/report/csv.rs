@@ -5,75 +5,54 @@
 use super::reading::{progress_bar, Write};
 use anyhow::{Context, Result};
 use rayon::prelude::*;
-use serde::Deserialize;
 use std::fs::File;
-use std::io::{BufRead, BufReader, BufWriter, Write as _};
+use std::io::{BufWriter, Write as _};
 use std::path::{Path, PathBuf};
 
 /// Files converted together in parallel (bounds the memory held).
 const CHUNK: usize = 32;
 
-#[derive(Deserialize)]
-struct SampleLine {
-    #[serde(rename = "type")]
-    ty: Option<String>,
-    t: Option<f64>,
-    vars: Option<Vec<Var>>,
+/// A CSV writer: fields quoted only when they need to be (RFC 4180), lines
+/// ended by `\n`.
+fn writer<W: std::io::Write>(w: W) -> csv::Writer<W> {
+    csv::WriterBuilder::new()
+        .quote_style(csv::QuoteStyle::Necessary)
+        .terminator(csv::Terminator::Any(b'\n'))
+        .from_writer(w)
 }
 
-#[derive(Deserialize)]
-struct Var {
-    name: String,
-    object: Option<String>,
-    #[serde(default)]
-    value: Vec<Option<f64>>,
-}
-
-/// A CSV field, quoted when it needs to be.
-pub fn field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
-}
-
-fn rows_of(rank: u32, path: &Path) -> Vec<u8> {
-    let mut out = Vec::new();
-    let Ok(file) = File::open(path) else {
-        return out;
+/// The CSV rows of one rank's log, and how many there are.
+fn rows_of(rank: u32, path: &Path) -> (Vec<u8>, u64) {
+    let mut out = writer(Vec::new());
+    let mut rows = 0u64;
+    // Damaged lines are left out here: the report's reading of the same
+    // files already lists them.
+    let Ok(records) = vocab::records(path) else {
+        return (Vec::new(), 0);
     };
-    let mut reader = BufReader::with_capacity(256 * 1024, file);
-    let mut buf = Vec::new();
-    loop {
-        buf.clear();
-        match reader.read_until(b'\n', &mut buf) {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {}
-        }
-        // Only sample lines: skip the others without parsing them.
-        if !buf.windows(8).any(|w| w == b"\"sample\"") {
-            continue;
-        }
-        let Ok(line) = serde_json::from_slice::<SampleLine>(buf.trim_ascii()) else {
+    let rank = rank.to_string();
+    for item in records.only(&["sample"]) {
+        let Ok((_, vocab::Record::Sample(sample))) = item else {
             continue;
         };
-        if line.ty.as_deref() != Some("sample") {
-            continue;
-        }
-        let t = line.t.unwrap_or(f64::NAN);
-        for v in line.vars.unwrap_or_default() {
-            let name = field(&v.name);
-            let object = v.object.as_deref().map(field).unwrap_or_default();
+        let t = sample.t.to_string();
+        for v in sample.vars.iter() {
+            let object = v.object.as_deref().unwrap_or_default();
             for (i, x) in v.value.iter().enumerate() {
-                let _ = match x {
-                    Some(x) => writeln!(out, "{rank},{t},{name},{object},{i},{x}"),
-                    None => writeln!(out, "{rank},{t},{name},{object},{i},"),
+                let x = if x.is_nan() {
+                    String::new()
+                } else {
+                    x.to_string()
                 };
+                let record = [&rank, &t, &*v.name, object, &i.to_string(), &x];
+                // Writing to memory cannot fail.
+                if out.write_record(record).is_ok() {
+                    rows += 1;
+                }
             }
         }
     }
-    out
+    (out.into_inner().unwrap_or_default(), rows)
 }
 
 /// Writes `dir/samples.csv` from the logs; returns its path and the rows.
@@ -81,16 +60,19 @@ pub fn samples(files: &[(u32, PathBuf)], dir: &Path) -> Result<(PathBuf, u64)> {
     let path = dir.join("samples.csv");
     let file = File::create(&path).with_context(|| format!("cannot write {}", path.display()))?;
     let mut w = BufWriter::new(file);
-    writeln!(w, "rank,t,variable,object,element,value")?;
+    let mut header = writer(&mut w);
+    header.write_record(["rank", "t", "variable", "object", "element", "value"])?;
+    header.flush()?;
+    drop(header);
     let bar = progress_bar(files.len() as u64, true);
     let mut rows = 0u64;
     for chunk in files.chunks(CHUNK) {
-        let parts: Vec<Vec<u8>> = chunk
+        let parts: Vec<(Vec<u8>, u64)> = chunk
             .par_iter()
             .map(|(rank, p)| rows_of(*rank, p))
             .collect();
-        for p in parts {
-            rows += p.iter().filter(|&&b| b == b'\n').count() as u64;
+        for (p, n) in parts {
+            rows += n;
             w.write_all(&p)?;
         }
         bar.inc(chunk.len() as u64);
@@ -104,29 +86,37 @@ pub fn samples(files: &[(u32, PathBuf)], dir: &Path) -> Result<(PathBuf, u64)> {
 pub fn writes(list: &[Write], dir: &Path) -> Result<PathBuf> {
     let path = dir.join("writes.csv");
     let file = File::create(&path).with_context(|| format!("cannot write {}", path.display()))?;
-    let mut w = BufWriter::new(file);
-    writeln!(
-        w,
-        "rank,t,policy,phase,cvar,index,old,requested,readback,outcome,error,dry_run"
-    )?;
+    let mut w = writer(BufWriter::new(file));
+    w.write_record([
+        "rank",
+        "t",
+        "policy",
+        "phase",
+        "cvar",
+        "index",
+        "old",
+        "requested",
+        "readback",
+        "outcome",
+        "error",
+        "dry_run",
+    ])?;
     for x in list {
-        let v = |j: Option<&serde_json::Value>| field(&super::document::value_text(j));
-        writeln!(
-            w,
-            "{},{},{},{},{},{},{},{},{},{},{},{}",
-            x.rank,
-            x.t,
-            field(&x.policy),
-            field(&x.phase),
-            field(&x.cvar),
+        let v = |j: Option<&serde_json::Value>| super::document::value_text(j);
+        w.write_record([
+            x.rank.to_string(),
+            x.t.to_string(),
+            x.policy.clone(),
+            x.phase.clone(),
+            x.cvar.clone(),
             x.index.map(|i| i.to_string()).unwrap_or_default(),
             v(x.old.as_ref()),
             v(x.requested.as_ref()),
             v(x.readback.as_ref()),
-            field(&x.outcome),
-            field(x.error.as_deref().unwrap_or("")),
-            x.dry_run
-        )?;
+            x.outcome.clone(),
+            x.error.clone().unwrap_or_default(),
+            x.dry_run.to_string(),
+        ])?;
     }
     w.flush()?;
     Ok(path)
@@ -138,8 +128,10 @@ mod tests {
 
     #[test]
     fn fields_are_quoted_when_needed() {
-        assert_eq!(field("plain"), "plain");
-        assert_eq!(field("a,b"), "\"a,b\"");
-        assert_eq!(field("say \"x\""), "\"say \"\"x\"\"\"");
+        let mut w = writer(Vec::new());
+        w.write_record(["plain", "a,b", "say \"x\"", "two\nlines", ""])
+            .unwrap();
+        let text = String::from_utf8(w.into_inner().unwrap()).unwrap();
+        assert_eq!(text, "plain,\"a,b\",\"say \"\"x\"\"\",\"two\nlines\",\n");
     }
 }

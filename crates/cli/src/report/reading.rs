@@ -10,13 +10,13 @@
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
-use serde::Deserialize;
 use serde_json::Value as Json;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::File;
 use std::io::{BufRead, BufReader, IsTerminal};
 use std::path::{Path, PathBuf};
 use tuner_core::log::FORMAT_VERSION;
+use vocab::record::{self, Record};
 
 /// Points (t, value) of a time series.
 pub type Points = Vec<(f64, f64)>;
@@ -164,19 +164,7 @@ pub struct SetEnv {
 }
 
 /// A policy's `policy_summary` record.
-#[derive(Debug, Clone, Default)]
-pub struct PolicySummary {
-    /// The policy.
-    pub policy: String,
-    /// Writes made.
-    pub writes: u64,
-    /// Writes refused.
-    pub refused: u64,
-    /// Times it fired.
-    pub firings: u64,
-    /// Why it was disabled, if it was.
-    pub disabled: Option<String>,
-}
+pub use vocab::record::PolicySummary;
 
 /// What one rank's samples say about one variable, folded as they are read.
 #[derive(Debug, Clone, Default)]
@@ -430,27 +418,12 @@ impl Run {
     }
 }
 
-/// The rank of a file named `rank-NNNNN.jsonl`.
-pub fn rank_of(name: &str) -> Option<u32> {
-    name.strip_prefix("rank-")?
-        .strip_suffix(".jsonl")
-        .filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))?
-        .parse()
-        .ok()
-}
-
 /// The rank files of a directory, by rank.
 pub fn rank_files(dir: &Path) -> std::io::Result<Vec<(u32, PathBuf)>> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
-        let name = entry.file_name();
-        if let Some(rank) = name.to_str().and_then(rank_of) {
-            out.push((rank, entry.path()));
-        }
-    }
-    out.sort();
-    Ok(out)
+    Ok(vocab::rank_files(dir)?
+        .into_iter()
+        .map(|f| (f.rank, f.path))
+        .collect())
 }
 
 /// Reads a run directory: every rank log in parallel (`series` names the
@@ -549,69 +522,13 @@ pub fn progress_bar(len: u64, wanted: bool) -> ProgressBar {
     bar
 }
 
-/// Every field any record may have; what a record lacks stays `None`.
-#[derive(Debug, Deserialize)]
-struct Line {
-    #[serde(rename = "type")]
-    ty: Option<String>,
-    t: Option<f64>,
-    version: Option<u64>,
-    rank: Option<i64>,
-    size: Option<i64>,
-    host: Option<String>,
-    library: Option<String>,
-    library_version: Option<String>,
-    mpi_t_thread_level: Option<String>,
-    start_unix: Option<f64>,
-    config: Option<Json>,
-    catalogue: Option<Json>,
-    variables: Option<Vec<serde::de::IgnoredAny>>,
-    vars: Option<Vec<SampleVar>>,
-    event: Option<String>,
-    policy: Option<String>,
-    phase: Option<String>,
-    cvar: Option<String>,
-    index: Option<u32>,
-    old: Option<Json>,
-    requested: Option<Json>,
-    readback: Option<Json>,
-    outcome: Option<String>,
-    error: Option<String>,
-    dry_run: Option<bool>,
-    name: Option<String>,
-    value: Option<Json>,
-    text: Option<String>,
-    reason: Option<String>,
-    writes: Option<u64>,
-    refused: Option<u64>,
-    firings: Option<u64>,
-    disabled: Option<String>,
-    message: Option<String>,
-    samples: Option<u64>,
-    new_pvars: Option<u64>,
+/// The sum of a value's elements, NaN (unknown) counted as 0.
+fn sum(values: &[f64]) -> f64 {
+    values.iter().filter(|x| !x.is_nan()).sum()
 }
 
-#[derive(Debug, Deserialize)]
-struct SampleVar {
-    name: String,
-    object: Option<String>,
-    class: Option<String>,
-    #[serde(default)]
-    value: Vec<Option<f64>>,
-    mean: Option<Vec<Option<f64>>>,
-    max: Option<Vec<Option<f64>>>,
-}
-
-fn sum(values: &[Option<f64>]) -> f64 {
-    values.iter().map(|v| v.unwrap_or(0.0)).sum()
-}
-
-fn text(v: &Option<Json>) -> String {
-    match v {
-        None | Some(Json::Null) => String::new(),
-        Some(Json::String(s)) => s.clone(),
-        Some(other) => other.to_string(),
-    }
+fn json(value: Option<vocab::Value>) -> Option<Json> {
+    value.and_then(|v| serde_json::to_value(v).ok())
 }
 
 /// Reads one rank's log. Returns `None` when nothing of it is usable.
@@ -671,16 +588,39 @@ pub fn read_rank(
         if trimmed.is_empty() {
             continue;
         }
-        let line: Line = match serde_json::from_slice(trimmed) {
-            Ok(l) => l,
+        let record: Record<'static> = match serde_json::from_slice(trimmed) {
+            Ok(r) => r,
             Err(e) => {
-                let is_json = serde_json::from_slice::<Json>(trimmed).is_ok();
+                let value = serde_json::from_slice::<Json>(trimmed).ok();
+                let is_json = value.is_some();
+                // A record type of a newer tuner: not this reader's business.
+                let kind = value
+                    .as_ref()
+                    .and_then(|v| v.get("type")?.as_str().map(str::to_string));
+                if n > 1 && kind.as_deref().is_some_and(|k| !record::KINDS.contains(&k)) {
+                    continue;
+                }
                 if n == 1 && !is_json {
                     problem(
                         ProblemKind::NotALog,
                         format!("line 1 is not JSON ({e}); not a tuner log"),
                     );
                     return (None, problems);
+                }
+                if n == 1 && kind.as_deref() == Some("header") {
+                    if let Some(v) = value
+                        .as_ref()
+                        .and_then(|v| v.get("version")?.as_u64())
+                        .filter(|&v| v > u64::from(FORMAT_VERSION))
+                    {
+                        problem(
+                            ProblemKind::NewerFormat,
+                            format!(
+                                "format version {v}; this mpit-tuner reads version {FORMAT_VERSION}"
+                            ),
+                        );
+                        return (None, problems);
+                    }
                 }
                 if !complete && !is_json {
                     problem(
@@ -705,55 +645,56 @@ pub fn read_rank(
             }
         };
         log.lines = n;
-        let ty = line.ty.as_deref().unwrap_or("");
-        if n == 1 && ty != "header" {
+        if n == 1 && !matches!(record, Record::Header(_)) {
             problem(
                 ProblemKind::NoHeader,
                 format!(
                     "line 1 is a `{}` record, not the header; rank, size and library unknown",
-                    if ty.is_empty() { "(untyped)" } else { ty }
+                    record.kind()
                 ),
             );
         }
-        let t = line.t.unwrap_or(log.last_t);
-        if line.t.is_some() {
-            log.last_t = log.last_t.max(t);
-        }
-        match ty {
-            "header" => {
-                let version = line.version;
-                if let Some(v) = version.filter(|&v| v > u64::from(FORMAT_VERSION)) {
+        let t = match record {
+            Record::Header(_) => log.last_t,
+            _ => record.t(),
+        };
+        log.last_t = log.last_t.max(t);
+        match record {
+            Record::Header(h) => {
+                if h.version > FORMAT_VERSION {
                     problem(
                         ProblemKind::NewerFormat,
                         format!(
-                            "format version {v}; this mpit-tuner reads version {FORMAT_VERSION}"
+                            "format version {}; this mpit-tuner reads version {FORMAT_VERSION}",
+                            h.version
                         ),
                     );
                     return (None, problems);
                 }
-                if let Some(r) = line.rank.filter(|&r| r != i64::from(rank)) {
+                if i64::from(h.rank) != i64::from(rank) {
                     problem(
                         ProblemKind::RankMismatch,
                         format!(
-                            "its header says rank {r}; reported as rank {rank} (its file name)"
+                            "its header says rank {}; reported as rank {rank} (its file name)",
+                            h.rank
                         ),
                     );
                 }
                 log.header = Some(Header {
-                    size: line.size,
-                    host: line.host,
-                    library: line.library,
-                    library_version: line.library_version,
-                    thread_level: line.mpi_t_thread_level,
-                    start_unix: line.start_unix,
-                    config: line.config,
-                    catalogue: line.catalogue,
-                    sampled: line.variables.map_or(0, |v| v.len()),
+                    size: Some(i64::from(h.size)),
+                    host: Some(h.host),
+                    library: Some(h.library),
+                    library_version: Some(h.library_version),
+                    thread_level: Some(h.mpi_t_thread_level),
+                    start_unix: Some(h.start_unix),
+                    config: serde_json::to_value(&h.config).ok(),
+                    catalogue: serde_json::to_value(&h.catalogue).ok(),
+                    sampled: h.variables.len(),
                 });
             }
-            "sample" => {
+            Record::Sample(sample) => {
                 log.samples += 1;
-                for (pos, v) in line.vars.unwrap_or_default().into_iter().enumerate() {
+                for (pos, v) in sample.vars.iter().enumerate() {
                     let slot = match by_position.get(pos).copied().filter(|&s| {
                         let a: &VarAgg = &log.vars[s];
                         same_key(&a.key, &v.name, v.object.as_deref())
@@ -762,12 +703,12 @@ pub fn read_rank(
                         None => {
                             let key = match &v.object {
                                 Some(o) => format!("{}@{o}", v.name),
-                                None => v.name.clone(),
+                                None => v.name.to_string(),
                             };
                             let s = *slots.entry(key.clone()).or_insert_with(|| {
                                 log.vars.push(VarAgg {
                                     key,
-                                    class: v.class.clone().unwrap_or_default(),
+                                    class: v.class.as_str().to_string(),
                                     ..VarAgg::default()
                                 });
                                 log.vars.len() - 1
@@ -800,7 +741,11 @@ pub fn read_rank(
                         agg.max = Some(sum(m));
                     }
                     if agg.key.ends_with(".hist") {
-                        agg.last_values = v.value.iter().map(|x| x.unwrap_or(0.0)).collect();
+                        agg.last_values = v
+                            .value
+                            .iter()
+                            .map(|x| if x.is_nan() { 0.0 } else { *x })
+                            .collect();
                     }
                     if series_wanted.contains(&agg.key) {
                         let y = agg.plotted(total);
@@ -808,73 +753,49 @@ pub fn read_rank(
                     }
                 }
             }
-            "write" => log.writes.push(Write {
+            Record::Write(w) => log.writes.push(Write {
                 rank,
                 t,
-                policy: line.policy.unwrap_or_default(),
-                phase: line.phase.unwrap_or_default(),
-                cvar: line.cvar.unwrap_or_default(),
-                index: line.index,
-                old: line.old,
-                requested: line.requested,
-                readback: line.readback,
-                outcome: line.outcome.unwrap_or_default(),
-                error: line.error,
-                dry_run: line.dry_run.unwrap_or(false),
+                policy: w.policy,
+                phase: w.phase,
+                cvar: w.cvar,
+                index: w.index,
+                old: json(w.old),
+                requested: json(w.requested),
+                readback: json(w.readback),
+                outcome: w.outcome.as_str().to_string(),
+                error: w.error,
+                dry_run: w.dry_run,
             }),
-            "setenv" => log.setenvs.push(SetEnv {
+            Record::Setenv(e) => log.setenvs.push(SetEnv {
                 rank,
                 t,
-                policy: line.policy.unwrap_or_default(),
-                name: line.name.unwrap_or_default(),
-                value: text(&line.value),
-                dry_run: line.dry_run.unwrap_or(false),
-                error: line.error,
+                policy: e.policy,
+                name: e.name,
+                value: e.value,
+                dry_run: e.dry_run,
+                error: e.error,
             }),
-            "note" => log.notes.push((
-                t,
-                line.policy.unwrap_or_default(),
-                line.text.unwrap_or_default(),
-            )),
-            "recommendation" => log.recommendations.push((
-                t,
-                line.policy.unwrap_or_default(),
-                line.text.unwrap_or_default(),
-            )),
-            "policy_disabled" => log.disabled.push((
-                line.policy.unwrap_or_default(),
-                line.reason.unwrap_or_default(),
-            )),
-            "policy_summary" => log.policies.push(PolicySummary {
-                policy: line.policy.unwrap_or_default(),
-                writes: line.writes.unwrap_or(0),
-                refused: line.refused.unwrap_or(0),
-                firings: line.firings.unwrap_or(0),
-                disabled: line.disabled,
-            }),
-            "warning" => {
-                let message = line.message.unwrap_or_default();
-                if message.contains("MPI_Abort") {
+            Record::Note(note) => log.notes.push((t, note.policy, note.text)),
+            Record::Recommendation(r) => log.recommendations.push((t, r.policy, r.text)),
+            Record::PolicyDisabled(d) => log.disabled.push((d.policy, d.reason)),
+            Record::PolicySummary(p) => log.policies.push(p),
+            Record::Warning(w) => {
+                if w.message.contains("MPI_Abort") {
                     log.aborted = true;
                 }
-                *log.warnings.entry(message).or_insert(0) += 1;
+                *log.warnings.entry(w.message).or_insert(0) += 1;
             }
-            "object" => match line.event.as_deref() {
-                Some("created") => log.objects.0 += 1,
-                Some("freed") => log.objects.1 += 1,
+            Record::Object(o) => match o.event.as_str() {
+                "created" => log.objects.0 += 1,
+                "freed" => log.objects.1 += 1,
                 _ => {}
             },
-            "catalogue" => log.new_pvars += line.new_pvars.unwrap_or(0),
-            "close" => {
-                log.close = Some((
-                    t,
-                    line.reason.unwrap_or_default(),
-                    line.samples.unwrap_or(log.samples),
-                ))
-            }
+            Record::Catalogue(c) => log.new_pvars += c.new_pvars as u64,
+            Record::Close(c) => log.close = Some((t, c.reason, c.samples)),
             // Decisions are many and the report tells their effects (writes,
-            // notes); unknown types come from newer tuners.
-            _ => {}
+            // notes); replay records are not in run directories.
+            Record::Decision(_) | Record::Replay(_) | Record::ReplayEnd(_) => {}
         }
     }
     if bad > BAD_LINES_SHOWN {
@@ -1060,11 +981,17 @@ mod tests {
 
     #[test]
     fn rank_file_names() {
-        assert_eq!(rank_of("rank-00003.jsonl"), Some(3));
-        assert_eq!(rank_of("rank-123456.jsonl"), Some(123_456));
-        assert_eq!(rank_of("rank-.jsonl"), None);
-        assert_eq!(rank_of("rank-0003.json"), None);
-        assert_eq!(rank_of("summary.json"), None);
+        assert_eq!(
+            vocab::record::rank_of_file_name("rank-00003.jsonl"),
+            Some(3)
+        );
+        assert_eq!(
+            vocab::record::rank_of_file_name("rank-123456.jsonl"),
+            Some(123_456)
+        );
+        assert_eq!(vocab::record::rank_of_file_name("rank-.jsonl"), None);
+        assert_eq!(vocab::record::rank_of_file_name("rank-0003.json"), None);
+        assert_eq!(vocab::record::rank_of_file_name("summary.json"), None);
     }
 
     #[test]

@@ -375,24 +375,10 @@ pub fn cut(text: &str, max: usize) -> String {
 /// Unix seconds as `YYYY-MM-DD HH:MM:SS UTC`.
 pub fn utc(unix: f64) -> String {
     let secs = unix.max(0.0) as i64;
-    let days = secs.div_euclid(86_400);
-    let s = secs.rem_euclid(86_400);
-    // Days since 1970-01-01 to a proleptic Gregorian date.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
-        s / 3600,
-        (s / 60) % 60,
-        s % 60
-    )
+    match jiff::Timestamp::from_second(secs) {
+        Ok(t) => t.strftime("%Y-%m-%d %H:%M:%S UTC").to_string(),
+        Err(_) => format!("{unix} s after 1970-01-01 00:00:00 UTC"),
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,177 @@
+//! What the build scripts of mpit-tuner share about MPI.
+//!
+//! mpit-sys's build script finds the MPI library with [`probe`], like rsmpi's
+//! build probe: the compiler wrapper named by `MPICC` (default `mpicc`),
+//! asked with `-show` for its flags; failing that, `pkg-config` on
+//! `MPIT_MPI_PKG` (default `mpich`, then `ompi`). It passes what it found to
+//! the crates that depend on it (`DEP_MPIT_*`), whose build scripts use
+//! [`flavor_cfg`] and [`link_library`].
+
+use std::env;
+use std::path::PathBuf;
+use std::process::Command;
+
+/// What the probe learnt about the MPI library.
+#[derive(Debug, Default)]
+pub struct MpiFlags {
+    /// How it was found, for messages.
+    pub source: String,
+    pub include_dirs: Vec<PathBuf>,
+    pub lib_dirs: Vec<PathBuf>,
+    pub libs: Vec<String>,
+}
+
+fn parse_flags(source: String, line: &str) -> MpiFlags {
+    let mut flags = MpiFlags {
+        source,
+        ..MpiFlags::default()
+    };
+    for token in line.split_whitespace() {
+        if let Some(dir) = token.strip_prefix("-I") {
+            flags.include_dirs.push(dir.into());
+        } else if let Some(dir) = token.strip_prefix("-L") {
+            flags.lib_dirs.push(dir.into());
+        } else if let Some(lib) = token.strip_prefix("-l") {
+            flags.libs.push(lib.into());
+        }
+    }
+    flags
+}
+
+fn probe_mpicc() -> Result<MpiFlags, String> {
+    let mpicc = env::var("MPICC").unwrap_or_else(|_| "mpicc".into());
+    let out = Command::new(&mpicc)
+        .arg("-show")
+        .output()
+        .map_err(|e| format!("`{mpicc} -show` could not run: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "`{mpicc} -show` failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let line = String::from_utf8_lossy(&out.stdout).into_owned();
+    let flags = parse_flags(format!("{mpicc} -show"), &line);
+    if flags.libs.is_empty() {
+        return Err(format!("`{mpicc} -show` names no library: {line}"));
+    }
+    Ok(flags)
+}
+
+fn probe_pkg_config() -> Result<MpiFlags, String> {
+    let names = match env::var("MPIT_MPI_PKG") {
+        Ok(name) => vec![name],
+        Err(_) => vec!["mpich".to_string(), "ompi".to_string()],
+    };
+    let mut errors = Vec::new();
+    for name in names {
+        match Command::new("pkg-config")
+            .args(["--cflags", "--libs", &name])
+            .output()
+        {
+            Ok(out) if out.status.success() => {
+                let line = String::from_utf8_lossy(&out.stdout).into_owned();
+                return Ok(parse_flags(format!("pkg-config {name}"), &line));
+            }
+            Ok(out) => errors.push(format!(
+                "pkg-config {name}: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            )),
+            Err(e) => errors.push(format!("pkg-config could not run: {e}")),
+        }
+    }
+    Err(errors.join("; "))
+}
+
+/// Finds MPI: `MPICC` (default `mpicc`) `-show`, then pkg-config on
+/// `MPIT_MPI_PKG` (default `mpich`, then `ompi`); panics with what to
+/// install when neither works. Tells cargo to rerun when those variables
+/// change.
+pub fn probe() -> MpiFlags {
+    for var in ["MPICC", "MPIT_MPI_PKG"] {
+        println!("cargo:rerun-if-env-changed={var}");
+    }
+    match probe_mpicc() {
+        Ok(flags) => flags,
+        Err(mpicc_error) => match probe_pkg_config() {
+            Ok(flags) => flags,
+            Err(pkg_error) => panic!(
+                "\n\nmpit-sys: no MPI library found.\n  {mpicc_error}\n  {pkg_error}\n\
+                 Install one (Debian: `apt-get install libmpich-dev mpich` or \
+                 `libopenmpi-dev openmpi-bin`) or point MPICC at its compiler wrapper \
+                 (MPICC=mpicc.openmpi).\n"
+            ),
+        },
+    }
+}
+
+/// The shared object the wrapper links, as the dynamic linker will load it:
+/// `lib<name>.so` resolved through its symlinks to the versioned file.
+pub fn library_path(flags: &MpiFlags) -> Option<PathBuf> {
+    let mut dirs = flags.lib_dirs.clone();
+    dirs.extend(["/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib"].map(PathBuf::from));
+    let lib = flags
+        .libs
+        .iter()
+        .find(|l| l.starts_with("mpi") && !l.contains("fort") && !l.contains("cxx"))?;
+    dirs.iter()
+        .map(|d| d.join(format!("lib{lib}.so")))
+        .find(|p| p.exists())
+        .map(|p| std::fs::canonicalize(&p).unwrap_or(p))
+}
+
+/// "openmpi" when the header is Open MPI's, else "mpich" (the MPICH ABI
+/// family: MPICH, MVAPICH2, Intel MPI).
+pub fn flavor(flags: &MpiFlags) -> &'static str {
+    let is_open_mpi = flags.include_dirs.iter().any(|dir| {
+        std::fs::read_to_string(dir.join("mpi.h"))
+            .map(|h| h.contains("#define OPEN_MPI 1"))
+            .unwrap_or(false)
+    });
+    if is_open_mpi {
+        "openmpi"
+    } else {
+        "mpich"
+    }
+}
+
+/// The launcher that goes with the compiler wrapper: `mpicc.mpich` ->
+/// `mpiexec.mpich`, `/opt/x/bin/mpicc` -> `/opt/x/bin/mpiexec`.
+pub fn mpiexec_beside(source: &str) -> String {
+    let wrapper = source.split_whitespace().next().unwrap_or("mpicc");
+    if wrapper == "pkg-config" {
+        return "mpiexec".into();
+    }
+    wrapper.replacen("mpicc", "mpiexec", 1)
+}
+
+/// For a crate depending on mpit-sys: declares
+/// `cfg(mpi_flavor = "mpich" | "openmpi")` and sets it to the flavour of the
+/// MPI mpit-sys found, so that tests which hold for one library only are
+/// compiled only in builds against it (CI builds and tests both), rather
+/// than skipped at run time.
+pub fn flavor_cfg() {
+    println!("cargo:rerun-if-env-changed=DEP_MPIT_FLAVOR");
+    println!("cargo::rustc-check-cfg=cfg(mpi_flavor, values(\"mpich\", \"openmpi\"))");
+    let flavor = env::var("DEP_MPIT_FLAVOR").unwrap_or_default();
+    println!("cargo:rustc-cfg=mpi_flavor=\"{flavor}\"");
+}
+
+/// For a crate depending on mpit-sys: links its targets of the given kinds
+/// (`"bins"`, `"tests"`) against the MPI shared library mpit-sys found, or
+/// warns `cargo:warning=mpit-sys did not find the MPI shared library;
+/// {missing}` when it found none. `--no-as-needed`: MPI is reached only
+/// through dlsym, so a plain argument would be dropped as unused.
+pub fn link_library(kinds: &[&str], missing: &str) {
+    println!("cargo:rerun-if-env-changed=DEP_MPIT_LIBRARY");
+    let library = env::var("DEP_MPIT_LIBRARY").unwrap_or_default();
+    if library.is_empty() {
+        println!("cargo:warning=mpit-sys did not find the MPI shared library; {missing}");
+        return;
+    }
+    for kind in kinds {
+        println!("cargo:rustc-link-arg-{kind}=-Wl,--no-as-needed");
+        println!("cargo:rustc-link-arg-{kind}={library}");
+        println!("cargo:rustc-link-arg-{kind}=-Wl,--as-needed");
+    }
+}

@@ -1,0 +1,632 @@
+//! Every record of a rank's log, as Rust types: the log format is defined
+//! here and nowhere else.
+//!
+//! A log (`rank-NNNNN.jsonl` in the run directory) is JSON Lines: one
+//! [`Record`] per line, told apart by its `"type"` field. The first record
+//! is the [`Header`]; a rank that finished has a [`Close`] record last. The
+//! writer in every rank, `replay`, `report` and its CSV export all go
+//! through these types, and `mpit-tuner schema` prints the JSON Schema
+//! generated from them.
+//!
+//! Strings are `Cow` so that the helper thread writes a sample straight from
+//! its snapshot (no copy), while readers get owned records
+//! (`Record<'static>`).
+
+use crate::meta::{Binding, Datatype, PvarClass};
+use crate::nan;
+use crate::value::Value;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+/// The version of the log format, in every header. Readers check it.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// The file name of a rank's log within the run directory.
+pub fn rank_file_name(rank: i32) -> String {
+    format!("rank-{rank:05}.jsonl")
+}
+
+/// The rank of a log file name (`rank-00003.jsonl` -> 3).
+pub fn rank_of_file_name(name: &str) -> Option<u32> {
+    name.strip_prefix("rank-")?
+        .strip_suffix(".jsonl")
+        .filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))?
+        .parse()
+        .ok()
+}
+
+/// One line of a rank's log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Record<'a> {
+    /// Who started: the first record of every log.
+    Header(Header),
+    /// The variables at one tick of the helper thread.
+    Sample(Sample<'a>),
+    /// A communicator or window the sampler started or stopped tracking.
+    Object(ObjectEvent),
+    /// Something the tool could not do, or turned off, and why.
+    Warning(Warning),
+    /// A policy evaluated: fired (with the branch) or not (with the reason).
+    Decision(Decision),
+    /// A CVAR write attempt, with the value before, the request and the
+    /// read-back.
+    Write(Write),
+    /// An environment variable set before `MPI_Init`.
+    Setenv(Setenv),
+    /// A policy's note.
+    Note(PolicyText),
+    /// A policy's recommendation (also in the summary).
+    Recommendation(PolicyText),
+    /// A policy that cannot run in this library, and why.
+    PolicyDisabled(PolicyDisabled),
+    /// What a policy did over the run (at finalize).
+    PolicySummary(PolicySummary),
+    /// Variables the library added while the job ran.
+    Catalogue(CatalogueGrowth),
+    /// The last record of a rank that finished (or whose tuner was off).
+    Close(Close),
+    /// `mpit-tuner replay` output: the first record of a replayed rank.
+    Replay(ReplayStart),
+    /// `mpit-tuner replay` output: the last record, with the CVAR values
+    /// and environment the replay ended with.
+    ReplayEnd(ReplayEnd),
+}
+
+/// Every record type, as `"type"` names it.
+pub const KINDS: &[&str] = &[
+    "header",
+    "sample",
+    "object",
+    "warning",
+    "decision",
+    "write",
+    "setenv",
+    "note",
+    "recommendation",
+    "policy_disabled",
+    "policy_summary",
+    "catalogue",
+    "close",
+    "replay",
+    "replay_end",
+];
+
+impl Record<'_> {
+    /// The record's `"type"`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Record::Header(_) => "header",
+            Record::Sample(_) => "sample",
+            Record::Object(_) => "object",
+            Record::Warning(_) => "warning",
+            Record::Decision(_) => "decision",
+            Record::Write(_) => "write",
+            Record::Setenv(_) => "setenv",
+            Record::Note(_) => "note",
+            Record::Recommendation(_) => "recommendation",
+            Record::PolicyDisabled(_) => "policy_disabled",
+            Record::PolicySummary(_) => "policy_summary",
+            Record::Catalogue(_) => "catalogue",
+            Record::Close(_) => "close",
+            Record::Replay(_) => "replay",
+            Record::ReplayEnd(_) => "replay_end",
+        }
+    }
+
+    /// Seconds since the tuner started on this rank (0 for the header).
+    pub fn t(&self) -> f64 {
+        match self {
+            Record::Header(_) => 0.0,
+            Record::Sample(r) => r.t,
+            Record::Object(r) => r.t,
+            Record::Warning(r) => r.t,
+            Record::Decision(r) => r.t,
+            Record::Write(r) => r.t,
+            Record::Setenv(r) => r.t,
+            Record::Note(r) | Record::Recommendation(r) => r.t,
+            Record::PolicyDisabled(r) => r.t,
+            Record::PolicySummary(r) => r.t,
+            Record::Catalogue(r) => r.t,
+            Record::Close(r) => r.t,
+            Record::Replay(r) => r.t,
+            Record::ReplayEnd(r) => r.t,
+        }
+    }
+}
+
+/// The first record of a log: who started, with what.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Header {
+    /// [`FORMAT_VERSION`] of the writer.
+    pub version: u32,
+    /// Rank in `MPI_COMM_WORLD`.
+    pub rank: i32,
+    /// Size of `MPI_COMM_WORLD`.
+    pub size: i32,
+    /// Host name.
+    pub host: String,
+    /// Process id.
+    pub pid: u32,
+    /// Library family: `mpich`, `mvapich2`, `intelmpi`, `openmpi`,
+    /// `unknown`.
+    pub library: String,
+    /// `MPI_Get_library_version`, or empty when the library would not say.
+    pub library_version: String,
+    /// The thread level MPI_T gave the tool (`MPI_THREAD_*` without prefix).
+    pub mpi_t_thread_level: String,
+    /// Whether the application may call MPI from several threads at once
+    /// (the tool's counters then use atomic read-modify-writes).
+    pub concurrent_callers: bool,
+    /// Start, in seconds since the Unix epoch.
+    pub start_unix: f64,
+    /// The configuration this rank runs with.
+    pub config: RunConfig,
+    /// What the library's MPI_T catalogue holds.
+    pub catalogue: CatalogueCounts,
+    /// The PVARs sampled.
+    pub variables: Vec<SampledVariable>,
+}
+
+/// The runtime's configuration, as a header records it (durations in
+/// seconds).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RunConfig {
+    /// Whether the tuner runs at all.
+    pub enabled: bool,
+    /// The run directory, if the user chose one.
+    pub dir: Option<String>,
+    /// The sampling interval.
+    pub interval: f64,
+    /// The PVAR selection (empty: all).
+    pub pvars: Vec<String>,
+    /// The policy file (`None`: the embedded default; `"none"`: monitor
+    /// only).
+    pub policy: Option<String>,
+    /// Whether rank 0 stays silent at finalize.
+    pub quiet: bool,
+    /// How often variables are re-enumerated (`None`: never).
+    pub refresh: Option<f64>,
+    /// How often the log is flushed.
+    pub flush: f64,
+}
+
+/// How many variables the catalogue holds.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct CatalogueCounts {
+    /// Control variables.
+    pub cvars: usize,
+    /// Performance variables.
+    pub pvars: usize,
+    /// Categories.
+    pub categories: usize,
+    /// Entries the library would not describe (see the warning records).
+    pub skipped: usize,
+    /// What `MPI_Init` added to the catalogue loaded before it.
+    pub grew_during_init: Growth,
+}
+
+/// Entries added to a catalogue.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Growth {
+    /// Control variables added.
+    pub cvars: usize,
+    /// Performance variables added.
+    pub pvars: usize,
+    /// Categories added.
+    pub categories: usize,
+}
+
+impl Growth {
+    /// Whether anything was added.
+    pub fn is_empty(&self) -> bool {
+        self.cvars == 0 && self.pvars == 0 && self.categories == 0
+    }
+}
+
+/// A PVAR the sampler reads.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SampledVariable {
+    /// Its name.
+    pub name: String,
+    /// Its class.
+    pub class: PvarClass,
+    /// Its element type.
+    pub datatype: Datatype,
+    /// Elements (unbound variables; bound ones have one count per object).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<usize>,
+    /// The kind of object it is bound to.
+    pub binding: Binding,
+    /// Whether it counts without being started.
+    pub continuous: bool,
+}
+
+/// The variables at one tick.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Sample<'a> {
+    /// Seconds since the tuner started.
+    pub t: f64,
+    /// Tick number, from 1.
+    pub seq: u64,
+    /// One entry per variable and object.
+    pub vars: Cow<'a, [SampleVar<'a>]>,
+}
+
+/// One variable (on one object) in a sample. Which metrics it carries
+/// depends on its class: `delta` and `rate` for counters, aggregates and
+/// timers; `changes` and `change_total` for watermarks; `min`, `max` and
+/// `mean` (over the run) for the others. Each is one number per element.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SampleVar<'a> {
+    /// The PVAR, or a tool metric (`tool.allreduce.calls`).
+    pub name: Cow<'a, str>,
+    /// The object it is bound to (`world`, `comm3`, `win1`), if bound.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub object: Option<Cow<'a, str>>,
+    /// Its class.
+    pub class: PvarClass,
+    /// The latest value.
+    #[serde(deserialize_with = "nan::cow")]
+    #[schemars(with = "Vec<Option<f64>>")]
+    pub value: Cow<'a, [f64]>,
+    /// Change since the previous sample.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "nan::opt_cow"
+    )]
+    #[schemars(with = "Option<Vec<Option<f64>>>")]
+    pub delta: Option<Cow<'a, [f64]>>,
+    /// `delta` per second.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "nan::opt_cow"
+    )]
+    #[schemars(with = "Option<Vec<Option<f64>>>")]
+    pub rate: Option<Cow<'a, [f64]>>,
+    /// Changes seen (watermarks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changes: Option<Cow<'a, [u64]>>,
+    /// Total absolute change (watermarks).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "nan::opt_cow"
+    )]
+    #[schemars(with = "Option<Vec<Option<f64>>>")]
+    pub change_total: Option<Cow<'a, [f64]>>,
+    /// Minimum over the run.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "nan::opt_cow"
+    )]
+    #[schemars(with = "Option<Vec<Option<f64>>>")]
+    pub min: Option<Cow<'a, [f64]>>,
+    /// Maximum over the run.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "nan::opt_cow"
+    )]
+    #[schemars(with = "Option<Vec<Option<f64>>>")]
+    pub max: Option<Cow<'a, [f64]>>,
+    /// Mean over the run.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "nan::opt_vec"
+    )]
+    #[schemars(with = "Option<Vec<Option<f64>>>")]
+    pub mean: Option<Vec<f64>>,
+}
+
+/// A communicator or window tracked or released.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ObjectEvent {
+    /// Seconds since start.
+    pub t: f64,
+    /// `created` or `freed`.
+    pub event: String,
+    /// `world`, `comm3`, `win1`.
+    pub object: String,
+    /// PVAR handles allocated for it (on `created`).
+    pub handles: usize,
+}
+
+/// A warning.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Warning {
+    /// Seconds since start.
+    pub t: f64,
+    /// What happened, what was turned off, and why.
+    pub message: String,
+}
+
+/// A policy evaluated.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Decision {
+    /// Seconds since start.
+    pub t: f64,
+    /// The policy.
+    pub policy: String,
+    /// `pre-init`, `init`, `periodic` or `finalize`.
+    pub phase: String,
+    /// Whether it fired.
+    pub fired: bool,
+    /// Why it did not fire.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The branch that ran (`then` or `else`), when it fired.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+    /// Whether its writes were real (false: dry run), when it fired.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write: Option<bool>,
+    /// The condition's value, when it fired and has one.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "nan::opt_vec"
+    )]
+    #[schemars(with = "Option<Vec<Option<f64>>>")]
+    pub condition: Option<Vec<f64>>,
+    /// The variables the condition read, with their values (null when the
+    /// variable had no value yet).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "nan::inputs"
+    )]
+    #[schemars(with = "Option<BTreeMap<String, Option<Vec<Option<f64>>>>>")]
+    pub inputs: Option<BTreeMap<String, Option<Vec<f64>>>>,
+}
+
+/// How a write attempt ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Written, and the read-back matches.
+    Written,
+    /// Written, but the library reads back another value.
+    WrittenDiffers,
+    /// Written (the library accepted it), but reading it back failed: the
+    /// error says how.
+    WrittenUnverified,
+    /// The policy is a dry run: nothing was written.
+    DryRun,
+    /// The library refused for now (`MPI_T_ERR_CVAR_SET_NOT_NOW`).
+    RefusedNow,
+    /// The library or the scope refuses it for good.
+    Refused,
+    /// The request does not fit the variable (type, count, index).
+    Invalid,
+    /// The variable does not exist in this library.
+    Missing,
+}
+
+impl Outcome {
+    /// The name in the log (`written_differs`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Written => "written",
+            Outcome::WrittenDiffers => "written_differs",
+            Outcome::WrittenUnverified => "written_unverified",
+            Outcome::DryRun => "dry_run",
+            Outcome::RefusedNow => "refused_now",
+            Outcome::Refused => "refused",
+            Outcome::Invalid => "invalid",
+            Outcome::Missing => "missing",
+        }
+    }
+
+    /// Whether the library took the value (or would have, in a dry run).
+    pub fn applied(self) -> bool {
+        matches!(
+            self,
+            Outcome::Written
+                | Outcome::WrittenDiffers
+                | Outcome::WrittenUnverified
+                | Outcome::DryRun
+        )
+    }
+}
+
+/// A CVAR write attempt: the audit record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Write {
+    /// Seconds since start.
+    pub t: f64,
+    /// The policy that asked.
+    pub policy: String,
+    /// Its phase.
+    pub phase: String,
+    /// The CVAR.
+    pub cvar: String,
+    /// The element written, if one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index: Option<u32>,
+    /// Its value before.
+    pub old: Option<Value>,
+    /// The value asked for, converted to the variable's type.
+    pub requested: Option<Value>,
+    /// Its value after, as read back.
+    pub readback: Option<Value>,
+    /// How it ended.
+    pub outcome: Outcome,
+    /// The error, with the MPI_T error name, when there was one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The value as the policy wrote it (an expression's text).
+    pub source: String,
+    /// Whether this was a dry run.
+    pub dry_run: bool,
+}
+
+/// An environment variable set before `MPI_Init`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Setenv {
+    /// Seconds since start.
+    pub t: f64,
+    /// The policy.
+    pub policy: String,
+    /// Its phase.
+    pub phase: String,
+    /// The variable.
+    pub name: String,
+    /// The value.
+    pub value: String,
+    /// Whether this was a dry run.
+    pub dry_run: bool,
+    /// Why it was not set; `null` when it was (always written: scripts
+    /// test `"error":null`).
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+/// A policy's note or recommendation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PolicyText {
+    /// Seconds since start.
+    pub t: f64,
+    /// The policy.
+    pub policy: String,
+    /// The text.
+    pub text: String,
+}
+
+/// A policy that cannot run here.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PolicyDisabled {
+    /// Seconds since start.
+    pub t: f64,
+    /// The policy.
+    pub policy: String,
+    /// Why (a variable the library lacks, a scope it forbids).
+    pub reason: String,
+}
+
+/// What a policy did over the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PolicySummary {
+    /// Seconds since start.
+    pub t: f64,
+    /// The policy.
+    pub policy: String,
+    /// Writes the library took.
+    pub writes: u64,
+    /// Writes refused.
+    pub refused: u64,
+    /// Times it fired.
+    pub firings: u64,
+    /// Why it was disabled, if it was.
+    pub disabled: Option<String>,
+}
+
+/// Variables the library added while the job ran.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CatalogueGrowth {
+    /// Seconds since start.
+    pub t: f64,
+    /// PVARs added to the sampling.
+    pub new_pvars: usize,
+    /// Every PVAR sampled from now on.
+    pub variables: Vec<SampledVariable>,
+}
+
+/// The last record of a rank.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Close {
+    /// Seconds since start.
+    pub t: f64,
+    /// `finalize`, or `disabled` when the tuner could not start.
+    pub reason: String,
+    /// Samples taken.
+    pub samples: u64,
+    /// Communicators and windows not tracked (the table was full).
+    pub objects_untracked: u64,
+    /// Communicators and windows freed before the sampler saw them.
+    pub objects_short_lived: u64,
+}
+
+/// The start of a replayed rank.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ReplayStart {
+    /// Time of the first sample replayed.
+    pub t: f64,
+    /// The rank replayed.
+    pub rank: u32,
+    /// The job size.
+    pub size: u32,
+    /// Where the data came from (a log or a trace file).
+    pub source: String,
+    /// The library family of the log, if known.
+    pub library: Option<String>,
+    /// The policy file.
+    pub policies: Option<String>,
+    /// Samples replayed.
+    pub samples: usize,
+    /// Time the replay ends.
+    pub end: f64,
+}
+
+/// The end of a replayed rank.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ReplayEnd {
+    /// Time the replay ended.
+    pub t: f64,
+    /// The CVARs the policies wrote, with their final values.
+    pub cvars: BTreeMap<String, Value>,
+    /// The environment variables the policies set.
+    pub environment: BTreeMap<String, String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn samples_round_trip_with_nan_as_null() {
+        let values = [1.0, f64::NAN];
+        let record = Record::Sample(Sample {
+            t: 0.5,
+            seq: 1,
+            vars: Cow::Owned(vec![SampleVar {
+                name: Cow::Borrowed("x"),
+                object: None,
+                class: PvarClass::Level,
+                value: Cow::Borrowed(&values),
+                delta: None,
+                rate: None,
+                changes: None,
+                change_total: None,
+                min: Some(Cow::Borrowed(&values)),
+                max: Some(Cow::Borrowed(&values)),
+                mean: Some(values.to_vec()),
+            }]),
+        });
+        let line = serde_json::to_string(&record).unwrap();
+        assert!(line.contains(r#""value":[1.0,null]"#), "{line}");
+        let back: Record<'static> = serde_json::from_str(&line).unwrap();
+        let Record::Sample(s) = back else {
+            panic!("not a sample: {line}")
+        };
+        assert_eq!(s.vars[0].value[0], 1.0);
+        assert!(s.vars[0].value[1].is_nan());
+        assert!(s.vars[0].mean.as_ref().unwrap()[1].is_nan());
+    }
+
+    #[test]
+    fn file_names_and_ranks() {
+        assert_eq!(rank_file_name(3), "rank-00003.jsonl");
+        assert_eq!(rank_of_file_name("rank-00003.jsonl"), Some(3));
+        assert_eq!(rank_of_file_name("rank-x.jsonl"), None);
+        assert_eq!(rank_of_file_name("rank-+3.jsonl"), None);
+        assert_eq!(rank_of_file_name("rank-.jsonl"), None);
+        assert_eq!(rank_of_file_name("summary.json"), None);
+    }
+}

@@ -1,0 +1,110 @@
+//! `summary.json`: the cross-rank summary rank 0 writes at finalize.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The whole file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SummaryFile {
+    /// The log format version ([`crate::FORMAT_VERSION`]).
+    pub version: u32,
+    /// Ranks in the job.
+    pub size: i32,
+    /// Library family (as in the log header).
+    pub library: String,
+    /// `MPI_Get_library_version`.
+    pub library_version: String,
+    /// Samples rank 0 took.
+    pub samples_rank0: u64,
+    /// Seconds from start to finalize on rank 0.
+    #[serde(deserialize_with = "crate::nan::f64")]
+    #[schemars(with = "Option<f64>")]
+    pub duration_s: f64,
+    /// Statistics of each quantity across ranks.
+    pub variables: Vec<VariableStats>,
+    /// Functional classes of ranks.
+    pub classes: Vec<RankClass>,
+    /// Message-size histograms summed over all ranks, per MPI call family
+    /// (bucket `b`: `[2^(b-1), 2^b)` bytes).
+    pub size_histograms: BTreeMap<String, Vec<u64>>,
+    /// End-of-run advice.
+    pub recommendations: Vec<Recommendation>,
+    /// What the policies told the job (`kind`: `recommendation`, `note`,
+    /// `disabled`, ...).
+    pub messages: Vec<Message>,
+}
+
+/// A message of the summary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Message {
+    /// Its kind.
+    pub kind: String,
+    /// Its text.
+    pub text: String,
+}
+
+/// Statistics of one quantity across ranks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct VariableStats {
+    /// `name` or `name@object`, with the quantity (`total`, `final`, `mean`).
+    pub name: String,
+    /// What the per-rank number is: `total` (counters, timers), `final`
+    /// (watermarks), `mean` (levels, sizes).
+    pub kind: String,
+    /// How many ranks had it.
+    pub ranks: u32,
+    /// Smallest per-rank value.
+    #[serde(deserialize_with = "crate::nan::f64")]
+    #[schemars(with = "Option<f64>")]
+    pub min: f64,
+    /// The rank that held it.
+    pub min_rank: i32,
+    /// Largest per-rank value.
+    #[serde(deserialize_with = "crate::nan::f64")]
+    #[schemars(with = "Option<f64>")]
+    pub max: f64,
+    /// The rank that held it.
+    pub max_rank: i32,
+    /// Mean over the ranks that had it.
+    #[serde(deserialize_with = "crate::nan::f64")]
+    #[schemars(with = "Option<f64>")]
+    pub mean: f64,
+    /// Population standard deviation over those ranks.
+    #[serde(deserialize_with = "crate::nan::f64")]
+    #[schemars(with = "Option<f64>")]
+    pub stddev: f64,
+    /// How many ranks fall in each of `HISTOGRAM_BINS` (8) equal bins from
+    /// `min` to `max` (all in the first when they are equal).
+    pub histogram: Vec<u32>,
+}
+
+/// A functional class of ranks: ranks whose behaviour signature (calls and
+/// bytes per MPI call family) is the same.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RankClass {
+    /// How many ranks.
+    pub count: u32,
+    /// The members, compactly: `0-7`, `0-6:2` (every second rank), or
+    /// `12 ranks in 3-40` when they follow no pattern.
+    pub ranks: String,
+    /// The members, when they can be listed (a pattern, or few ranks).
+    pub members: Option<Vec<u32>>,
+    /// What the class does, from its lowest rank.
+    pub signature: String,
+}
+
+/// One piece of advice.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Recommendation {
+    /// A stable identifier: `eager-threshold`, `small-allreduce`,
+    /// `unexpected-queue`, `policy-refused`, `policy-churn`.
+    pub id: String,
+    /// What to do.
+    pub advice: String,
+    /// Why: the numbers from this run.
+    pub evidence: String,
+    /// The exact setting(s) for this library, e.g.
+    /// `OMPI_MCA_btl_vader_eager_limit=131072`.
+    pub setting: String,
+}
