@@ -11,7 +11,7 @@ use mpit_tuner_benches::fixtures::{self, at, FakeBackend, SyntheticValues};
 use policies::{CompiledPolicy, CvarInfo, CvarType, Env, MemoryCatalogue, Phase, PvarInfo};
 use std::hint::black_box;
 use std::time::Duration;
-use tuner_core::engine::Engine;
+use tuner_core::decide::Engine;
 
 /// The data cycle of [`SyntheticValues::advance`] (8 ticks of waste
 /// pattern times 3 of high-water marks).
@@ -146,7 +146,7 @@ fn engine(c: &mut Criterion) {
     let catalogue = everything_catalogue(&set);
     let values = SyntheticValues::for_set(&set, 4);
     let mut engine = Engine::new(set);
-    let disabled = engine.bind(&catalogue, tuner_core::engine::RUNTIME_PHASES);
+    let disabled = engine.bind(&catalogue, tuner_core::decide::RUNTIME_PHASES);
     assert!(disabled.is_empty(), "policies disabled: {disabled:?}");
     let mut backend = FakeBackend { values, now: 0.0 };
     let mut group = c.benchmark_group("policy_eval");
@@ -160,7 +160,7 @@ fn engine(c: &mut Criterion) {
             tick += 1;
             backend.values.advance(tick);
             backend.now = (tick * 5) as f64;
-            let env = tuner_core::engine::env(0, 4, backend.now);
+            let env = tuner_core::decide::env(0, 4, backend.now);
             engine.run(Phase::Periodic, &mut backend, &env, &mut |r| {
                 records += 1;
                 black_box(r);

@@ -4,10 +4,10 @@
 use mpit::PvarClass;
 use policies::{PolicySet, Value, Values, VarSlot};
 use std::time::Duration;
-use tuner_core::actuator::{Outcome, Request, When, WriteRecord};
-use tuner_core::engine::Backend;
-use tuner_core::metrics::Metric;
-use tuner_core::sampler::{SampledVar, Snapshot};
+use tuner_core::decide::actuator::{Outcome, Request, When, WriteRecord};
+use tuner_core::decide::Backend;
+use tuner_core::sample::Metric;
+use tuner_core::sample::{SampledVar, Snapshot};
 
 /// The thesis' VBUF policy (`examples/policies/thesis-vbuf.toml`).
 pub const THESIS_VBUF: &str = include_str!("../../examples/policies/thesis-vbuf.toml");
@@ -188,7 +188,7 @@ impl Backend for FakeBackend {
         _name: &str,
         _value: &str,
         _dry_run: bool,
-    ) -> Result<(), tuner_core::engine::SetenvError> {
+    ) -> Result<(), tuner_core::decide::SetenvError> {
         Ok(())
     }
 

@@ -4,7 +4,7 @@
 //! - [`alloc_count`]: a counting global allocator, for the checks that a
 //!   tick of policy evaluations allocates nothing;
 //! - [`fixtures`]: the policy files under test and synthetic values for
-//!   them, a realistic [`tuner_core::sampler::Snapshot`], and a fake engine
+//!   them, a realistic [`tuner_core::sample::Snapshot`], and a fake engine
 //!   backend served from it;
 //! - [`paired`]: an interleaved A/B timing loop that reports the ratio of
 //!   two pieces of code doing the same work (criterion measures each alone;

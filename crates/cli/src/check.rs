@@ -23,7 +23,7 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use tuner_core::engine::CatalogueView;
+use tuner_core::decide::CatalogueView;
 
 const AFTER_HELP: &str = "\
 Output: every problem as `FILE:LINE:COLUMN: SEVERITY: message`, with the \

@@ -12,7 +12,7 @@ use std::ffi::{OsStr, OsString};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
-use tuner_core::config::MIN_INTERVAL;
+use tuner_core::runtime::MIN_INTERVAL;
 
 /// The preload library's file name.
 pub const LIBRARY: &str = "libmpit_tuner.so";

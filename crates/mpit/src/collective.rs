@@ -464,7 +464,7 @@ impl Drop for ErrorsReturn {
 }
 
 /// Creates the tool's private communicator over all processes of `parent`
-/// (see [`ffi::comm_private`]) with `MPI_ERRORS_RETURN`, as one step of
+/// (see `ffi::comm_private`) with `MPI_ERRORS_RETURN`, as one step of
 /// `seq` (which must run on `parent`).
 pub fn create_private(seq: &mut Collectives, parent: Comm) -> Option<PrivateComm> {
     let private = match PrivateComm::create(parent) {

@@ -14,8 +14,8 @@ use mpit::{Comm, MpiT, Object, Win};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering::*};
 use std::sync::{Mutex, OnceLock};
-use tuner_core::config::Config;
-use tuner_core::engine::PolicyHooks;
+use tuner_core::decide::PolicyHooks;
+use tuner_core::runtime::Config;
 use tuner_core::runtime::{Hooks, LaunchEnv, NoHooks, PreInit, Runtime, Shared};
 
 static PRE_INIT: Mutex<Option<Result<PreInit, String>>> = Mutex::new(None);

@@ -9,7 +9,7 @@ use common::*;
 use serde_json::Value;
 use std::path::Path;
 
-/// Bucket of a message size (see tuner_core::toolmetrics).
+/// Bucket of a message size (see tuner_core::sample::toolmetrics).
 fn bucket(bytes: u64) -> usize {
     if bytes == 0 {
         0

@@ -12,7 +12,7 @@ use mpit::{Comm, HandleBits, Object, PvarHandle, SessionHandle};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 use std::sync::Mutex;
-use tuner_core::objects::{self, ObjectTable, Tracked};
+use tuner_core::sample::objects::{self, ObjectTable, Tracked};
 
 const APP_THREADS: u64 = 4;
 /// Objects each application thread keeps alive at most at once.

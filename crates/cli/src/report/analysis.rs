@@ -6,10 +6,10 @@
 use super::reading::{Advice, Class, Points, RankLog, Run, SetEnv, Stat, Write};
 use mpit::Library;
 use std::collections::{BTreeMap, HashMap};
-use tuner_core::engine::format_ranks;
-use tuner_core::recommend;
-use tuner_core::summary::{Summary, VariableStats, HISTOGRAM_BINS};
-use tuner_core::toolmetrics::{Family, BUCKETS};
+use tuner_core::decide::format_ranks;
+use tuner_core::finalize::recommend;
+use tuner_core::finalize::{Summary, VariableStats, HISTOGRAM_BINS};
+use tuner_core::sample::toolmetrics::{Family, BUCKETS};
 
 /// Facts about the run.
 #[derive(Debug, Clone, Default)]

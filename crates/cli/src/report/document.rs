@@ -4,8 +4,8 @@ use super::analysis::{by_spread, spread, Analysis, Grouped};
 use super::reading::{Problem, ProblemKind, Run};
 use super::tables::{bytes, cut, num, one_line, seconds, sparkline, utc, Block, Document, Section};
 use std::collections::BTreeMap;
-use tuner_core::engine::format_ranks;
-use tuner_core::toolmetrics::bucket_floor;
+use tuner_core::decide::format_ranks;
+use tuner_core::sample::toolmetrics::bucket_floor;
 
 /// Rows of the "top" tables.
 const TOP: usize = 10;

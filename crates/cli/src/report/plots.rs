@@ -24,7 +24,7 @@ use resvg::usvg::fontdb;
 use resvg::{tiny_skia, usvg};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use tuner_core::toolmetrics::bucket_floor;
+use tuner_core::sample::toolmetrics::bucket_floor;
 
 const FONT: &str = "sans-serif";
 const WIDE: (u32, u32) = (1000, 560);

@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::File;
 use std::io::{BufRead, BufReader, IsTerminal};
 use std::path::{Path, PathBuf};
-use tuner_core::log::FORMAT_VERSION;
+use tuner_core::runtime::log::FORMAT_VERSION;
 use vocab::record::{self, Record};
 
 /// Points (t, value) of a time series.
@@ -473,7 +473,7 @@ pub fn read_run(dir: &Path, series: &HashSet<String>, progress: bool) -> std::io
                 detail: format!(
                     "{} {} {} no log (its rank-NNNNN.jsonl was deleted, or the rank never started the tuner)",
                     if missing.len() == 1 { "rank" } else { "ranks" },
-                    tuner_core::engine::format_ranks(&missing),
+                    tuner_core::decide::format_ranks(&missing),
                     if missing.len() == 1 { "has" } else { "have" }
                 ),
             });

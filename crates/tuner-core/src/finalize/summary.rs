@@ -12,7 +12,7 @@
 //! recorded and the rank goes on, so that the caller's agreement decides,
 //! on every rank alike, whether the summary is used.
 
-use crate::sampler::Snapshot;
+use crate::sample::Snapshot;
 use mpit::collective::{Collectives, ReduceOp};
 use serde::{Deserialize, Serialize};
 
@@ -75,7 +75,7 @@ pub fn reduce(
     let variables = reduce_variables(seq, root, local);
     let classes = classes(seq, root, signature, description);
     // Size histograms: every family, every bucket, summed onto the root.
-    let families = crate::toolmetrics::snapshot();
+    let families = crate::sample::toolmetrics::snapshot();
     let mine: Vec<f64> = families
         .iter()
         .flat_map(|f| f.hist.iter().map(|&n| n as f64))
@@ -86,8 +86,8 @@ pub fn reduce(
         .iter()
         .enumerate()
         .filter_map(|(i, f)| {
-            let h: Vec<u64> = all
-                [i * crate::toolmetrics::BUCKETS..(i + 1) * crate::toolmetrics::BUCKETS]
+            let h: Vec<u64> = all[i * crate::sample::toolmetrics::BUCKETS
+                ..(i + 1) * crate::sample::toolmetrics::BUCKETS]
                 .iter()
                 .map(|&n| n as u64)
                 .collect();
@@ -312,7 +312,7 @@ fn classes(seq: &mut Collectives, root: i32, signature: u64, description: &str) 
 pub fn signature(snapshot: &Snapshot) -> (u64, String) {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     let mut parts = Vec::new();
-    for f in crate::toolmetrics::Family::ALL {
+    for f in crate::sample::toolmetrics::Family::ALL {
         let get = |m: &str| {
             snapshot
                 .get(&format!("tool.{}.{m}", f.name()))

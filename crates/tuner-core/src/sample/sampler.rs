@@ -5,9 +5,9 @@
 //!
 //! It runs on the helper thread and calls only MPI_T routines.
 
-use crate::config::Config;
-use crate::metrics::Metric;
-use crate::objects::{ObjectTable, Tracked, MAX_HANDLES_PER_OBJECT};
+use crate::runtime::Config;
+use crate::sample::objects::{ObjectTable, Tracked, MAX_HANDLES_PER_OBJECT};
+use crate::sample::Metric;
 use mpit::meta::{Binding, PvarClass};
 use mpit::value::Value;
 use mpit::MpiT;
@@ -423,7 +423,7 @@ impl Sampler {
     pub fn sample_tool_metrics(&mut self, time: f64) {
         let mut mpi_time = 0.0;
         let mut any = false;
-        for f in crate::toolmetrics::snapshot() {
+        for f in crate::sample::toolmetrics::snapshot() {
             if f.calls == 0 {
                 continue;
             }
@@ -446,7 +446,7 @@ impl Sampler {
                 ),
                 ("hist", PvarClass::Counter, &hist),
             ];
-            let names = crate::toolmetrics::family_metric_names(f.family);
+            let names = crate::sample::toolmetrics::family_metric_names(f.family);
             for ((metric, class, values), key) in entries.into_iter().zip(names) {
                 debug_assert!(key.ends_with(metric));
                 // Names are formatted once per process, not on every tick.

@@ -12,8 +12,8 @@
 //! - **unexpected messages**: Open MPI's unexpected-message queue grew long;
 //! - **policies**: a policy that kept firing, or kept being refused.
 
-use crate::summary::Summary;
-use crate::toolmetrics::{bucket_floor, BUCKETS};
+use crate::finalize::Summary;
+use crate::sample::toolmetrics::{bucket_floor, BUCKETS};
 use mpit::Library;
 
 pub use vocab::summary::Recommendation;
@@ -236,8 +236,8 @@ fn quantile_bucket(hist: &[u64], q: f64) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::summary::VariableStats;
-    use crate::toolmetrics::bucket;
+    use crate::finalize::VariableStats;
+    use crate::sample::toolmetrics::bucket;
 
     fn stat(name: &str, mean: f64, max: f64) -> VariableStats {
         VariableStats {

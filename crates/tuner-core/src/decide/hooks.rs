@@ -1,0 +1,364 @@
+//! The policy engine as the runtime's hooks: which phase runs when, the
+//! policies' init-time agreement across ranks, and what goes to the log.
+
+use super::backends::{EnvBackend, MpiBackend};
+use super::engine::*;
+use crate::runtime::log::LogWriter;
+use crate::sample::Snapshot;
+use mpit::{Catalogue as MpiCatalogue, MpiT};
+use policies::{CompiledPolicy, Phase};
+use vocab::record::{self, Record};
+
+/// The warning of a rank that runs pre-init policies without knowing its
+/// rank.
+fn no_rank_warning() -> Record<'static> {
+    Record::Warning(record::Warning {
+        t: 0.0,
+        message: "the launcher did not say this process's rank before MPI_Init; pre-init \
+                  policies see rank 0 of 1"
+            .into(),
+    })
+}
+
+/// The policy engine as the runtime's [`Hooks`](crate::runtime::Hooks).
+pub struct PolicyHooks {
+    engine: Engine,
+    /// Whether the user chose the file (messages go to the terminal) or it
+    /// is the embedded default (one summary line).
+    user_file: bool,
+    rank: u32,
+    size: u32,
+    pending: Vec<Record<'static>>,
+    messages: Vec<String>,
+    pre_catalogue_names: usize,
+    quiet: bool,
+}
+
+impl PolicyHooks {
+    /// Loads the policies the configuration names (`None` = the embedded
+    /// default, `none` = monitor only). A file that does not parse is
+    /// reported and the tuner runs in monitor mode: the returned message
+    /// (with `file:line:column`) is for rank 0 to print.
+    pub fn from_config(config: &crate::runtime::Config) -> (Option<PolicyHooks>, Option<String>) {
+        let path = config.policy.as_deref();
+        if path.is_some_and(|p| p.as_os_str() == "none") {
+            return (None, None);
+        }
+        match load(path) {
+            Ok(set) => (
+                Some(PolicyHooks {
+                    engine: Engine::new(set),
+                    user_file: path.is_some(),
+                    rank: 0,
+                    size: 1,
+                    pending: Vec::new(),
+                    messages: Vec::new(),
+                    pre_catalogue_names: 0,
+                    quiet: config.quiet,
+                }),
+                None,
+            ),
+            Err(e) => (
+                None,
+                Some(format!("policies not loaded, monitoring only:\n{e}")),
+            ),
+        }
+    }
+
+    /// The engine.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+}
+
+impl crate::runtime::Hooks for PolicyHooks {
+    fn identity(&self) -> u64 {
+        // FNV-1a over the policy names: the collectives of `init` depend
+        // on how many policies there are and in which order. Never 0
+        // (monitor mode), and below 2^63.
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        for p in self.engine.policies() {
+            for b in p.name().bytes().chain([0]) {
+                hash ^= u64::from(b);
+                hash = hash.wrapping_mul(0x0100_0000_01b3);
+            }
+        }
+        (hash >> 1) | 1
+    }
+
+    fn before_mpit(&mut self, launch: &crate::runtime::LaunchEnv) {
+        self.engine.set_host(&mpit::host_name());
+        let has_env = self
+            .engine
+            .policies()
+            .iter()
+            .any(|p| p.phase() == Phase::PreInit && p.sets_environment());
+        if !has_env {
+            return;
+        }
+        if launch.rank.is_none() {
+            self.pending.push(no_rank_warning());
+        }
+        let env = env(launch.rank.unwrap_or(0), launch.size.unwrap_or(1), 0.0);
+        let pending = &mut self.pending;
+        self.engine.run_where(
+            Phase::PreInit,
+            &CompiledPolicy::sets_environment,
+            &mut EnvBackend,
+            &env,
+            &mut |r| pending.push(r),
+        );
+    }
+
+    fn pre_init(
+        &mut self,
+        mpit: &MpiT,
+        catalogue: &MpiCatalogue,
+        launch: &crate::runtime::LaunchEnv,
+    ) {
+        self.rank = launch.rank.unwrap_or(0);
+        self.size = launch.size.unwrap_or(1);
+        self.pre_catalogue_names = catalogue.cvars().len();
+        let has_pre_init = self
+            .engine
+            .policies()
+            .iter()
+            .any(|p| p.phase() == Phase::PreInit && !p.sets_environment());
+        if !has_pre_init {
+            return;
+        }
+        let warned = self.pending.iter().any(|r| matches!(r, Record::Warning(_)));
+        if launch.rank.is_none() && !warned {
+            self.pending.push(no_rank_warning());
+        }
+        let view = CatalogueView::new(mpit, catalogue);
+        for (i, reason, _) in self.engine.bind(&view, &[Phase::PreInit]) {
+            let name = self.engine.policies()[i].name().to_string();
+            self.pending
+                .push(Record::PolicyDisabled(record::PolicyDisabled {
+                    t: 0.0,
+                    policy: name.clone(),
+                    reason: reason.clone(),
+                }));
+            self.messages
+                .push(format!("policy {name} disabled: {reason}"));
+        }
+        let snapshot = Snapshot::default();
+        let mut backend = MpiBackend {
+            mpit,
+            catalogue,
+            snapshot: &snapshot,
+            now: 0.0,
+        };
+        let env = env(self.rank, self.size, 0.0);
+        let pending = &mut self.pending;
+        self.engine.run_where(
+            Phase::PreInit,
+            &|p| !p.sets_environment(),
+            &mut backend,
+            &env,
+            &mut |r| pending.push(r),
+        );
+    }
+
+    fn init(
+        &mut self,
+        mpit: &MpiT,
+        catalogue: &MpiCatalogue,
+        info: &crate::runtime::RunInfo,
+        log: &mut LogWriter,
+        seq: &mut mpit::collective::Collectives,
+    ) {
+        self.rank = info.rank.max(0) as u32;
+        self.size = info.size.max(1) as u32;
+        for r in self.pending.drain(..) {
+            log.record(&r);
+        }
+        let view = CatalogueView::new(mpit, catalogue);
+        let newly = self.engine.bind(&view, RUNTIME_PHASES);
+        for (i, reason, _) in &newly {
+            log.record(&Record::PolicyDisabled(record::PolicyDisabled {
+                t: 0.0,
+                policy: self.engine.policies()[*i].name().to_string(),
+                reason: reason.clone(),
+            }));
+        }
+        // One message per disabled policy for the whole job, on rank 0.
+        let n = self.engine.policies().len();
+        let mine: Vec<bool> = (0..n).map(|i| self.engine.disabled(i).is_some()).collect();
+        let per_policy = aggregate_disabled(seq, &mine);
+        match seq.agree() {
+            mpit::collective::Verdict::AllOk => {
+                if let Some(per_policy) = per_policy.filter(|_| info.rank == 0) {
+                    self.announce_disabled(per_policy, n);
+                }
+            }
+            mpit::collective::Verdict::Failed(why) => {
+                let message = format!(
+                    "disabled policies not aggregated across ranks (each rank's log lists its own): {why}"
+                );
+                if info.rank == 0 {
+                    mpit::say!("mpit-tuner: {message}");
+                }
+                log.record(&Record::Warning(record::Warning { t: 0.0, message }));
+            }
+        }
+        let snapshot = Snapshot::default();
+        let mut backend = MpiBackend {
+            mpit,
+            catalogue,
+            snapshot: &snapshot,
+            now: 0.0,
+        };
+        let env = env(self.rank, self.size, 0.0);
+        self.engine
+            .run(Phase::Init, &mut backend, &env, &mut |r| log.record(&r));
+    }
+
+    fn tick(
+        &mut self,
+        mpit: &MpiT,
+        catalogue: &MpiCatalogue,
+        snapshot: &Snapshot,
+        log: &mut LogWriter,
+    ) {
+        let mut backend = MpiBackend {
+            mpit,
+            catalogue,
+            snapshot,
+            now: snapshot.t,
+        };
+        let env = env(self.rank, self.size, snapshot.t);
+        self.engine
+            .run(Phase::Periodic, &mut backend, &env, &mut |r| log.record(&r));
+    }
+
+    fn finalize(
+        &mut self,
+        mpit: &MpiT,
+        catalogue: &MpiCatalogue,
+        snapshot: &Snapshot,
+        log: &mut LogWriter,
+    ) {
+        let mut backend = MpiBackend {
+            mpit,
+            catalogue,
+            snapshot,
+            now: snapshot.t,
+        };
+        let env = env(self.rank, self.size, snapshot.t);
+        self.engine
+            .run(Phase::Finalize, &mut backend, &env, &mut |r| log.record(&r));
+        for (i, WriteCounts { writes, refused }) in self.engine.counts.iter().enumerate() {
+            log.record(&Record::PolicySummary(record::PolicySummary {
+                t: snapshot.t,
+                policy: self.engine.policies()[i].name().to_string(),
+                writes: *writes,
+                refused: *refused,
+                firings: self.engine.policies()[i].state().firings,
+                disabled: self.engine.disabled(i).map(str::to_string),
+            }));
+        }
+    }
+
+    fn quantities(&self) -> Vec<(String, &'static str, f64)> {
+        let mut out = Vec::new();
+        for (i, WriteCounts { writes, refused }) in self.engine.counts.iter().enumerate() {
+            let name = self.engine.policies()[i].name();
+            out.push((format!("policy.{name}.writes"), "total", *writes as f64));
+            out.push((format!("policy.{name}.refused"), "total", *refused as f64));
+        }
+        out
+    }
+
+    fn report(&mut self) -> Vec<(&'static str, String)> {
+        let mut out: Vec<(&'static str, String)> = self
+            .messages
+            .iter()
+            .map(|m| ("disabled", m.clone()))
+            .collect();
+        out.extend(self.engine.recommendations().iter().map(|r| {
+            (
+                "recommendation",
+                format!("recommendation (rank {}) from {r}", self.rank),
+            )
+        }));
+        out
+    }
+}
+
+impl PolicyHooks {
+    /// Rank 0's messages about policies disabled somewhere, from the
+    /// aggregated counts.
+    fn announce_disabled(&mut self, per_policy: Vec<(u32, i32, i32)>, n: usize) {
+        let mut lines = Vec::new();
+        for (i, (count, lo, hi)) in per_policy.into_iter().enumerate() {
+            if count == 0 {
+                continue;
+            }
+            let name = self.engine.policies()[i].name();
+            let where_ = if i64::from(count) == i64::from(hi) - i64::from(lo) + 1 {
+                format!(
+                    "ranks {}",
+                    format_ranks(&(lo.max(0) as u32..=hi.max(0) as u32).collect::<Vec<_>>())
+                )
+            } else {
+                format!("{count} ranks between {lo} and {hi}")
+            };
+            let reason = self
+                .engine
+                .disabled(i)
+                .map(str::to_string)
+                .unwrap_or_else(|| "see the logs of those ranks".into());
+            lines.push(format!("policy {name} disabled on {where_}: {reason}"));
+        }
+        if self.user_file {
+            for l in &lines {
+                mpit::say!("mpit-tuner: {l}");
+            }
+        } else if !lines.is_empty() && !self.quiet {
+            mpit::say!(
+                "mpit-tuner: {} of {} default policies do not apply to this MPI library (see summary.json)",
+                lines.len(),
+                n
+            );
+        }
+        self.messages.extend(lines);
+    }
+}
+
+/// Per policy: (how many ranks disabled it, lowest such rank, highest), on
+/// every rank: two reductions of 64-bit integers in `seq` (whose agreement
+/// afterwards says whether they can be trusted).
+fn aggregate_disabled(
+    seq: &mut mpit::collective::Collectives,
+    mine: &[bool],
+) -> Option<Vec<(u32, i32, i32)>> {
+    use mpit::collective::ReduceOp;
+    const NONE: i64 = i64::MAX;
+    let n = mine.len();
+    if n == 0 {
+        return Some(Vec::new());
+    }
+    let me = i64::from(seq.rank());
+    let counts: Vec<i64> = mine.iter().map(|d| i64::from(*d)).collect();
+    let mut total = vec![0i64; n];
+    seq.allreduce_i64(&counts, &mut total, ReduceOp::Sum);
+    let ends: Vec<i64> = mine
+        .iter()
+        .flat_map(|d| if *d { [me, -me] } else { [NONE, NONE] })
+        .collect();
+    let mut range = vec![0i64; 2 * n];
+    seq.allreduce_i64(&ends, &mut range, ReduceOp::Min);
+    Some(
+        (0..n)
+            .map(|i| {
+                (
+                    u32::try_from(total[i]).unwrap_or(0),
+                    i32::try_from(range[2 * i]).unwrap_or(-1),
+                    i32::try_from(-range[2 * i + 1]).unwrap_or(-1),
+                )
+            })
+            .collect(),
+    )
+}

@@ -1,0 +1,242 @@
+//! Finalizing: inside `MPI_Finalize`, the helper stops, the ranks reduce
+//! their quantities into one cross-rank [`Summary`] (`summary.rs`), rank 0
+//! derives [`recommend`]ations (one function per rule) and writes
+//! `summary.json`; every rank closes its log.
+
+pub mod recommend;
+mod summary;
+
+pub use summary::{
+    local_quantities, reduce, signature, table, Summary, VariableStats, HISTOGRAM_BINS,
+};
+
+use crate::runtime::{serde_name, warning, HelperDone, Runtime};
+use crate::sample::Snapshot;
+use mpit::collective::{Collectives, Verdict};
+use mpit::{Catalogue, MpiT, Object};
+use std::sync::atomic::Ordering::SeqCst;
+use std::time::Duration;
+use vocab::record::{self, Record};
+
+impl Runtime {
+    /// Stops the tuner inside `MPI_Finalize`, before `PMPI_Finalize`:
+    /// collective over the private communicator. Returns the `MpiT` guard,
+    /// which the caller drops after `PMPI_Finalize` (it calls
+    /// `MPI_T_finalize` only where that is safe for this library).
+    pub fn finalize(mut self) -> MpiT {
+        let (mut done, wait) = self.stop_helper();
+        let snapshot = match &done {
+            Some(d) => (*d.last).clone(),
+            None => (*self.shared.snapshot()).clone(),
+        };
+        let mut report = Vec::new();
+        if let Some(d) = &mut done {
+            d.hooks
+                .finalize(&self.mpit, d.sampler.catalogue(), &snapshot, &mut d.log);
+            report = d.hooks.report();
+            // Handles die before their objects and before MPI does.
+            self.shared.objects.retire_all();
+        }
+        let mut quantities = local_quantities(&snapshot);
+        if let Some(d) = &done {
+            quantities.extend(d.hooks.quantities());
+        }
+        let (signature, description) = signature(&snapshot);
+        // The summary's collectives, then one agreement: every rank uses
+        // the result, or none does.
+        let rank = self.info.rank;
+        let mut seq = Collectives::resume(self.private.comm(), rank, self.failure.take());
+        let stats = reduce(&mut seq, 0, &quantities, signature, &description);
+        let verdict = seq.agree();
+        let catalogue = done.as_ref().map(|d| d.sampler.catalogue().clone());
+        let mut notes = Vec::new();
+        if let Verdict::Failed(why) = &verdict {
+            let message = format!(
+                "cross-rank summary turned off on all ranks: {why}; the logs of every rank are complete"
+            );
+            if rank == 0 {
+                mpit::say!("mpit-tuner: {message}");
+            }
+            notes.push(message);
+        }
+        if let Err(e) = self.private.free() {
+            notes.push(format!("freeing the tool's communicator: {e}"));
+        }
+        notes.extend(counted_failures());
+        match done {
+            Some(d) => self.close_log(d, &snapshot, notes),
+            None => {
+                mpit::say!(
+                    "mpit-tuner[rank {rank}]: the helper thread did not stop within {wait:?}; its log may end early"
+                );
+                for message in &notes {
+                    mpit::say!("mpit-tuner[rank {rank}]: {message}");
+                }
+            }
+        }
+        if let (Verdict::AllOk, Some(summary)) = (verdict, stats) {
+            let advice = recommend::recommend(&summary, &self.advice_context(catalogue.as_ref()));
+            self.write_summary(&summary, &snapshot, &report, &advice)
+        }
+        self.mpit
+    }
+
+    /// Tells the helper to stop and waits for it (bounded: at least 10 s,
+    /// two intervals for slow ones). `None` when it did not stop in time
+    /// or never ran.
+    fn stop_helper(&self) -> (Option<HelperDone>, Duration) {
+        self.shared.stop.store(true, SeqCst);
+        if let Some(helper) = &self.helper {
+            helper.unpark();
+        }
+        let wait = Duration::from_secs(10).max(self.config.interval * 2);
+        let done = match self.helper {
+            Some(_) => self.done.recv_timeout(wait).ok(),
+            None => None,
+        };
+        (done, wait)
+    }
+
+    /// The last records of this rank's log: what went wrong along the way,
+    /// then the close record.
+    fn close_log(&self, mut done: HelperDone, snapshot: &Snapshot, mut notes: Vec<String>) {
+        notes.extend(done.sampler.close());
+        for message in &notes {
+            done.log.record(&warning(snapshot.t, message));
+        }
+        done.log.record(&Record::Close(record::Close {
+            t: snapshot.t,
+            reason: "finalize".into(),
+            samples: snapshot.seq,
+            objects_untracked: self.shared.objects.dropped(),
+            objects_short_lived: self.shared.objects.short_lived(),
+        }));
+        done.log.flush();
+    }
+
+    /// What the recommendation rules know besides the summary.
+    fn advice_context(&self, catalogue: Option<&Catalogue>) -> recommend::Context {
+        recommend::Context {
+            library: Some(self.info.library),
+            eager_limit: eager_limit(&self.mpit, catalogue),
+            has_hcoll: catalogue.is_some_and(|c| {
+                c.cvars()
+                    .iter()
+                    .any(|v| v.name.starts_with("coll_hcoll") || v.name == "MPIR_CVAR_ENABLE_HCOLL")
+            }),
+        }
+    }
+
+    fn write_summary(
+        &self,
+        summary: &summary::Summary,
+        snapshot: &Snapshot,
+        report: &[(&'static str, String)],
+        advice: &[recommend::Recommendation],
+    ) {
+        let path = self.info.dir.join("summary.json");
+        let doc = vocab::summary::SummaryFile {
+            version: record::FORMAT_VERSION,
+            size: self.info.size,
+            library: serde_name(self.info.library),
+            library_version: self.info.library_version.clone(),
+            samples_rank0: snapshot.seq,
+            duration_s: snapshot.t,
+            variables: summary.variables.clone(),
+            classes: summary.classes.clone(),
+            size_histograms: summary.size_histograms.clone(),
+            recommendations: advice.to_vec(),
+            messages: report
+                .iter()
+                .map(|(kind, text)| vocab::summary::Message {
+                    kind: kind.to_string(),
+                    text: text.clone(),
+                })
+                .collect(),
+        };
+        let written = serde_json::to_vec_pretty(&doc)
+            .map_err(std::io::Error::other)
+            .and_then(|bytes| std::fs::write(&path, bytes));
+        if let Err(e) = written {
+            mpit::say!("mpit-tuner: cannot write {}: {e}", path.display());
+        }
+        if !self.config.quiet {
+            let mut text = format!(
+                "mpit-tuner: {} ranks, {} samples over {:.1}s, {} variables; logs in {}\n",
+                self.info.size,
+                snapshot.seq,
+                snapshot.t,
+                summary.variables.len(),
+                self.info.dir.display()
+            );
+            if !summary.variables.is_empty() {
+                text.push_str(&summary::table(&summary.variables, 12));
+            }
+            if summary.classes.len() > 1 {
+                text.push_str(&format!(
+                    "mpit-tuner: {} classes of ranks:\n",
+                    summary.classes.len()
+                ));
+                for c in &summary.classes {
+                    text.push_str(&format!("  ranks {}: {}\n", c.ranks, c.signature));
+                }
+            }
+            for (kind, line) in report {
+                if *kind == "recommendation" {
+                    text.push_str(&format!("mpit-tuner: {line}\n"));
+                }
+            }
+            for r in advice {
+                text.push_str(&format!(
+                    "mpit-tuner: recommendation [{}]: {}\n    evidence: {}\n    set: {}\n",
+                    r.id, r.advice, r.evidence, r.setting
+                ));
+            }
+            let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), text.as_bytes());
+        }
+    }
+}
+
+/// The shared-memory eager limit of the library, where it can be known: an
+/// environment setting the library reads at init, or Open MPI's CVAR.
+fn eager_limit(mpit: &MpiT, catalogue: Option<&Catalogue>) -> Option<(u64, String)> {
+    for var in [
+        "OMPI_MCA_btl_vader_eager_limit",
+        "UCX_RNDV_THRESH",
+        "MV2_SMP_EAGERSIZE",
+    ] {
+        if let Some(v) = std::env::var(var)
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+        {
+            return Some((v, format!("{var}={v}")));
+        }
+    }
+    let info = catalogue?.cvar("btl_vader_eager_limit")?;
+    let value = mpit::Cvar::open(mpit, info, Object::None)
+        .ok()?
+        .read()
+        .ok()?;
+    let v = value.as_i64()?;
+    Some((v.max(0) as u64, "btl_vader_eager_limit".into()))
+}
+
+/// Failures counted on the way (never one log line per call): PVAR
+/// handles the library refused to free, `MPI_Type_size` failures on the
+/// application's calls.
+fn counted_failures() -> Vec<String> {
+    let mut notes = Vec::new();
+    let refused = crate::sample::objects::free_failures();
+    if refused > 0 {
+        notes.push(format!(
+            "the library refused to stop or free {refused} PVAR handles of communicators and windows (MPI_T_pvar_stop/MPI_T_pvar_handle_free)"
+        ));
+    }
+    let unsized_calls = crate::sample::toolmetrics::type_size_failures();
+    if unsized_calls > 0 {
+        notes.push(format!(
+            "MPI_Type_size failed for {unsized_calls} of the application's calls; their bytes are counted as 0"
+        ));
+    }
+    notes
+}

@@ -1,0 +1,211 @@
+//! The helper thread: sample, decide, log, sleep; until told to stop.
+
+use super::*;
+
+/// Starts the helper thread; without one (the system refused a thread)
+/// the rank still takes part in the collective finalize, with nothing to
+/// report. A panic on the helper stops the tuner on this rank only.
+pub(super) fn spawn(
+    shared: &'static Shared,
+    sampler: Sampler,
+    log: LogWriter,
+    hooks: Box<dyn Hooks>,
+    config: &Config,
+    start: Instant,
+    rank: i32,
+) -> (
+    Option<std::thread::Thread>,
+    crossbeam_channel::Receiver<HelperDone>,
+) {
+    let (tx, done) = crossbeam_channel::bounded(1);
+    let config = config.clone();
+    let spawned = std::thread::Builder::new()
+        .name("mpit-tuner".into())
+        .spawn(move || {
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                helper_loop(shared, sampler, log, hooks, &config, start)
+            }));
+            match result {
+                Ok(done) => {
+                    // The receiver is gone only when finalize stopped
+                    // waiting; it says so itself.
+                    let _ = tx.send(done);
+                }
+                Err(_) => mpit::say!(
+                    "mpit-tuner[rank {rank}]: internal error on the helper thread; the tuner stopped on this rank"
+                ),
+            }
+        });
+    let helper = match spawned {
+        Ok(handle) => Some(handle.thread().clone()),
+        Err(e) => {
+            mpit::say!("mpit-tuner[rank {rank}]: cannot start the helper thread: {e}");
+            None
+        }
+    };
+    (helper, done)
+}
+
+fn helper_loop(
+    shared: &'static Shared,
+    mut sampler: Sampler,
+    mut log: LogWriter,
+    mut hooks: Box<dyn Hooks>,
+    config: &Config,
+    start: Instant,
+) -> HelperDone {
+    // The helper's own reference on MPI_T; the application's thread owns
+    // the one that finalizes.
+    let mpit = MpiT::init();
+    let mut mpit = match mpit {
+        Ok(m) => m,
+        Err(e) => {
+            log.record(&warning(
+                0.0,
+                &format!("MPI_T unavailable on the helper thread: {e}"),
+            ));
+            return HelperDone {
+                sampler,
+                log,
+                hooks,
+                last: Arc::default(),
+            };
+        }
+    };
+    mpit.set_finalize_on_drop(false);
+    let mut seq = 0u64;
+    let mut next = Instant::now();
+    let mut next_refresh = config.refresh.map(|r| Instant::now() + r);
+    loop {
+        let stopping = shared.stop.load(Acquire);
+        let t = start.elapsed().as_secs_f64();
+        for event in sampler.track_objects(&shared.objects) {
+            log.record(&Record::Object(record::ObjectEvent {
+                t,
+                event: event.event.to_string(),
+                object: event.object,
+                handles: event.handles,
+            }));
+        }
+        sampler.sample(&shared.objects, t);
+        sampler.sample_tool_metrics(t);
+        seq += 1;
+        let snapshot = Arc::new(sampler.snapshot(t, seq));
+        log.record(&Record::Sample(record::Sample {
+            t,
+            seq,
+            vars: Cow::Owned(
+                snapshot
+                    .vars
+                    .iter()
+                    .map(crate::sample::SampledVar::record)
+                    .collect(),
+            ),
+        }));
+        hooks.tick(&mpit, sampler.catalogue(), &snapshot, &mut log);
+        for w in sampler.take_warnings() {
+            log.record(&warning(t, &w));
+        }
+        // Published as it is (no copy): readers share it with the helper.
+        shared.snapshot.store(Arc::clone(&snapshot));
+        shared.ticks.fetch_add(1, Relaxed);
+        if shared.flush.swap(false, AcqRel) {
+            log.flush();
+        }
+        if stopping {
+            return HelperDone {
+                sampler,
+                log,
+                hooks,
+                last: snapshot,
+            };
+        }
+        if let Some(due) = next_refresh {
+            if Instant::now() >= due {
+                let added = sampler.refresh(&mpit, config);
+                if added > 0 {
+                    log.record(&Record::Catalogue(record::CatalogueGrowth {
+                        t,
+                        new_pvars: added,
+                        variables: sampler.sampled_variables(),
+                    }));
+                }
+                next_refresh = config.refresh.map(|r| Instant::now() + r);
+            }
+        }
+        next += config.interval;
+        let now = Instant::now();
+        if next < now {
+            // Overran (a slow sample or a descheduled thread): skip ahead
+            // rather than sample in a burst.
+            next = now + config.interval;
+        }
+        while !shared.stop.load(Acquire) && !shared.flush.load(Acquire) {
+            let now = Instant::now();
+            if now >= next {
+                break;
+            }
+            std::thread::park_timeout(next - now);
+        }
+        if shared.flush.swap(false, AcqRel) {
+            log.record(&warning(
+                start.elapsed().as_secs_f64(),
+                "MPI_Abort called; flushing",
+            ));
+            log.flush();
+        }
+    }
+}
+
+/// A warning when the sampling interval is short and the helper thread has
+/// no core of its own: the rank may use only one CPU (Open MPI binds each
+/// rank to a core by default), or there are at least as many ranks on the
+/// node as CPUs this rank may use. Waking up every millisecond then
+/// preempts a rank (measured in BENCHMARKS.md: a helper that wakes every
+/// 1 ms and does nothing slowed stencil3d by 7% on 2 busy ranks on 2
+/// cores; with a free core, sampling every 1 ms cost 0.6%).
+pub(super) fn no_spare_core_warning(
+    interval: Duration,
+    cpus: usize,
+    local_ranks: Option<usize>,
+) -> Option<String> {
+    if interval >= Duration::from_millis(10) || cpus == 0 {
+        return None;
+    }
+    let why = if cpus == 1 {
+        "this rank may run on one CPU only (bound to a core), which its helper thread shares"
+            .to_string()
+    } else {
+        match local_ranks {
+            Some(local) if local >= cpus => format!(
+                "{local} ranks on this node may use {cpus} CPUs, so the helper threads share the ranks' cores"
+            ),
+            _ => return None,
+        }
+    };
+    Some(format!(
+        "MPIT_TUNER_INTERVAL={:?}: {why}; waking up this often takes CPU time from the application (see BENCHMARKS.md: +7% on stencil3d at 1ms without any sampling work); use 10ms or more, or leave a core free for the helper",
+        interval
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_intervals_without_a_spare_core_are_warned_about() {
+        let ms = Duration::from_millis;
+        // Bound to one core (Open MPI's default for small jobs).
+        assert!(no_spare_core_warning(ms(1), 1, None)
+            .unwrap()
+            .contains("one CPU"));
+        // As many ranks on the node as CPUs.
+        let w = no_spare_core_warning(ms(5), 2, Some(2)).unwrap();
+        assert!(w.contains("2 ranks on this node may use 2 CPUs"), "{w}");
+        // A core to spare, a long interval, or nothing known: silent.
+        assert!(no_spare_core_warning(ms(1), 2, Some(1)).is_none());
+        assert!(no_spare_core_warning(ms(10), 1, Some(8)).is_none());
+        assert!(no_spare_core_warning(ms(1), 4, None).is_none());
+    }
+}

@@ -1,0 +1,265 @@
+//! The runtime: one helper thread per rank that samples, decides and logs,
+//! started and stopped by the interposer.
+//!
+//! The interposer calls, in order:
+//! 1. [`PreInit::start`] inside `MPI_Init`, before `PMPI_Init`: MPI_T is
+//!    initialised and the catalogue loaded (the hook point for `pre-init`
+//!    policies);
+//! 2. [`Runtime::start`] right after `PMPI_Init`: rank, size, private
+//!    communicator, run directory, log header, then the helper thread;
+//! 3. [`ObjectTable::register`] / [`ObjectTable::retire`] from the object
+//!    wrappers, lock-free, at any time;
+//! 4. [`Runtime::finalize`] inside `MPI_Finalize`, before `PMPI_Finalize`:
+//!    stop and join the helper (bounded wait), last sample, free handles,
+//!    cross-rank summary, close the log.
+//!
+//! The application's threads never wait on the helper: it publishes its
+//! latest [`Snapshot`] through an `ArcSwap`.
+
+mod config;
+mod helper;
+pub mod log;
+mod rundir;
+mod start;
+
+pub use start::PreInit;
+
+use crate::sample::objects::ObjectTable;
+use crate::sample::{Sampler, Snapshot};
+use arc_swap::ArcSwap;
+pub use config::{Config, MIN_INTERVAL, VARIABLES};
+use log::LogWriter;
+use mpit::collective::{self, Collectives, ErrorsReturn, Failure, Verdict};
+use mpit::Result;
+use mpit::{Catalogue, Growth};
+use mpit::{Library, MpiT};
+use mpit::{Object, PrivateComm};
+use std::borrow::Cow;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use vocab::record::{self, Record};
+
+/// How many live communicators and windows are tracked at once.
+pub const OBJECT_CAPACITY: usize = 1024;
+
+/// Extension points for the policy engine, called on the helper thread
+/// (`tick`) or the application's thread inside MPI_Init/MPI_Finalize
+/// (the others). The default does nothing: monitor mode.
+pub trait Hooks: Send {
+    /// Before `MPI_T_init_thread` (environment variables: Open MPI reads
+    /// its `OMPI_MCA_*` variables when MPI_T initialises, not later).
+    fn before_mpit(&mut self, _env: &LaunchEnv) {}
+    /// Before `PMPI_Init` (settings read during init). `rank`/`size` come
+    /// from the launcher's environment when it sets them.
+    fn pre_init(&mut self, _mpit: &MpiT, _catalogue: &Catalogue, _env: &LaunchEnv) {}
+    /// What identifies these hooks' collective behaviour (a hash of the
+    /// policy set; 0 for none): the runtime checks it is the same on every
+    /// rank before [`Hooks::init`] runs its collectives.
+    fn identity(&self) -> u64 {
+        0
+    }
+    /// Right after `PMPI_Init`, with the log open; `seq` is the sequence of
+    /// the tool's collectives on its private communicator (every rank calls
+    /// this at the same point, and must make the same calls whatever fails).
+    fn init(
+        &mut self,
+        _mpit: &MpiT,
+        _catalogue: &Catalogue,
+        _info: &RunInfo,
+        _log: &mut LogWriter,
+        _seq: &mut Collectives,
+    ) {
+    }
+    /// After every sample, on the helper thread.
+    fn tick(
+        &mut self,
+        _mpit: &MpiT,
+        _catalogue: &Catalogue,
+        _snapshot: &Snapshot,
+        _log: &mut LogWriter,
+    ) {
+    }
+    /// At finalize, after the last sample.
+    fn finalize(
+        &mut self,
+        _mpit: &MpiT,
+        _catalogue: &Catalogue,
+        _snapshot: &Snapshot,
+        _log: &mut LogWriter,
+    ) {
+    }
+    /// Lines for the end-of-run report, each with its kind
+    /// (`"disabled"`, `"recommendation"`): rank 0's are written to
+    /// summary.json, and its recommendations printed.
+    fn report(&mut self) -> Vec<(&'static str, String)> {
+        Vec::new()
+    }
+    /// Per-rank numbers for the cross-rank summary (such as
+    /// `policy.<name>.writes`).
+    fn quantities(&self) -> Vec<(String, &'static str, f64)> {
+        Vec::new()
+    }
+}
+
+/// The monitor-only hooks.
+#[derive(Debug, Default)]
+pub struct NoHooks;
+impl Hooks for NoHooks {}
+
+/// Rank and size as the launcher announces them in the environment, known
+/// before MPI_Init.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaunchEnv {
+    /// This process's rank, if the launcher said.
+    pub rank: Option<u32>,
+    /// The job size, if the launcher said.
+    pub size: Option<u32>,
+}
+
+impl LaunchEnv {
+    /// Reads the variables MPICH's Hydra (`PMI_RANK`, `PMI_SIZE`), Open MPI
+    /// (`OMPI_COMM_WORLD_RANK`, `OMPI_COMM_WORLD_SIZE`), Slurm and PMIx set.
+    pub fn from_env() -> LaunchEnv {
+        let get = |names: &[&str]| {
+            names
+                .iter()
+                .find_map(|n| std::env::var(n).ok().and_then(|v| v.parse().ok()))
+        };
+        LaunchEnv {
+            rank: get(&[
+                "PMI_RANK",
+                "OMPI_COMM_WORLD_RANK",
+                "PMIX_RANK",
+                "SLURM_PROCID",
+            ]),
+            size: get(&["PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS"]),
+        }
+    }
+}
+
+/// Facts about this rank and run, in every log header.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct RunInfo {
+    /// Rank in `MPI_COMM_WORLD`.
+    pub rank: i32,
+    /// Size of `MPI_COMM_WORLD`.
+    pub size: i32,
+    /// Host name.
+    pub host: String,
+    /// Process id.
+    pub pid: u32,
+    /// `MPI_Get_library_version`.
+    pub library_version: String,
+    /// The library family.
+    pub library: Library,
+    /// The run directory.
+    pub dir: PathBuf,
+    /// Unix time the tuner started, in seconds.
+    pub start_unix: f64,
+}
+
+/// What the helper thread and the wrappers share, without locks.
+#[derive(Debug)]
+pub struct Shared {
+    /// Live communicators and windows.
+    pub objects: ObjectTable,
+    pub(crate) stop: AtomicBool,
+    pub(crate) flush: AtomicBool,
+    pub(crate) ticks: AtomicU64,
+    pub(crate) snapshot: ArcSwap<Snapshot>,
+}
+
+impl Shared {
+    /// The latest snapshot (lock-free).
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.snapshot.load_full()
+    }
+
+    /// Asks the helper to flush its log at its next wake-up (used by the
+    /// `MPI_Abort` wrapper).
+    pub fn request_flush(&self) {
+        self.flush.store(true, Release);
+    }
+
+    /// How many samples the helper took.
+    pub fn ticks(&self) -> u64 {
+        self.ticks.load(Relaxed)
+    }
+}
+
+/// The name serde gives a unit variant (`openmpi`, `MULTIPLE`).
+pub(crate) fn serde_name(value: impl serde::Serialize) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(s)) => s,
+        Ok(other) => other.to_string(),
+        Err(_) => String::new(),
+    }
+}
+
+/// The configuration as the header records it.
+pub(crate) fn config_record(config: &Config) -> record::RunConfig {
+    record::RunConfig {
+        enabled: config.enabled,
+        dir: config.dir.as_ref().map(|d| d.display().to_string()),
+        interval: config.interval.as_secs_f64(),
+        pvars: config.pvars.clone(),
+        policy: config.policy.as_ref().map(|p| p.display().to_string()),
+        quiet: config.quiet,
+        refresh: config.refresh.map(|r| r.as_secs_f64()),
+        flush: config.flush.as_secs_f64(),
+    }
+}
+
+/// A `warning` record.
+pub(crate) fn warning(t: f64, message: &str) -> Record<'static> {
+    Record::Warning(record::Warning {
+        t,
+        message: message.to_string(),
+    })
+}
+
+/// What the helper thread hands back when it stops.
+pub(crate) struct HelperDone {
+    pub(crate) sampler: Sampler,
+    pub(crate) log: LogWriter,
+    pub(crate) hooks: Box<dyn Hooks>,
+    pub(crate) last: Arc<Snapshot>,
+}
+
+/// The running tuner of one rank.
+pub struct Runtime {
+    pub(crate) shared: &'static Shared,
+    pub(crate) info: RunInfo,
+    pub(crate) config: Config,
+    pub(crate) mpit: MpiT,
+    pub(crate) private: PrivateComm,
+    /// A failure of the tool's collectives that the other ranks have not
+    /// heard of yet (an agreement that failed on this rank): told at the
+    /// next agreement, at finalize.
+    pub(crate) failure: Option<Failure>,
+    pub(crate) helper: Option<std::thread::Thread>,
+    pub(crate) done: crossbeam_channel::Receiver<HelperDone>,
+}
+
+/// Why the tuner is not running on this rank (the message was printed).
+#[derive(Debug)]
+pub struct Disabled(pub String);
+
+impl Runtime {
+    /// The lock-free state the wrappers use.
+    pub fn shared(&self) -> &'static Shared {
+        self.shared
+    }
+
+    /// Facts about this rank.
+    pub fn info(&self) -> &RunInfo {
+        &self.info
+    }
+
+    /// Messages collected before the rank was known, for rank 0 to print.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+}

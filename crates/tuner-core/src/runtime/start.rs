@@ -1,0 +1,363 @@
+//! Starting the tuner: [`PreInit::start`] before `PMPI_Init`, [`Runtime::start`]
+//! right after it.
+
+use super::*;
+use mpit::Comm;
+
+/// The MPI routine an error names, else `default`.
+fn error_call(e: &mpit::Error, default: &'static str) -> &'static str {
+    match e {
+        mpit::Error::Mpi(m) => m.call,
+        _ => default,
+    }
+}
+
+/// The state between `PreInit::start` and `Runtime::start`.
+pub struct PreInit {
+    config: Config,
+    warnings: Vec<String>,
+    mpit: MpiT,
+    catalogue: Catalogue,
+    hooks: Box<dyn Hooks>,
+    start: Instant,
+}
+
+impl PreInit {
+    /// Runs the `before_mpit` hook, initialises MPI_T and loads the
+    /// catalogue before `PMPI_Init`, then runs the `pre_init` hook.
+    pub fn start(
+        config: Config,
+        warnings: Vec<String>,
+        mut hooks: Box<dyn Hooks>,
+    ) -> Result<PreInit> {
+        hooks.before_mpit(&LaunchEnv::from_env());
+        let mpit = MpiT::init()?;
+        let catalogue = Catalogue::load(&mpit)?;
+        hooks.pre_init(&mpit, &catalogue, &LaunchEnv::from_env());
+        Ok(PreInit {
+            config,
+            warnings,
+            mpit,
+            catalogue,
+            hooks,
+            start: Instant::now(),
+        })
+    }
+}
+
+/// What the first agreement leaves a rank that may go on: its place, its
+/// state from before init, the tool's communicator and the sequence of the
+/// tool's collectives on it.
+struct Joined {
+    rank: i32,
+    size: i32,
+    pre: PreInit,
+    private: PrivateComm,
+    seq: Collectives,
+    same_hooks: bool,
+}
+
+impl Runtime {
+    /// Starts the tuner right after `PMPI_Init`: a collective over
+    /// `MPI_COMM_WORLD` (every rank calls it inside MPI_Init).
+    ///
+    /// Returns `Err(Disabled)` with a message (for rank 0; empty on the
+    /// others) when the tuner cannot run, on every rank alike: the ranks go
+    /// through the same sequence of the tool's collectives whatever fails
+    /// locally, and two agreements decide (see [`mpit::collective`]). The
+    /// first, on `MPI_COMM_WORLD` with `MPI_ERRORS_RETURN` swapped in, says
+    /// whether MPI_T and the private communicator exist everywhere; the
+    /// second, on the private communicator, whether every rank has its run
+    /// directory, log and sampler. Each rank's log header is on disk before
+    /// the second one, so that a run directory always says who started.
+    ///
+    /// `pre` is what [`PreInit::start`] returned on this rank.
+    pub fn start(
+        pre: std::result::Result<PreInit, String>,
+    ) -> std::result::Result<Runtime, Disabled> {
+        let world = mpit::comm_world().map_err(|e| Disabled(format!("no MPI_COMM_WORLD: {e}")))?;
+        let Joined {
+            rank,
+            size,
+            pre,
+            private,
+            mut seq,
+            same_hooks,
+        } = join(world, pre)?;
+        let PreInit {
+            config,
+            mut warnings,
+            mpit,
+            mut catalogue,
+            mut hooks,
+            start,
+        } = pre;
+
+        let dir = rundir::agree_on_run_dir(&mut seq, rank, config.dir.as_deref());
+        let growth = catalogue.refresh(&mpit).unwrap_or_else(|e| {
+            warnings.push(format!(
+                "the variables added by MPI_Init could not be listed ({e}); the catalogue is the one from before MPI_Init"
+            ));
+            Growth::default()
+        });
+        let info = run_info(&mpit, rank, size, dir.as_deref(), &mut warnings);
+        let mut log = open_log(&mut seq, dir.as_deref(), rank, &config);
+        let mut sampler = match Sampler::new(&mpit, catalogue.clone(), &config) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                seq.fail_local(format!("cannot create a PVAR session: {e}"));
+                None
+            }
+        };
+        if let Some(w) = helper::no_spare_core_warning(config.interval, cpus(), local_ranks()) {
+            warnings.push(w);
+        }
+        // Configuration problems go to rank 0's terminal; variables that
+        // cannot be sampled (components the library unloaded) only to the log.
+        if rank == 0 {
+            for w in &warnings {
+                mpit::say!("mpit-tuner: warning: {w}");
+            }
+        }
+        warnings.extend(catalogue.skipped_summary());
+        if let Some(s) = &mut sampler {
+            warnings.extend(s.take_warnings());
+        }
+        log.record(&header(
+            &info,
+            &mpit,
+            &config,
+            &catalogue,
+            growth,
+            sampler.as_ref(),
+        ));
+        for w in &warnings {
+            log.record(&warning(0.0, w));
+        }
+        // Who started is on disk before anything else can go wrong.
+        log.flush();
+
+        let sampler = match (seq.agree(), sampler) {
+            (Verdict::AllOk, Some(sampler)) => sampler,
+            (verdict, _) => {
+                let why = match verdict {
+                    Verdict::Failed(why) => why,
+                    // Voted yes without a sampler: impossible (its failure
+                    // was recorded), but never a reason to crash.
+                    Verdict::AllOk => collective::FailedOn::local(rank, "no PVAR session"),
+                };
+                close_disabled(&mut log, start, &why);
+                return Err(stop(rank, Some(private), &why));
+            }
+        };
+        // The policies' init stage has its own collectives and agreement:
+        // a failure there turns off only what it was for.
+        if !same_hooks {
+            let message = "the policy files differ across ranks (MPIT_TUNER_POLICY, or a file that did not parse everywhere): policies are off on all ranks, monitoring goes on";
+            if rank == 0 {
+                mpit::say!("mpit-tuner: {message}");
+            }
+            log.record(&warning(0.0, message));
+            hooks = Box::new(NoHooks);
+        }
+        hooks.init(&mpit, &catalogue, &info, &mut log, &mut seq);
+        log.flush();
+        let failure = seq.into_pending();
+
+        let shared: &'static Shared = Box::leak(Box::new(Shared {
+            objects: ObjectTable::new(OBJECT_CAPACITY),
+            stop: AtomicBool::new(false),
+            flush: AtomicBool::new(false),
+            ticks: AtomicU64::new(0),
+            snapshot: ArcSwap::from_pointee(Snapshot::default()),
+        }));
+        shared.objects.register(Object::Comm(world));
+        let (helper, done) = helper::spawn(shared, sampler, log, hooks, &config, start, rank);
+        Ok(Runtime {
+            shared,
+            info,
+            config,
+            mpit,
+            private,
+            failure,
+            helper,
+            done,
+        })
+    }
+}
+
+/// The first agreement, on `MPI_COMM_WORLD` with `MPI_ERRORS_RETURN`
+/// swapped in: every rank has MPI_T, its place, the same policies'
+/// identity, and the tool's private communicator; or the tuner is off on
+/// every rank.
+fn join(
+    world: Comm,
+    pre: std::result::Result<PreInit, String>,
+) -> std::result::Result<Joined, Disabled> {
+    // The application cannot use MPI_COMM_WORLD before MPI_Init
+    // returns: the tool's calls on it return their errors meanwhile.
+    let (guard, swap_error) = ErrorsReturn::swap_in(world);
+    let launch = LaunchEnv::from_env();
+    let (rank, size, place) = match mpit::rank_size(world) {
+        Ok((rank, size)) => (rank, size, None),
+        Err(e) => (
+            launch.rank.map_or(0, |r| r as i32),
+            launch.size.map_or(1, |s| s as i32),
+            Some(e),
+        ),
+    };
+    let mut seq = Collectives::new(world, rank);
+    if let Some(e) = swap_error {
+        seq.fail(error_call(&e, "MPI_Comm_set_errhandler"), &e);
+    }
+    if let Some(e) = place {
+        seq.fail(error_call(&e, "MPI_Comm_rank"), &e);
+    }
+    if let Err(why) = &pre {
+        seq.fail_local(format!("{why} (rank {rank})"));
+    }
+    // Policies decide collectively (their init aggregation): every rank
+    // must hold the same set, or none runs them.
+    let identity = pre.as_ref().map_or(0, |p| p.hooks.identity());
+    let same_hooks = seq.all_equal(identity as i64);
+    let private = collective::create_private(&mut seq, world);
+    let verdict = seq.agree();
+    if let Err(e) = guard.restore() {
+        mpit::say!(
+            "mpit-tuner[rank {rank}]: while putting the application's error handler back on MPI_COMM_WORLD: {e}"
+        );
+    }
+    if let Verdict::Failed(why) = verdict {
+        return Err(stop(rank, private, &why));
+    }
+    // This rank voted yes (else the verdict was Failed everywhere), so
+    // it has MPI_T and the communicator.
+    let (Ok(pre), Some(private)) = (pre, private) else {
+        return Err(Disabled("the tuner could not start on this rank".into()));
+    };
+    let seq = seq.moved_to(private.comm());
+    Ok(Joined {
+        rank,
+        size,
+        pre,
+        private,
+        seq,
+        same_hooks,
+    })
+}
+
+/// Turns the tuner off on this rank after a failed agreement: frees the
+/// tool's communicator; rank 0 says it for the job, another rank only what
+/// failed there.
+fn stop(rank: i32, private: Option<PrivateComm>, why: &collective::FailedOn) -> Disabled {
+    if let Some(mut comm) = private {
+        if let Err(e) = comm.free() {
+            mpit::say!("mpit-tuner[rank {rank}]: freeing the tool's communicator: {e}");
+        }
+    }
+    Disabled(match (&why.mine, rank) {
+        (_, 0) => format!("the tuner could not start: {why}; it is off on all ranks"),
+        (Some(mine), _) => format!("{} (this rank)", mine.message),
+        (None, _) => String::new(),
+    })
+}
+
+/// Facts about this rank for the header and the summary.
+fn run_info(
+    mpit: &MpiT,
+    rank: i32,
+    size: i32,
+    dir: Option<&Path>,
+    warnings: &mut Vec<String>,
+) -> RunInfo {
+    let library_version = mpit.library_version().unwrap_or_else(|e| {
+        warnings.push(format!("the MPI library did not say its version: {e}"));
+        String::new()
+    });
+    RunInfo {
+        rank,
+        size,
+        host: mpit::host_name(),
+        pid: std::process::id(),
+        library: Library::from_version(&library_version),
+        library_version,
+        dir: dir.map(Path::to_path_buf).unwrap_or_default(),
+        start_unix: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64()),
+    }
+}
+
+/// This rank's log in the run directory; a log that cannot be created is
+/// this rank's vote against starting.
+fn open_log(seq: &mut Collectives, dir: Option<&Path>, rank: i32, config: &Config) -> LogWriter {
+    let Some(dir) = dir else {
+        return LogWriter::discard();
+    };
+    let path = dir.join(log::rank_file_name(rank));
+    LogWriter::create(&path, config.flush).unwrap_or_else(|e| {
+        seq.fail_local(format!(
+            "cannot write {} (MPIT_TUNER_DIR): {e}",
+            path.display()
+        ));
+        LogWriter::discard()
+    })
+}
+
+/// CPUs this rank may use (0 when unknown).
+fn cpus() -> usize {
+    std::thread::available_parallelism().map_or(0, |n| n.get())
+}
+
+/// Ranks on this node, as the launcher says.
+fn local_ranks() -> Option<usize> {
+    ["MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok()?.trim().parse().ok())
+}
+
+/// The log's first record.
+fn header(
+    info: &RunInfo,
+    mpit: &MpiT,
+    config: &Config,
+    catalogue: &Catalogue,
+    growth: Growth,
+    sampler: Option<&Sampler>,
+) -> Record<'static> {
+    Record::Header(record::Header {
+        version: record::FORMAT_VERSION,
+        rank: info.rank,
+        size: info.size,
+        host: info.host.clone(),
+        pid: info.pid,
+        library: serde_name(info.library),
+        library_version: info.library_version.clone(),
+        mpi_t_thread_level: serde_name(mpit.provided()),
+        concurrent_callers: crate::sample::toolmetrics::concurrent_callers(),
+        start_unix: info.start_unix,
+        config: config_record(config),
+        catalogue: record::CatalogueCounts {
+            cvars: catalogue.cvars().len(),
+            pvars: catalogue.pvars().len(),
+            categories: catalogue.categories().len(),
+            skipped: catalogue.skipped().len(),
+            grew_during_init: growth,
+        },
+        variables: sampler.map(Sampler::sampled_variables).unwrap_or_default(),
+    })
+}
+
+/// The end of a log whose rank did not start: why, and a close record.
+fn close_disabled(log: &mut LogWriter, start: Instant, why: &collective::FailedOn) {
+    let message = format!("the tuner could not start: {why}; it is off on all ranks");
+    log.record(&warning(0.0, &message));
+    log.record(&Record::Close(record::Close {
+        t: start.elapsed().as_secs_f64(),
+        reason: "disabled".into(),
+        samples: 0,
+        objects_untracked: 0,
+        objects_short_lived: 0,
+    }));
+    log.flush();
+}
