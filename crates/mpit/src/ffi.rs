@@ -827,28 +827,20 @@ pub(crate) fn category_get_info(api: &Api, index: c_int) -> Result<RawCategory> 
         )
     };
     check(api, "MPI_T_category_get_info", rc)?;
-    let list = |len: c_int, which: u8| -> Result<Vec<c_int>> {
+    // The three member lists share one signature (index, length, array of
+    // indices); each is fetched with its own function (resolved only when
+    // the list is not empty) and named in errors.
+    let list = |len: c_int,
+                get: Result<unsafe extern "C" fn(c_int, c_int, *mut c_int) -> c_int>,
+                name: &'static str|
+     -> Result<Vec<c_int>> {
         let len = len.clamp(0, 1 << 20);
         let mut out = vec![0 as c_int; len as usize];
         if len == 0 {
             return Ok(out);
         }
-        let (get, name) = match which {
-            0 => (
-                func!(api, MPI_T_category_get_cvars)?,
-                "MPI_T_category_get_cvars",
-            ),
-            1 => (
-                func!(api, MPI_T_category_get_pvars)?,
-                "MPI_T_category_get_pvars",
-            ),
-            _ => (
-                func!(api, MPI_T_category_get_categories)?,
-                "MPI_T_category_get_categories",
-            ),
-        };
-        // SAFETY: `out` holds `len` ints; the three functions share this
-        // signature (index, length, array of indices).
+        let get = get?;
+        // SAFETY: `out` holds `len` ints, the length passed with it.
         let rc = unsafe { get(index, len, out.as_mut_ptr()) };
         check(api, name, rc)?;
         Ok(out)
@@ -856,9 +848,21 @@ pub(crate) fn category_get_info(api: &Api, index: c_int) -> Result<RawCategory> 
     Ok(RawCategory {
         name: string_from(&name),
         desc: string_from(&desc),
-        cvars: list(ncvars, 0)?,
-        pvars: list(npvars, 1)?,
-        categories: list(ncats, 2)?,
+        cvars: list(
+            ncvars,
+            func!(api, MPI_T_category_get_cvars),
+            "MPI_T_category_get_cvars",
+        )?,
+        pvars: list(
+            npvars,
+            func!(api, MPI_T_category_get_pvars),
+            "MPI_T_category_get_pvars",
+        )?,
+        categories: list(
+            ncats,
+            func!(api, MPI_T_category_get_categories),
+            "MPI_T_category_get_categories",
+        )?,
     })
 }
 
