@@ -135,6 +135,43 @@ impl<'t> Cvar<'t> {
         ffi::cvar_write(ffi::api()?, self.live()?, &buf).map_err(|e| e.about(&self.info.name))
     }
 
+    /// Writes a scalar integer variable (`MPI_INT`, `MPI_UNSIGNED` and the
+    /// other integer types of one element) without allocating: for writes
+    /// on the application's own calls (collective algorithm selection).
+    /// Checks the scope like [`Cvar::write`]; errors name the variable.
+    pub fn write_scalar_int(&self, value: i64) -> Result<()> {
+        if !self.info.scope.is_writable() {
+            return Err(Error::NotWritable {
+                variable: self.info.name.clone(),
+                scope: self.info.scope.to_string(),
+            });
+        }
+        let size = self.info.datatype.size();
+        let integer = self.info.datatype.is_integer();
+        if self.count != 1 || !integer || size == 0 || size > 8 {
+            return Err(Error::BadValue {
+                variable: self.info.name.clone(),
+                message: format!(
+                    "not a scalar integer ({} x {})",
+                    self.count,
+                    self.info.datatype.short()
+                ),
+            });
+        }
+        // Little-endian hosts only store the low bytes first; the buffer is
+        // the value's bytes in native order, truncated to the type's size.
+        let mut buf = [0u64; 1];
+        let bytes = value.to_ne_bytes();
+        let mut out = [0u8; 8];
+        if cfg!(target_endian = "little") {
+            out[..size].copy_from_slice(&bytes[..size]);
+        } else {
+            out[..size].copy_from_slice(&bytes[8 - size..]);
+        }
+        buf[0] = u64::from_ne_bytes(out);
+        ffi::cvar_write(ffi::api()?, self.live()?, &buf).map_err(|e| e.about(&self.info.name))
+    }
+
     fn live(&self) -> Result<&CvarHandle> {
         // Only `close` (which takes `self`) empties it.
         self.handle.as_ref().ok_or(Error::NoMpi)

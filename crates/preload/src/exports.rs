@@ -19,6 +19,7 @@ use mpit_sys::{
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use tuner_core::decide::collectives::{self, Collective};
 use tuner_core::sample::toolmetrics::{self, Family, Timing};
 
 /// Runs the tuner's part of a wrapper; a panic disables the tuner.
@@ -581,24 +582,124 @@ counted_call! {
         as Wait bytes 0;
     MPI_Waitsome => c"MPI_Waitsome"(incount: c_int, requests: *mut mpit_sys::MPI_Request, outcount: *mut c_int, indices: *mut c_int, statuses: *mut MPI_Status)
         as Wait bytes 0;
-    MPI_Allreduce => c"MPI_Allreduce"(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm)
-        as Allreduce bytes bytes(count, datatype);
-    MPI_Reduce => c"MPI_Reduce"(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm)
-        as Reduce bytes bytes(count, datatype);
-    MPI_Bcast => c"MPI_Bcast"(buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm)
-        as Bcast bytes bytes(count, datatype);
-    MPI_Barrier => c"MPI_Barrier"(comm: MPI_Comm)
-        as Barrier bytes 0;
-    MPI_Allgather => c"MPI_Allgather"(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
-        recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm)
-        as Allgather bytes bytes(recvcount, recvtype);
-    MPI_Alltoall => c"MPI_Alltoall"(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
-        recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm)
-        as Alltoall bytes bytes(recvcount, recvtype);
     MPI_Gather => c"MPI_Gather"(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
         recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm)
         as Gather bytes if sendbuf == in_place() { bytes(recvcount, recvtype) } else { bytes(sendcount, sendtype) };
     MPI_Scatter => c"MPI_Scatter"(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
         recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm)
         as Scatter bytes if recvbuf.cast_const() == in_place() { bytes(sendcount, sendtype) } else { bytes(recvcount, recvtype) };
+}
+
+/// Counts a blocking collective like [`counted`] and, when online
+/// collective tuning runs, sets the algorithm this call must use before it
+/// and counts it for the search after it (timing it when either asks).
+#[inline]
+fn tuned(
+    family: Option<Family>,
+    collective: Collective,
+    comm: MPI_Comm,
+    bytes: impl FnOnce() -> u64,
+    call: impl FnOnce() -> c_int,
+) -> c_int {
+    if !collectives::on() {
+        return match family {
+            Some(family) => counted(family, bytes, call),
+            None => call(),
+        };
+    }
+    let bytes = bytes();
+    let ticket = catch_unwind(AssertUnwindSafe(|| {
+        collectives::before(collective, Comm::from_raw(comm), bytes)
+    }))
+    .ok()
+    .flatten();
+    let Some(ticket) = ticket else {
+        return match family {
+            Some(family) => counted(family, || bytes, call),
+            None => call(),
+        };
+    };
+    let timing = match family {
+        Some(family) if lifecycle::metrics_on() => {
+            catch_unwind(AssertUnwindSafe(|| toolmetrics::record(family, bytes)))
+                .unwrap_or(Timing::No)
+        }
+        _ => Timing::No,
+    };
+    let wants = ticket.timed();
+    let start = (wants || timing != Timing::No).then(std::time::Instant::now);
+    let rc = call();
+    let ns = start.map(|s| s.elapsed().as_nanos() as u64);
+    if let (Some(family), Some(ns)) = (family, ns) {
+        if timing != Timing::No {
+            toolmetrics::record_time(family, timing, ns);
+        }
+    }
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        collectives::after(ticket, ns.filter(|_| wants))
+    }));
+    rc
+}
+
+macro_rules! tuned_call {
+    ($($sym:ident => $name:literal ( $($arg:ident : $ty:ty),* ) as $family:ident tune $coll:ident on $comm:ident bytes $bytes:expr;)+) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $sym($($arg: $ty),*) -> c_int {
+            let real = real!($name, unsafe extern "C" fn($($ty),*) -> c_int);
+            tuned(Some(Family::$family), Collective::$coll, $comm, || $bytes, || {
+                // SAFETY: the application's own arguments, passed through.
+                unsafe { real($($arg),*) }
+            })
+        }
+    )+};
+}
+
+tuned_call! {
+    MPI_Allreduce => c"MPI_Allreduce"(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm)
+        as Allreduce tune Allreduce on comm bytes bytes(count, datatype);
+    MPI_Reduce => c"MPI_Reduce"(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm)
+        as Reduce tune Reduce on comm bytes bytes(count, datatype);
+    MPI_Bcast => c"MPI_Bcast"(buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm)
+        as Bcast tune Bcast on comm bytes bytes(count, datatype);
+    MPI_Barrier => c"MPI_Barrier"(comm: MPI_Comm)
+        as Barrier tune Barrier on comm bytes 0;
+    MPI_Allgather => c"MPI_Allgather"(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
+        recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm)
+        as Allgather tune Allgather on comm bytes bytes(recvcount, recvtype);
+    MPI_Alltoall => c"MPI_Alltoall"(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
+        recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm)
+        as Alltoall tune Alltoall on comm bytes bytes(recvcount, recvtype);
+}
+
+/// Not counted (no family of its own in the tool's metrics), tuned.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Reduce_scatter_block(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    let real = real!(
+        c"MPI_Reduce_scatter_block",
+        unsafe extern "C" fn(
+            *const c_void,
+            *mut c_void,
+            c_int,
+            MPI_Datatype,
+            MPI_Op,
+            MPI_Comm,
+        ) -> c_int
+    );
+    tuned(
+        None,
+        Collective::ReduceScatterBlock,
+        comm,
+        || bytes(recvcount, datatype),
+        || {
+            // SAFETY: the application's own arguments, passed through.
+            unsafe { real(sendbuf, recvbuf, recvcount, datatype, op, comm) }
+        },
+    )
 }

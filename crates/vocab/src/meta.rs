@@ -252,6 +252,12 @@ impl Datatype {
         }
     }
 
+    /// Whether the values are integers (every type but `DOUBLE`, `CHAR`
+    /// and unknown ones).
+    pub fn is_integer(self) -> bool {
+        !matches!(self, Datatype::Double | Datatype::Char | Datatype::Unknown)
+    }
+
     /// A short lower-case name for tables (`int`, `u64`, `double`, `string`).
     pub fn short(self) -> &'static str {
         match self {

@@ -66,6 +66,10 @@ pub enum Record<'a> {
     PolicySummary(PolicySummary),
     /// Variables the library added while the job ran.
     Catalogue(CatalogueGrowth),
+    /// Online collective tuning: a trial, a decision, a recheck or a stop
+    /// for one (communicator, collective, size bin); identical on every
+    /// rank of the communicator but for `t`.
+    Collective(CollectiveTuning),
     /// The last record of a rank that finished (or whose tuner was off).
     Close(Close),
     /// `mpit-tuner replay` output: the first record of a replayed rank.
@@ -89,6 +93,7 @@ pub const KINDS: &[&str] = &[
     "policy_disabled",
     "policy_summary",
     "catalogue",
+    "collective",
     "close",
     "replay",
     "replay_end",
@@ -110,6 +115,7 @@ impl Record<'_> {
             Record::PolicyDisabled(_) => "policy_disabled",
             Record::PolicySummary(_) => "policy_summary",
             Record::Catalogue(_) => "catalogue",
+            Record::Collective(_) => "collective",
             Record::Close(_) => "close",
             Record::Replay(_) => "replay",
             Record::ReplayEnd(_) => "replay_end",
@@ -130,6 +136,7 @@ impl Record<'_> {
             Record::PolicyDisabled(r) => r.t,
             Record::PolicySummary(r) => r.t,
             Record::Catalogue(r) => r.t,
+            Record::Collective(r) => r.t,
             Record::Close(r) => r.t,
             Record::Replay(r) => r.t,
             Record::ReplayEnd(r) => r.t,
@@ -191,6 +198,10 @@ pub struct RunConfig {
     pub refresh: Option<f64>,
     /// How often the log is flushed.
     pub flush: f64,
+    /// Online collective tuning, when asked for: which collectives and the
+    /// window (`allreduce,bcast (window 8)`, `all (window 8)`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub collectives: Option<String>,
 }
 
 /// How many variables the catalogue holds.
@@ -536,6 +547,58 @@ pub struct CatalogueGrowth {
     pub new_pvars: usize,
     /// Every PVAR sampled from now on.
     pub variables: Vec<SampledVariable>,
+}
+
+/// One event of online collective tuning.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CollectiveTuning {
+    /// Seconds since start.
+    pub t: f64,
+    /// `start` (what is tuned, once per rank), `trial`, `decision`,
+    /// `recheck`, `stopped`, `setup_failed`, `reduction_failed`,
+    /// `write_failed`, `concurrent`, `off` (why nothing is tuned).
+    pub event: String,
+    /// The communicator: a label the same on all its ranks (`c<world rank
+    /// of its rank 0>.<n>`), empty for events of the process.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub comm: String,
+    /// Its size.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comm_size: Option<i32>,
+    /// The collective (`allreduce`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub collective: Option<String>,
+    /// The message sizes of the bin, in bytes: `[lo, hi]`, `hi` null for
+    /// the last bin.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bin: Option<(u64, Option<u64>)>,
+    /// The algorithm tried or chosen (the library's name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub algorithm: Option<String>,
+    /// Its value of the library's variable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<i64>,
+    /// Time per call agreed across ranks (maximum over ranks of each
+    /// rank's mean), microseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_us: Option<f64>,
+    /// The default's time per call, microseconds (decisions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_us: Option<f64>,
+    /// Calls the trial ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calls: Option<u64>,
+    /// A trial dropped after its first window: far slower than the
+    /// default.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dropped: bool,
+    /// Decisions: what the search cost beyond running the fastest
+    /// algorithm on the same calls, microseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_us: Option<f64>,
+    /// Why, for events that are not measurements.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 /// The last record of a rank.

@@ -795,7 +795,10 @@ pub fn read_rank(
             Record::Close(c) => log.close = Some((t, c.reason, c.samples)),
             // Decisions are many and the report tells their effects (writes,
             // notes); replay records are not in run directories.
-            Record::Decision(_) | Record::Replay(_) | Record::ReplayEnd(_) => {}
+            Record::Decision(_)
+            | Record::Collective(_)
+            | Record::Replay(_)
+            | Record::ReplayEnd(_) => {}
         }
     }
     if bad > BAD_LINES_SHOWN {

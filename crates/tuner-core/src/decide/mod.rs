@@ -10,6 +10,7 @@
 
 pub mod actuator;
 mod backends;
+pub mod collectives;
 mod engine;
 mod hooks;
 

@@ -25,6 +25,9 @@ impl Runtime {
     /// `MPI_T_finalize` only where that is safe for this library).
     pub fn finalize(mut self) -> MpiT {
         let (mut done, wait) = self.stop_helper();
+        // Back to the library's defaults before anything else of the
+        // finalization runs collectives.
+        let tuning_notes = crate::decide::collectives::stop();
         let snapshot = match &done {
             Some(d) => (*d.last).clone(),
             None => (*self.shared.snapshot()).clone(),
@@ -63,6 +66,7 @@ impl Runtime {
             notes.push(format!("freeing the tool's communicator: {e}"));
         }
         notes.extend(counted_failures());
+        notes.extend(tuning_notes);
         match done {
             Some(d) => self.close_log(d, &snapshot, notes),
             None => {
@@ -101,6 +105,9 @@ impl Runtime {
     /// then the close record.
     fn close_log(&self, mut done: HelperDone, snapshot: &Snapshot, mut notes: Vec<String>) {
         notes.extend(done.sampler.close());
+        for event in crate::decide::collectives::events() {
+            done.log.record(&crate::decide::collectives::record(&event));
+        }
         for message in &notes {
             done.log.record(&warning(snapshot.t, message));
         }

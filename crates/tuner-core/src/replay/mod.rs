@@ -376,6 +376,7 @@ mod tests {
                 quiet: true,
                 refresh: None,
                 flush: 1.0,
+                collectives: None,
             },
             catalogue: record::CatalogueCounts::default(),
             variables,

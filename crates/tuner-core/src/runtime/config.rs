@@ -3,6 +3,7 @@
 //! A bad value never stops the job: it produces one warning naming the
 //! variable and the value, and the default is used.
 
+use crate::decide::collectives::{Collective, Params, COLLECTIVES};
 use policies::parse_duration;
 use regex::Regex;
 use serde::Serialize;
@@ -49,6 +50,14 @@ pub const VARIABLES: &[(&str, &str)] = &[
         "MPIT_TUNER_FLUSH",
         "how often the log buffer is flushed to disk (default 1s)",
     ),
+    (
+        "MPIT_TUNER_COLLECTIVES",
+        "`tune` tunes the collective algorithms online on the application's calls, or a list such as `allreduce,bcast`; default `off` (a different algorithm can change floating-point results in the last bits)",
+    ),
+    (
+        "MPIT_TUNER_COLLECTIVES_WINDOW",
+        "calls per measurement window of collective tuning (default 8; 1 is the most aggressive)",
+    ),
 ];
 
 /// The runtime's configuration.
@@ -78,6 +87,41 @@ pub struct Config {
     /// The compiled PVAR selection.
     #[serde(skip)]
     pub pvar_patterns: Vec<Regex>,
+    /// Online collective tuning, when asked for (`MPIT_TUNER_COLLECTIVES`).
+    pub collectives: Option<CollectiveConfig>,
+}
+
+/// What online collective tuning tunes.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CollectiveConfig {
+    /// The collectives (empty: every one the library lets the tuner switch).
+    pub collectives: Vec<Collective>,
+    /// Calls per measurement window.
+    pub window: u32,
+}
+
+impl CollectiveConfig {
+    /// The search parameters.
+    pub fn params(&self) -> Params {
+        Params {
+            window: self.window,
+            ..Params::default()
+        }
+    }
+
+    /// As the header records it: `allreduce,bcast (window 8)`.
+    pub fn describe(&self) -> String {
+        let which = if self.collectives.is_empty() {
+            "all".to_string()
+        } else {
+            self.collectives
+                .iter()
+                .map(|c| c.name())
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        format!("{which} (window {})", self.window)
+    }
 }
 
 impl Default for Config {
@@ -92,6 +136,7 @@ impl Default for Config {
             refresh: Some(Duration::from_secs(5)),
             flush: Duration::from_secs(1),
             pvar_patterns: Vec::new(),
+            collectives: None,
         }
     }
 }
@@ -168,6 +213,7 @@ impl Config {
                 Err(e) => warnings.push(format!("MPIT_TUNER_FLUSH={v:?}: {e}; using 1s")),
             }
         }
+        config.collectives = collectives_from(&lookup, &mut warnings);
         (config, warnings)
     }
 
@@ -186,6 +232,50 @@ fn opt_seconds<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok
         Some(d) => s.serialize_f64(d.as_secs_f64()),
         None => s.serialize_none(),
     }
+}
+
+/// `MPIT_TUNER_COLLECTIVES` and `MPIT_TUNER_COLLECTIVES_WINDOW`.
+fn collectives_from(
+    lookup: &impl Fn(&str) -> Option<String>,
+    warnings: &mut Vec<String>,
+) -> Option<CollectiveConfig> {
+    let v = lookup("MPIT_TUNER_COLLECTIVES")?;
+    let mut collectives = Vec::new();
+    match v.trim().to_ascii_lowercase().as_str() {
+        "" | "off" | "0" | "false" | "no" => return None,
+        "tune" | "on" | "1" | "true" | "yes" | "all" => {}
+        list => {
+            for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+                match Collective::parse(item) {
+                    Some(c) if !collectives.contains(&c) => collectives.push(c),
+                    Some(_) => {}
+                    None => warnings.push(format!(
+                        "MPIT_TUNER_COLLECTIVES: `{item}` is not a collective the tuner knows ({}); ignored",
+                        COLLECTIVES.map(|c| c.name()).join(", ")
+                    )),
+                }
+            }
+            if collectives.is_empty() {
+                warnings.push(format!(
+                    "MPIT_TUNER_COLLECTIVES={v:?} names no collective; collective tuning stays off"
+                ));
+                return None;
+            }
+        }
+    }
+    let mut window = Params::default().window;
+    if let Some(w) = lookup("MPIT_TUNER_COLLECTIVES_WINDOW") {
+        match w.trim().parse::<u32>() {
+            Ok(n) if n >= 1 => window = n,
+            _ => warnings.push(format!(
+                "MPIT_TUNER_COLLECTIVES_WINDOW={w:?} is not a whole number of calls of at least 1; using {window}"
+            )),
+        }
+    }
+    Some(CollectiveConfig {
+        collectives,
+        window,
+    })
 }
 
 fn parse_bool(v: &str) -> Option<bool> {

@@ -103,6 +103,9 @@ fn helper_loop(
             ),
         }));
         hooks.tick(&mpit, sampler.catalogue(), &snapshot, &mut log);
+        for event in crate::decide::collectives::events() {
+            log.record(&crate::decide::collectives::record(&event));
+        }
         for w in sampler.take_warnings() {
             log.record(&warning(t, &w));
         }

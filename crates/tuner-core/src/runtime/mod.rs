@@ -27,7 +27,7 @@ pub use start::PreInit;
 use crate::sample::objects::ObjectTable;
 use crate::sample::{Sampler, Snapshot};
 use arc_swap::ArcSwap;
-pub use config::{Config, MIN_INTERVAL, VARIABLES};
+pub use config::{CollectiveConfig, Config, MIN_INTERVAL, VARIABLES};
 use log::LogWriter;
 use mpit::collective::{self, Collectives, ErrorsReturn, Failure, Verdict};
 use mpit::Result;
@@ -209,6 +209,7 @@ pub(crate) fn config_record(config: &Config) -> record::RunConfig {
         quiet: config.quiet,
         refresh: config.refresh.map(|r| r.as_secs_f64()),
         flush: config.flush.as_secs_f64(),
+        collectives: config.collectives.as_ref().map(|c| c.describe()),
     }
 }
 

@@ -161,6 +161,9 @@ impl Runtime {
             hooks = Box::new(NoHooks);
         }
         hooks.init(&mpit, &catalogue, &info, &mut log, &mut seq);
+        if let Some(cc) = &config.collectives {
+            tune_collectives(cc, &catalogue, &info, &mut log, &mut seq);
+        }
         log.flush();
         let failure = seq.into_pending();
 
@@ -360,4 +363,100 @@ fn close_disabled(log: &mut LogWriter, start: Instant, why: &collective::FailedO
         objects_short_lived: 0,
     }));
     log.flush();
+}
+
+/// Starts online collective tuning if this library allows it, on every
+/// rank or on none: the ranks agree that they tune the same collectives
+/// with the same candidates and parameters (else they would reach
+/// different agreed points), in one reduction and one agreement on the
+/// tool's communicator.
+fn tune_collectives(
+    cc: &CollectiveConfig,
+    catalogue: &Catalogue,
+    info: &RunInfo,
+    log: &mut LogWriter,
+    seq: &mut Collectives,
+) {
+    use crate::decide::collectives::{self as tune, Bins, Support, Target, COLLECTIVES};
+    let rank = info.rank;
+    let mut why_not = None;
+    let mut prepared = None;
+    if crate::sample::toolmetrics::concurrent_callers() {
+        why_not = Some(
+            "the application initialised MPI with MPI_THREAD_MULTIPLE: the algorithm variables are \
+             process-wide, so two threads' collectives could see each other's choice; collective \
+             tuning is off"
+                .to_string(),
+        );
+    } else {
+        match tune::support(info.library, &info.library_version) {
+            Support::NextCall => match MpiT::init() {
+                Ok(mut own) => {
+                    // The tuner's handles live as long as the process; this
+                    // reference on MPI_T is never finalized by the tool.
+                    own.set_finalize_on_drop(false);
+                    let own: &'static MpiT = Box::leak(Box::new(own));
+                    let wanted: Vec<_> = if cc.collectives.is_empty() {
+                        COLLECTIVES.to_vec()
+                    } else {
+                        cc.collectives.clone()
+                    };
+                    let mut targets = Vec::new();
+                    for c in wanted {
+                        let default = catalogue
+                            .cvar(&c.mpich_cvar())
+                            .and_then(|v| mpit::Cvar::open(own, v, Object::None).ok())
+                            .and_then(|v| v.read().ok())
+                            .and_then(|v| v.as_i64())
+                            .unwrap_or(0);
+                        match Target::find(catalogue, c, default, &[]) {
+                            Ok(t) => targets.push(t),
+                            Err(e) => log.record(&tune::note(0.0, "skipped", e)),
+                        }
+                    }
+                    let (tuner, messages) =
+                        tune::prepare(own, targets, Bins::default(), cc.params(), rank);
+                    for m in messages {
+                        log.record(&tune::note(0.0, "skipped", m));
+                    }
+                    if tuner.is_none() {
+                        why_not = Some("no collective of this library can be tuned".into());
+                    }
+                    prepared = tuner;
+                }
+                Err(e) => why_not = Some(format!("MPI_T is not available for the tuner: {e}")),
+            },
+            Support::StartOnly(why) | Support::Unknown(why) => why_not = Some(why),
+        }
+    }
+    let signature = prepared.as_ref().map_or(0, tune::Tuner::signature);
+    let same = seq.all_equal(signature as i64);
+    let verdict = seq.agree();
+    let why_not = match (verdict, same, prepared) {
+        (Verdict::AllOk, true, Some(tuner)) => match tune::activate(tuner) {
+            Ok(t) => {
+                let what = t
+                    .tuned()
+                    .map(|t| {
+                        let names: Vec<_> = t.candidates.iter().map(|(n, _)| n.as_str()).collect();
+                        format!("{} ({})", t.collective.name(), names.join(", "))
+                    })
+                    .collect::<Vec<_>>()
+                    .join("; ");
+                log.record(&tune::note(0.0, "start", format!("tuning {what}; window {} calls", cc.window)));
+                if rank == 0 {
+                    mpit::say!("mpit-tuner: collective tuning on: {what}");
+                }
+                return;
+            }
+            Err(e) => e,
+        },
+        (Verdict::Failed(why), _, _) => format!("the ranks could not agree: {why}"),
+        (_, false, _) => "the ranks differ in what they could tune (library, variables or settings); collective tuning is off on all ranks".into(),
+        (_, true, None) => why_not.unwrap_or_else(|| "nothing to tune".into()),
+    };
+    log.record(&tune::note(0.0, "off", why_not.clone()));
+    if rank == 0 {
+        mpit::say!("mpit-tuner: collective tuning is off: {why_not}");
+    }
 }

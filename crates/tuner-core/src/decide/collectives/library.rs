@@ -1,0 +1,303 @@
+//! What each MPI library lets the tuner switch, and when a switch takes
+//! effect: per library and version, from measurement (see the README's
+//! "Collective tuning" section and the tests that re-check it), never
+//! assumed from a write that "succeeds".
+
+use mpit::{Catalogue, CvarInfo, Datatype, Library, Scope};
+
+/// The blocking collectives the tuner can switch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+#[repr(usize)]
+pub enum Collective {
+    /// `MPI_Allreduce`
+    Allreduce,
+    /// `MPI_Bcast`
+    Bcast,
+    /// `MPI_Reduce`
+    Reduce,
+    /// `MPI_Allgather`
+    Allgather,
+    /// `MPI_Alltoall`
+    Alltoall,
+    /// `MPI_Reduce_scatter_block`
+    ReduceScatterBlock,
+    /// `MPI_Barrier`
+    Barrier,
+}
+
+/// Every collective, in index order.
+pub const COLLECTIVES: [Collective; 7] = [
+    Collective::Allreduce,
+    Collective::Bcast,
+    Collective::Reduce,
+    Collective::Allgather,
+    Collective::Alltoall,
+    Collective::ReduceScatterBlock,
+    Collective::Barrier,
+];
+
+impl Collective {
+    /// The lower-case name (`allreduce`, `reduce_scatter_block`), as in
+    /// policy files and logs.
+    pub fn name(self) -> &'static str {
+        match self {
+            Collective::Allreduce => "allreduce",
+            Collective::Bcast => "bcast",
+            Collective::Reduce => "reduce",
+            Collective::Allgather => "allgather",
+            Collective::Alltoall => "alltoall",
+            Collective::ReduceScatterBlock => "reduce_scatter_block",
+            Collective::Barrier => "barrier",
+        }
+    }
+
+    /// The collective named `name` (as [`Collective::name`] spells it).
+    pub fn parse(name: &str) -> Option<Collective> {
+        COLLECTIVES
+            .into_iter()
+            .find(|c| c.name().eq_ignore_ascii_case(name.trim()))
+    }
+
+    /// MPICH's (and MVAPICH2's MPICH-derived) intra-communicator algorithm
+    /// variable.
+    pub fn mpich_cvar(self) -> String {
+        format!(
+            "MPIR_CVAR_{}_INTRA_ALGORITHM",
+            self.name().to_ascii_uppercase()
+        )
+    }
+
+    /// MPICH 4.0-4.1's algorithm names, in value order (0 is `auto`), as
+    /// the variable's description lists them (MPICH generates the values
+    /// in that order). MPI_T gives no enumeration for these variables, and
+    /// the description it returns has lost its line breaks, so the names
+    /// are known here and checked against the description at load.
+    fn mpich4_algorithms(self) -> &'static [&'static str] {
+        match self {
+            Collective::Allreduce => &[
+                "auto",
+                "nb",
+                "smp",
+                "recursive_doubling",
+                "reduce_scatter_allgather",
+            ],
+            Collective::Bcast => &[
+                "auto",
+                "binomial",
+                "nb",
+                "smp",
+                "scatter_recursive_doubling_allgather",
+                "scatter_ring_allgather",
+            ],
+            Collective::Reduce => &["auto", "binomial", "nb", "smp", "reduce_scatter_gather"],
+            Collective::Allgather => &["auto", "brucks", "nb", "recursive_doubling", "ring"],
+            Collective::Alltoall => &[
+                "auto",
+                "brucks",
+                "nb",
+                "pairwise",
+                "pairwise_sendrecv_replace",
+                "scattered",
+            ],
+            Collective::ReduceScatterBlock => &[
+                "auto",
+                "noncommutative",
+                "recursive_doubling",
+                "pairwise",
+                "recursive_halving",
+                "nb",
+            ],
+            Collective::Barrier => &["auto", "nb", "smp", "dissemination"],
+        }
+    }
+}
+
+/// When a value written through MPI_T after `MPI_Init` takes effect.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Support {
+    /// At the library's next call (MPICH 4.0.2, measured: `MPIR_<Coll>_impl`
+    /// switches on the variable at every call; a 1 MiB allreduce on 4 ranks
+    /// halves its time at the call after the write).
+    NextCall,
+    /// Only when set before start (environment or pre-init write): the
+    /// online mode cannot tune this library; the reason says what can.
+    StartOnly(String),
+    /// Not known for this library or version: not tuned online.
+    Unknown(String),
+}
+
+/// What `library` (its `MPI_Get_library_version` text in `version`) does
+/// with algorithm variables written at run time.
+pub fn support(library: Library, version: &str) -> Support {
+    match library {
+        Library::Mpich => match mpich_major_minor(version) {
+            Some((4, 0 | 1)) => Support::NextCall,
+            Some((major, minor)) => Support::Unknown(format!(
+                "MPICH {major}.{minor} is not measured yet (online collective tuning is known to work on MPICH 4.0 and 4.1)"
+            )),
+            None => Support::Unknown("the MPICH version could not be read".into()),
+        },
+        Library::OpenMpi => Support::StartOnly(
+            "Open MPI 4.1 accepts a write of coll_tuned_<coll>_algorithm after MPI_Init, reads it back, \
+             and keeps using the algorithm chosen when the communicator was created (measured); \
+             choose algorithms before start instead (OMPI_MCA_coll_tuned_use_dynamic_rules=1 and \
+             OMPI_MCA_coll_tuned_<coll>_algorithm, or a dynamic rules file)"
+                .into(),
+        ),
+        Library::Mvapich2 => Support::StartOnly(
+            "MVAPICH2 2.3.7 accepts a write of MPIR_CVAR_<COLL>_COLLECTIVE_ALGORITHM after MPI_Init \
+             and keeps the algorithm chosen at start (measured); set it in the environment instead"
+                .into(),
+        ),
+        _ => Support::Unknown(format!(
+            "{library:?} is not measured (online collective tuning is known to work on MPICH 4.0 and 4.1)"
+        )),
+    }
+}
+
+/// `(4, 0)` from "MPICH Version:      4.0.2 ...".
+fn mpich_major_minor(version: &str) -> Option<(u32, u32)> {
+    let rest = version.split("Version:").nth(1)?.trim_start();
+    let mut parts = rest
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|s| !s.is_empty());
+    Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
+}
+
+/// One collective the tuner may switch in this process: the variable and
+/// the algorithms (index 0 is the value at start, the library's default).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Target {
+    /// The collective.
+    pub collective: Collective,
+    /// The variable's metadata.
+    pub cvar: CvarInfo,
+    /// (name, value) of each candidate; index 0 is the default.
+    pub candidates: Vec<(String, i64)>,
+}
+
+impl Target {
+    /// The target for `collective` in this library, with the candidates
+    /// `wanted` (names; empty: every algorithm the library lists), after
+    /// `default` (the variable's value at start). An error names the
+    /// variable and says why it cannot be tuned.
+    pub fn find(
+        catalogue: &Catalogue,
+        collective: Collective,
+        default: i64,
+        wanted: &[String],
+    ) -> Result<Target, String> {
+        let name = collective.mpich_cvar();
+        let info = catalogue
+            .cvar(&name)
+            .ok_or_else(|| format!("this MPI library has no {name}"))?;
+        if !matches!(info.scope, Scope::AllEq | Scope::All | Scope::Local) {
+            return Err(format!(
+                "{name} cannot be written after MPI_Init (scope {})",
+                info.scope
+            ));
+        }
+        if !matches!(info.datatype, Datatype::Int | Datatype::Unsigned) {
+            return Err(format!("{name} is not an integer variable"));
+        }
+        let names = collective.mpich4_algorithms();
+        check_description(&info.description, names).map_err(|missing| {
+            format!("{name}'s description does not list `{missing}` where MPICH 4.0 does: this library's algorithms are not the ones known here")
+        })?;
+        let mut candidates = vec![(
+            names
+                .get(usize::try_from(default).unwrap_or(usize::MAX))
+                .map_or_else(|| default.to_string(), |n| n.to_string()),
+            default,
+        )];
+        for w in wanted {
+            if !names.iter().any(|n| n.eq_ignore_ascii_case(w)) {
+                return Err(format!(
+                    "`{w}` is not an algorithm of {name} (it has {})",
+                    names.join(", ")
+                ));
+            }
+        }
+        for (value, n) in names.iter().enumerate() {
+            let value = value as i64;
+            let chosen = wanted.is_empty() || wanted.iter().any(|w| w.eq_ignore_ascii_case(n));
+            if value != default && chosen && candidates.len() < super::search::MAX_CANDIDATES {
+                candidates.push((n.to_string(), value));
+            }
+        }
+        Ok(Target {
+            collective,
+            cvar: info.clone(),
+            candidates,
+        })
+    }
+}
+
+/// Checks that `names` appear in `desc` in this order (the description
+/// lost its line breaks, so each name may be glued to the text before it).
+/// Returns the first name that does not.
+fn check_description(desc: &str, names: &[&'static str]) -> Result<(), &'static str> {
+    let mut rest = desc;
+    for name in names {
+        // Each entry reads "<name><padding>- <text>".
+        let found = rest.match_indices(name).find(|(i, _)| {
+            rest[i + name.len()..]
+                .trim_start_matches(' ')
+                .starts_with('-')
+        });
+        match found {
+            Some((i, _)) => rest = &rest[i + name.len()..],
+            None => return Err(name),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ALLREDUCE: &str = "Variable to select allreduce algorithmauto - Internal algorithm selection (can be overridden with MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE)nb                       - Force nonblocking algorithmsmp                      - Force smp algorithmrecursive_doubling       - Force recursive doubling algorithmreduce_scatter_allgather - Force reduce scatter allgather algorithm";
+
+    #[test]
+    fn mpich_descriptions_are_checked_in_order() {
+        let names = Collective::Allreduce.mpich4_algorithms();
+        assert_eq!(check_description(ALLREDUCE, names), Ok(()));
+        assert_eq!(
+            check_description(ALLREDUCE, &["auto", "recursive_doubling", "smp"]),
+            Err("smp")
+        );
+        assert_eq!(check_description(ALLREDUCE, &["auto", "ring"]), Err("ring"));
+    }
+
+    #[test]
+    fn versions() {
+        assert_eq!(
+            mpich_major_minor("MPICH Version:      4.0.2\nMPICH Release date: ..."),
+            Some((4, 0))
+        );
+        assert_eq!(mpich_major_minor("MPICH Version:\t5.0.2"), Some((5, 0)));
+        assert_eq!(mpich_major_minor("Open MPI v4.1.4"), None);
+        assert_eq!(
+            support(Library::Mpich, "MPICH Version: 4.0.2"),
+            Support::NextCall
+        );
+        assert!(matches!(
+            support(Library::OpenMpi, "Open MPI v4.1.4"),
+            Support::StartOnly(_)
+        ));
+    }
+
+    #[test]
+    fn names() {
+        for c in COLLECTIVES {
+            assert_eq!(Collective::parse(c.name()), Some(c));
+            assert_eq!(c.mpich4_algorithms()[0], "auto");
+        }
+        assert_eq!(
+            Collective::ReduceScatterBlock.mpich_cvar(),
+            "MPIR_CVAR_REDUCE_SCATTER_BLOCK_INTRA_ALGORITHM"
+        );
+    }
+}

@@ -1,0 +1,164 @@
+//! Online collective tuning: the library's algorithm for a collective is
+//! chosen per (communicator, collective, message-size bin), on the
+//! application's own calls, and changed only at calls that every rank of
+//! the communicator reaches in the same order.
+//!
+//! The algorithm variables are ALL_EQ: every rank of a communicator must
+//! use the same value in the same call. So no helper thread and no single
+//! rank ever decides them. The interposer calls [`before`] and [`after`]
+//! around each blocking collective; a [`Search`](search::Search) per key
+//! counts the calls (the same count on every rank: MPI orders a
+//! communicator's collectives, and the size bin is the same everywhere),
+//! and at the end of each window of calls one reduction on a private
+//! communicator derived from the application's combines the ranks'
+//! measurements, so that every rank feeds the same numbers to the same
+//! deterministic search.
+//!
+//! Steady state costs a lookup and a compare per call where the default
+//! won; where another algorithm won, the variable is written through MPI_T
+//! before the call and the default written back after it, because the
+//! library's internal collectives (context ids of new communicators,
+//! `MPI_Finalize`, the tool's own reductions) read the same process-wide
+//! variable. Calls on communicators or sizes not tuned run with the
+//! default.
+//!
+//! Only libraries whose algorithm variables take effect at the next call
+//! are tuned online (see [`support`]); for the others the run says so and
+//! points to tuning across runs.
+
+mod library;
+pub mod search;
+mod table;
+
+pub use library::{support, Collective, Support, Target, COLLECTIVES};
+pub use search::{Agreed, Event, Params, Search, State};
+pub use table::{
+    activate, after, before, comm_freeing, events, on, prepare, stop, tuner, Bins, Ticket,
+    TuneEvent, Tuner, What, MAX_COMMS,
+};
+
+use vocab::record::{CollectiveTuning, Record};
+
+/// The log record of `event` (names from the running tuner).
+pub fn record(event: &TuneEvent) -> Record<'static> {
+    let t = tuner();
+    let name = |i: usize| {
+        event
+            .collective
+            .and_then(|c| t.and_then(|t| t.candidate_name(c, i)))
+            .map(str::to_string)
+    };
+    let value = |i: usize| {
+        event.collective.and_then(|c| {
+            t.and_then(|t| t.tuned().find(|x| x.collective == c))
+                .and_then(|x| x.candidates.get(i))
+                .map(|(_, v)| *v)
+        })
+    };
+    let mut r = CollectiveTuning {
+        t: event.t,
+        event: String::new(),
+        comm: if event.comm_size == 0 {
+            String::new()
+        } else {
+            format!("c{}.{}", event.comm >> 32, event.comm & 0xffff_ffff)
+        },
+        comm_size: (event.comm_size != 0).then_some(event.comm_size),
+        collective: event.collective.map(|c| c.name().to_string()),
+        bin: match (event.collective, &event.what) {
+            (Some(_), What::Search(_) | What::ReductionFailed(_)) => {
+                t.map(|t| t.bins().range(event.bin))
+            }
+            _ => None,
+        },
+        algorithm: None,
+        value: None,
+        time_us: None,
+        default_us: None,
+        calls: None,
+        dropped: false,
+        cost_us: None,
+        message: None,
+    };
+    match &event.what {
+        What::Search(Event::Trial {
+            candidate,
+            ns,
+            calls,
+            dropped,
+        }) => {
+            r.event = "trial".into();
+            r.algorithm = name(*candidate);
+            r.value = value(*candidate);
+            r.time_us = Some(ns / 1e3);
+            r.calls = Some(*calls);
+            r.dropped = *dropped;
+        }
+        What::Search(Event::Decision {
+            candidate,
+            default_ns,
+            chosen_ns,
+            cost_ns,
+        }) => {
+            r.event = "decision".into();
+            r.algorithm = name(*candidate);
+            r.value = value(*candidate);
+            r.time_us = Some(chosen_ns / 1e3);
+            r.default_us = Some(default_ns / 1e3);
+            r.cost_us = Some(cost_ns / 1e3);
+        }
+        What::Search(Event::Recheck { drifted, ns }) => {
+            r.event = "recheck".into();
+            r.time_us = Some(ns / 1e3);
+            r.message = Some(if *drifted {
+                "the time per call drifted".into()
+            } else {
+                "periodic recheck".into()
+            });
+        }
+        What::Search(Event::Stopped) => {
+            r.event = "stopped".into();
+            r.message = Some("a rank stopped tuning: the library's default from now on".into());
+        }
+        What::SetupFailed(why) => {
+            r.event = "setup_failed".into();
+            r.message = Some(why.clone());
+        }
+        What::ReductionFailed(why) => {
+            r.event = "reduction_failed".into();
+            r.message = Some(why.clone());
+        }
+        What::WriteFailed(why) => {
+            r.event = "write_failed".into();
+            r.message = Some(why.clone());
+        }
+        What::Concurrent => {
+            r.event = "concurrent".into();
+            r.message = Some(
+                "collectives were called from two threads at once: tuning stops on every rank at the next agreed point"
+                    .into(),
+            );
+        }
+    }
+    Record::Collective(r)
+}
+
+/// A record of the process (`start`, `off`) with a message.
+pub fn note(t: f64, event: &str, message: String) -> Record<'static> {
+    Record::Collective(CollectiveTuning {
+        t,
+        event: event.into(),
+        comm: String::new(),
+        comm_size: None,
+        collective: None,
+        bin: None,
+        algorithm: None,
+        value: None,
+        time_us: None,
+        default_us: None,
+        calls: None,
+        dropped: false,
+        cost_us: None,
+        message: Some(message),
+    })
+}

@@ -1,0 +1,546 @@
+//! The search for one (communicator, collective, size bin): which of the
+//! library's algorithms to use, found on the application's own calls.
+//!
+//! Every rank of the communicator runs the same [`Search`] on the same
+//! calls (MPI orders the collectives of a communicator, and the size bin is
+//! the same on every rank), so the points where a window of calls ends are
+//! the same calls everywhere. At each such point the ranks combine their
+//! measurements in one reduction (the maximum over ranks of each rank's mean
+//! time per call, and whether any rank stopped) and feed the same
+//! [`Agreed`] numbers to [`Search::agree`]: every transition below depends
+//! only on agreed numbers and call counts, so every rank makes the same
+//! choice, deterministically, without any rank deciding alone.
+//!
+//! The schedule: `warmup` calls with the default; then each candidate
+//! (index 0 is the library's default) for `windows` windows of `window`
+//! calls; a candidate slower than `drop_factor` times the default after its
+//! first window is dropped there. The fastest candidate is kept if it beats
+//! the default by `margin`, else the default. While decided, a check point
+//! every `check_every` windows: if the time per call drifted by more than
+//! `drift` from what was measured, or `recheck` calls have passed, the
+//! search starts again.
+
+/// Candidates per search at most (the default included).
+pub const MAX_CANDIDATES: usize = 16;
+
+/// The knobs of a search, the same on every rank (they come from the
+/// policy file, whose identity the ranks agree on at start).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Params {
+    /// Calls with the default before measuring (first-call effects).
+    pub warmup: u32,
+    /// Calls in one measurement window (at least 1).
+    pub window: u32,
+    /// Windows per candidate (at least 1).
+    pub windows: u32,
+    /// A candidate whose first window is this many times slower than the
+    /// default is dropped at once.
+    pub drop_factor: f64,
+    /// A candidate must be this much faster than the default (0.05: 5%).
+    pub margin: f64,
+    /// While decided: windows between check points (at least 1).
+    pub check_every: u32,
+    /// While decided: relative change of the time per call that restarts
+    /// the search (0.5: 50%); 0 disables the drift check.
+    pub drift: f64,
+    /// Calls after a decision before it is searched again (0: never).
+    pub recheck: u64,
+}
+
+impl Default for Params {
+    fn default() -> Params {
+        Params {
+            warmup: 2,
+            window: 8,
+            windows: 2,
+            drop_factor: 3.0,
+            margin: 0.05,
+            check_every: 64,
+            drift: 0.5,
+            recheck: 0,
+        }
+    }
+}
+
+impl Params {
+    /// The same parameters with every count at least 1.
+    pub fn sanitized(self) -> Params {
+        Params {
+            window: self.window.max(1),
+            windows: self.windows.max(1),
+            check_every: self.check_every.max(1),
+            drop_factor: if self.drop_factor.is_finite() && self.drop_factor > 1.0 {
+                self.drop_factor
+            } else {
+                f64::INFINITY
+            },
+            margin: self.margin.clamp(0.0, 0.99),
+            drift: self.drift.max(0.0),
+            ..self
+        }
+    }
+}
+
+/// What the ranks agreed on at a point: the maximum over ranks of each
+/// rank's mean time per call in the window (nanoseconds), and whether a
+/// rank stopped tuning.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Agreed {
+    /// Max over ranks of the mean nanoseconds per call (0 if not timed).
+    pub max_mean_ns: f64,
+    /// Some rank stopped tuning: every rank goes back to the default.
+    pub stop: bool,
+}
+
+/// Where a search is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    /// The first calls, with the default.
+    Warmup,
+    /// Measuring candidate `candidate` (its `done` windows so far).
+    Trial {
+        /// The candidate's index.
+        candidate: usize,
+        /// Windows measured.
+        done: u32,
+    },
+    /// Using `candidate`; `since` calls since the decision.
+    Decided {
+        /// The chosen candidate.
+        candidate: usize,
+        /// Calls since the decision.
+        since: u64,
+    },
+    /// Tuning stopped: the default for good.
+    Off,
+}
+
+/// What happened at a point, for the log (identical on every rank).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Event {
+    /// A candidate's measurement ended.
+    Trial {
+        /// The candidate.
+        candidate: usize,
+        /// Its agreed time per call (ns).
+        ns: f64,
+        /// Calls it ran.
+        calls: u64,
+        /// Dropped after its first window (too slow).
+        dropped: bool,
+    },
+    /// The search ended.
+    Decision {
+        /// The chosen candidate (0: the default).
+        candidate: usize,
+        /// The default's time per call (ns).
+        default_ns: f64,
+        /// The chosen one's (ns).
+        chosen_ns: f64,
+        /// Time the trials cost beyond what the best would have taken
+        /// (ns, summed over the calls of the search).
+        cost_ns: f64,
+    },
+    /// The decision is searched again.
+    Recheck {
+        /// Drift (true) or the periodic recheck (false).
+        drifted: bool,
+        /// The agreed time per call now (ns).
+        ns: f64,
+    },
+    /// A rank stopped tuning: the default from now on.
+    Stopped,
+}
+
+/// One search.
+#[derive(Debug, Clone)]
+pub struct Search {
+    params: Params,
+    candidates: usize,
+    state: State,
+    /// Calls seen (the same on every rank).
+    calls: u64,
+    /// Calls in the current window.
+    in_window: u32,
+    /// This rank's timed nanoseconds and timed calls in the window.
+    window_ns: u64,
+    window_timed: u32,
+    /// Agreed time per call of each candidate (sum over its windows).
+    sums: [f64; MAX_CANDIDATES],
+    windows_of: [u32; MAX_CANDIDATES],
+    dropped: [bool; MAX_CANDIDATES],
+    /// The decided candidate's time per call, for the drift check.
+    decided_ns: f64,
+}
+
+impl Search {
+    /// A search over `candidates` candidates (index 0 is the default;
+    /// clamped to 1..=[`MAX_CANDIDATES`]).
+    pub fn new(params: Params, candidates: usize) -> Search {
+        Search {
+            params: params.sanitized(),
+            candidates: candidates.clamp(1, MAX_CANDIDATES),
+            state: if candidates > 1 {
+                State::Warmup
+            } else {
+                State::Off
+            },
+            calls: 0,
+            in_window: 0,
+            window_ns: 0,
+            window_timed: 0,
+            sums: [0.0; MAX_CANDIDATES],
+            windows_of: [0; MAX_CANDIDATES],
+            dropped: [false; MAX_CANDIDATES],
+            decided_ns: 0.0,
+        }
+    }
+
+    /// Where it is.
+    pub fn state(&self) -> State {
+        self.state
+    }
+
+    /// Calls seen.
+    pub fn calls(&self) -> u64 {
+        self.calls
+    }
+
+    /// The candidate the next call uses.
+    #[inline]
+    pub fn choice(&self) -> usize {
+        match self.state {
+            State::Trial { candidate, .. } | State::Decided { candidate, .. } => candidate,
+            State::Warmup | State::Off => 0,
+        }
+    }
+
+    /// Whether the next call should be timed.
+    #[inline]
+    pub fn wants_time(&self) -> bool {
+        match self.state {
+            State::Trial { .. } => true,
+            // Drift check: a few calls of each check interval.
+            State::Decided { .. } => self.params.drift > 0.0 && self.in_window < self.params.window,
+            State::Warmup | State::Off => false,
+        }
+    }
+
+    /// Counts a call (with its duration if it was timed). Returns this
+    /// rank's mean nanoseconds per timed call of the window when this call
+    /// ends one: an agreed point, where the caller must reduce across the
+    /// communicator and call [`Search::agree`].
+    #[inline]
+    pub fn count(&mut self, ns: Option<u64>) -> Option<f64> {
+        self.calls += 1;
+        if let Some(ns) = ns {
+            self.window_ns = self.window_ns.saturating_add(ns);
+            self.window_timed += 1;
+        }
+        match &mut self.state {
+            State::Off => return None,
+            State::Warmup => {
+                if self.calls >= u64::from(self.params.warmup) {
+                    self.state = State::Trial {
+                        candidate: 0,
+                        done: 0,
+                    };
+                    self.reset_window();
+                }
+                return None;
+            }
+            State::Decided { since, .. } => *since += 1,
+            State::Trial { .. } => {}
+        }
+        self.in_window += 1;
+        let length = match self.state {
+            State::Decided { .. } => self.params.window * self.params.check_every,
+            _ => self.params.window,
+        };
+        (self.in_window >= length).then(|| {
+            if self.window_timed == 0 {
+                0.0
+            } else {
+                self.window_ns as f64 / f64::from(self.window_timed)
+            }
+        })
+    }
+
+    fn reset_window(&mut self) {
+        self.in_window = 0;
+        self.window_ns = 0;
+        self.window_timed = 0;
+    }
+
+    /// Applies what the ranks agreed at the point [`Search::count`]
+    /// announced; returns what happened, for the log (at most two events:
+    /// the last trial and the decision). Allocates nothing.
+    pub fn agree(&mut self, agreed: Agreed) -> [Option<Event>; 2] {
+        self.reset_window();
+        if agreed.stop {
+            let was_on = self.state != State::Off;
+            self.state = State::Off;
+            return [was_on.then_some(Event::Stopped), None];
+        }
+        match self.state {
+            State::Trial { candidate, done } => self.trial_point(candidate, done + 1, agreed),
+            State::Decided { candidate, since } => {
+                let drifted = self.params.drift > 0.0
+                    && agreed.max_mean_ns > 0.0
+                    && self.decided_ns > 0.0
+                    && (agreed.max_mean_ns - self.decided_ns).abs()
+                        > self.params.drift * self.decided_ns;
+                let due = self.params.recheck > 0 && since >= self.params.recheck;
+                if drifted || due {
+                    self.restart();
+                    [
+                        Some(Event::Recheck {
+                            drifted,
+                            ns: agreed.max_mean_ns,
+                        }),
+                        None,
+                    ]
+                } else {
+                    self.state = State::Decided { candidate, since };
+                    [None, None]
+                }
+            }
+            State::Warmup | State::Off => [None, None],
+        }
+    }
+
+    fn restart(&mut self) {
+        self.sums = [0.0; MAX_CANDIDATES];
+        self.windows_of = [0; MAX_CANDIDATES];
+        self.dropped = [false; MAX_CANDIDATES];
+        self.state = State::Trial {
+            candidate: 0,
+            done: 0,
+        };
+    }
+
+    fn mean(&self, c: usize) -> f64 {
+        self.sums[c] / f64::from(self.windows_of[c].max(1))
+    }
+
+    fn trial_point(&mut self, candidate: usize, done: u32, agreed: Agreed) -> [Option<Event>; 2] {
+        self.sums[candidate] += agreed.max_mean_ns;
+        self.windows_of[candidate] = done;
+        let too_slow = candidate != 0
+            && done == 1
+            && agreed.max_mean_ns > self.params.drop_factor * self.mean(0);
+        if !too_slow && done < self.params.windows {
+            self.state = State::Trial { candidate, done };
+            return [None, None];
+        }
+        self.dropped[candidate] = too_slow;
+        let event = Event::Trial {
+            candidate,
+            ns: self.mean(candidate),
+            calls: u64::from(done) * u64::from(self.params.window),
+            dropped: too_slow,
+        };
+        if candidate + 1 < self.candidates {
+            self.state = State::Trial {
+                candidate: candidate + 1,
+                done: 0,
+            };
+            return [Some(event), None];
+        }
+        [Some(event), Some(self.decide())]
+    }
+
+    fn decide(&mut self) -> Event {
+        let default_ns = self.mean(0);
+        let best = (1..self.candidates)
+            .filter(|&c| !self.dropped[c] && self.windows_of[c] > 0)
+            .min_by(|&a, &b| self.mean(a).total_cmp(&self.mean(b)));
+        let chosen = match best {
+            Some(b) if self.mean(b) < default_ns * (1.0 - self.params.margin) => b,
+            _ => 0,
+        };
+        let chosen_ns = self.mean(chosen);
+        let fastest = (0..self.candidates)
+            .filter(|&c| self.windows_of[c] > 0)
+            .map(|c| self.mean(c))
+            .fold(f64::INFINITY, f64::min);
+        let cost_ns = (0..self.candidates)
+            .filter(|&c| self.windows_of[c] > 0)
+            .map(|c| {
+                (self.mean(c) - fastest).max(0.0)
+                    * f64::from(self.windows_of[c])
+                    * f64::from(self.params.window)
+            })
+            .sum();
+        self.decided_ns = chosen_ns;
+        self.state = State::Decided {
+            candidate: chosen,
+            since: 0,
+        };
+        Event::Decision {
+            candidate: chosen,
+            default_ns,
+            chosen_ns,
+            cost_ns,
+        }
+    }
+
+    /// The agreed time per call measured for each candidate so far (NaN for
+    /// one not measured), for the summary.
+    pub fn measured(&self) -> impl Iterator<Item = (usize, f64)> + '_ {
+        (0..self.candidates).map(|c| {
+            if self.windows_of[c] > 0 {
+                (c, self.mean(c))
+            } else {
+                (c, f64::NAN)
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs a search to its decision with a fixed time per candidate;
+    /// returns the events.
+    fn run(params: Params, times: &[f64], calls: usize) -> (Search, Vec<Event>) {
+        let mut s = Search::new(params, times.len());
+        let mut events = Vec::new();
+        for _ in 0..calls {
+            let c = s.choice();
+            let ns = s.wants_time().then_some(times[c] as u64);
+            if let Some(mine) = s.count(ns) {
+                events.extend(
+                    s.agree(Agreed {
+                        max_mean_ns: mine,
+                        stop: false,
+                    })
+                    .into_iter()
+                    .flatten(),
+                );
+            }
+        }
+        (s, events)
+    }
+
+    #[test]
+    fn the_fastest_candidate_wins() {
+        let p = Params::default();
+        let (s, events) = run(p, &[100.0, 400.0, 50.0, 120.0], 200);
+        assert!(matches!(s.state(), State::Decided { candidate: 2, .. }));
+        let Some(Event::Decision {
+            candidate,
+            default_ns,
+            chosen_ns,
+            cost_ns,
+        }) = events
+            .iter()
+            .find(|e| matches!(e, Event::Decision { .. }))
+            .copied()
+        else {
+            panic!("no decision: {events:?}")
+        };
+        assert_eq!(candidate, 2);
+        assert_eq!((default_ns, chosen_ns), (100.0, 50.0));
+        // Default 16 calls 50 ns over, candidate 1 dropped after 8 calls at
+        // 350 ns over, candidate 3 16 calls 70 ns over.
+        assert_eq!(cost_ns, 16.0 * 50.0 + 8.0 * 350.0 + 16.0 * 70.0);
+        // The 3x slower candidate ran one window only.
+        assert!(events.contains(&Event::Trial {
+            candidate: 1,
+            ns: 400.0,
+            calls: 8,
+            dropped: true
+        }));
+    }
+
+    #[test]
+    fn the_default_stays_unless_beaten_by_the_margin() {
+        let (s, _) = run(Params::default(), &[100.0, 97.0, 99.0], 200);
+        assert!(matches!(s.state(), State::Decided { candidate: 0, .. }));
+    }
+
+    #[test]
+    fn a_stop_goes_back_to_the_default_for_good() {
+        let mut s = Search::new(Params::default(), 3);
+        for _ in 0..2 {
+            s.count(None);
+        }
+        for _ in 0..7 {
+            assert_eq!(s.count(Some(10)), None);
+        }
+        assert_eq!(s.count(Some(10)), Some(10.0));
+        assert_eq!(
+            s.agree(Agreed {
+                max_mean_ns: 10.0,
+                stop: true
+            }),
+            [Some(Event::Stopped), None]
+        );
+        assert_eq!(s.choice(), 0);
+        for _ in 0..100 {
+            assert_eq!(s.count(Some(1)), None);
+        }
+    }
+
+    #[test]
+    fn drift_restarts_the_search() {
+        let p = Params {
+            check_every: 2,
+            ..Params::default()
+        };
+        let (mut s, _) = run(p, &[100.0, 50.0], 100);
+        assert!(matches!(s.state(), State::Decided { candidate: 1, .. }));
+        let mut event = None;
+        for _ in 0..16 {
+            let ns = s.wants_time().then_some(200);
+            if let Some(mine) = s.count(ns) {
+                event = s.agree(Agreed {
+                    max_mean_ns: mine,
+                    stop: false,
+                })[0];
+            }
+        }
+        // The check window mixes the last calls at 50 ns with those at 200.
+        match event {
+            Some(Event::Recheck { drifted: true, ns }) => assert!(ns > 75.0, "{ns}"),
+            other => panic!("no drift recheck: {other:?}"),
+        }
+        assert_eq!(s.choice(), 0);
+    }
+
+    #[test]
+    fn points_depend_only_on_call_counts_and_agreed_numbers() {
+        // Two ranks with different local times make the same choices when
+        // fed the same agreed numbers.
+        let p = Params {
+            window: 1,
+            windows: 1,
+            warmup: 0,
+            ..Params::default()
+        };
+        let mut a = Search::new(p, 4);
+        let mut b = Search::new(p, 4);
+        for i in 0..50u64 {
+            assert_eq!(a.choice(), b.choice());
+            let pa = a.count(Some(10 + i));
+            let pb = b.count(Some(1000 * i));
+            assert_eq!(pa.is_some(), pb.is_some());
+            if let (Some(x), Some(y)) = (pa, pb) {
+                let agreed = Agreed {
+                    max_mean_ns: x.max(y),
+                    stop: false,
+                };
+                assert_eq!(a.agree(agreed), b.agree(agreed));
+            }
+        }
+    }
+
+    #[test]
+    fn one_candidate_is_no_search() {
+        let mut s = Search::new(Params::default(), 1);
+        assert_eq!(s.state(), State::Off);
+        assert_eq!(s.count(Some(5)), None);
+    }
+}

@@ -1,0 +1,661 @@
+//! The process-wide tuner: the switchable collectives, a fixed table of
+//! communicators with one [`Search`] per (collective, size bin), and the
+//! hot-path entry points [`before`] and [`after`].
+//!
+//! A tuned call sets the variable before the call and puts the default
+//! back right after it (see [`after`]): in steady state that is one lookup
+//! and one compare when the default won, and two MPI_T writes around the
+//! call when another algorithm did.
+//!
+//! Nothing here blocks or allocates on a call in steady state: the table is
+//! allocated when tuning starts, a communicator claims an entry with one
+//! compare-and-swap, and its state is borrowed with `AtomicRefCell`, whose
+//! failure to borrow never waits: it means two threads are in collectives
+//! on one communicator (erroneous in MPI) and stops tuning. Calls on several
+//! communicators from several threads at once stop it too, because the
+//! algorithm variable is process-wide. A rank that stops keeps the agreed
+//! choices until its peers learn of the stop at the next agreed point of
+//! each communicator, so no call ever runs with different algorithms on
+//! different ranks.
+
+use super::library::{Collective, Target, COLLECTIVES};
+use super::search::{Agreed, Event, Params, Search};
+use atomic_refcell::{AtomicRefCell, AtomicRefMut};
+use crossbeam_channel::{Receiver, Sender};
+use mpit::collective::{self, Collectives, ErrorsReturn, ReduceOp, Verdict};
+use mpit::{Comm, Cvar, HandleBits, MpiT, PrivateComm};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
+use std::sync::OnceLock;
+use std::time::Instant;
+
+/// Communicators tuned at once; later ones run with the defaults.
+pub const MAX_COMMS: usize = 64;
+/// Events kept between two ticks of the helper (more are counted lost).
+const EVENT_QUEUE: usize = 4096;
+/// An entry whose communicator was freed while its state was in use.
+const TOMBSTONE: u64 = u64::MAX;
+/// A free entry.
+const FREE: u64 = 0;
+
+static ON: AtomicBool = AtomicBool::new(false);
+static TUNER: OnceLock<Tuner> = OnceLock::new();
+
+/// Message-size bins: bin `i` holds sizes from `bounds[i]` up to the next
+/// bound (the last one is open).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bins {
+    bounds: Vec<u64>,
+}
+
+impl Bins {
+    /// Bins from lower bounds in bytes (0 is added, duplicates dropped).
+    pub fn new(mut bounds: Vec<u64>) -> Bins {
+        bounds.push(0);
+        bounds.sort_unstable();
+        bounds.dedup();
+        Bins { bounds }
+    }
+
+    /// How many bins.
+    pub fn len(&self) -> usize {
+        self.bounds.len()
+    }
+
+    /// Never empty (0 is always a bound).
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// The bin of a message of `bytes` bytes.
+    #[inline]
+    pub fn of(&self, bytes: u64) -> usize {
+        self.bounds
+            .partition_point(|&b| b <= bytes)
+            .saturating_sub(1)
+    }
+
+    /// The sizes bin `i` holds: `[lo, hi)`, `hi` `None` for the last.
+    pub fn range(&self, i: usize) -> (u64, Option<u64>) {
+        (self.bounds[i], self.bounds.get(i + 1).copied())
+    }
+}
+
+impl Default for Bins {
+    /// 0, 256 B, 4 KiB, 64 KiB, 1 MiB.
+    fn default() -> Bins {
+        Bins::new(vec![256, 4 << 10, 64 << 10, 1 << 20])
+    }
+}
+
+/// What happened, for the log: the same on every rank of the communicator
+/// but for `t`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TuneEvent {
+    /// Seconds since the tuner started.
+    pub t: f64,
+    /// The communicator's label (the same on all its ranks).
+    pub comm: u64,
+    /// Its size.
+    pub comm_size: i32,
+    /// The collective (None for events of the communicator).
+    pub collective: Option<Collective>,
+    /// The size bin.
+    pub bin: usize,
+    /// What happened.
+    pub what: What,
+}
+
+/// What a [`TuneEvent`] says.
+#[derive(Debug, Clone, PartialEq)]
+pub enum What {
+    /// A search event, with the names of the candidates it mentions.
+    Search(Event),
+    /// The communicator could not be set up for tuning (on every rank).
+    SetupFailed(String),
+    /// This rank's reduction at an agreed point failed: tuning stopped here.
+    ReductionFailed(String),
+    /// The library refused a write of the algorithm variable.
+    WriteFailed(String),
+    /// Two threads were in collectives at once.
+    Concurrent,
+}
+
+/// A switchable collective in this process.
+struct Switch {
+    target: Target,
+    cvar: Cvar<'static>,
+    /// The value set now (process-wide).
+    current: AtomicI64,
+    /// The first write error, reported once.
+    failed: AtomicBool,
+}
+
+/// One communicator's tuning.
+struct CommState {
+    /// Set up: label and private communicator agreed.
+    ready: bool,
+    /// Tuning is off on this communicator (setup failed everywhere, or a
+    /// reduction failed here).
+    off: bool,
+    label: u64,
+    size: i32,
+    private: Option<PrivateComm>,
+    /// One search per (collective, bin).
+    searches: Vec<Search>,
+}
+
+struct Entry {
+    bits: AtomicU64,
+    state: AtomicRefCell<CommState>,
+}
+
+/// The tuner of this process.
+pub struct Tuner {
+    switches: Vec<Option<Switch>>,
+    bins: Bins,
+    params: Params,
+    /// The fresh searches, one per (collective, bin), copied into an entry
+    /// when a communicator claims it.
+    fresh: Vec<Search>,
+    entries: Box<[Entry]>,
+    high: AtomicUsize,
+    in_flight: AtomicU32,
+    stop: AtomicBool,
+    tx: Sender<TuneEvent>,
+    rx: Receiver<TuneEvent>,
+    lost: AtomicU64,
+    start: Instant,
+    world_rank: i32,
+    labels: AtomicU64,
+}
+
+impl std::fmt::Debug for Tuner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tuner")
+            .field("collectives", &self.tuned().collect::<Vec<_>>())
+            .field("bins", &self.bins)
+            .field("params", &self.params)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Tuner {
+    /// What every rank must have the same of before tuning starts: the
+    /// collectives, their candidates' values, the bins and the parameters
+    /// (a hash; ranks that differ would reach different agreed points).
+    pub fn signature(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        for t in self.tuned() {
+            (t.collective as usize).hash(&mut h);
+            for (_, v) in &t.candidates {
+                v.hash(&mut h);
+            }
+        }
+        self.bins.bounds.hash(&mut h);
+        format!("{:?}", self.params).hash(&mut h);
+        h.finish()
+    }
+
+    /// The collectives tuned, with their candidates (name, value).
+    pub fn tuned(&self) -> impl Iterator<Item = &Target> {
+        self.switches.iter().flatten().map(|s| &s.target)
+    }
+
+    /// The size bins.
+    pub fn bins(&self) -> &Bins {
+        &self.bins
+    }
+
+    /// The candidate names of `collective` (index 0 is the default).
+    pub fn candidate_name(&self, collective: Collective, i: usize) -> Option<&str> {
+        let s = self.switches.get(collective as usize)?.as_ref()?;
+        s.target.candidates.get(i).map(|(n, _)| n.as_str())
+    }
+
+    /// Events that did not fit the queue between two ticks.
+    pub fn lost_events(&self) -> u64 {
+        self.lost.load(Relaxed)
+    }
+
+    fn emit(&self, comm: &CommState, collective: Option<Collective>, bin: usize, what: What) {
+        let event = TuneEvent {
+            t: self.start.elapsed().as_secs_f64(),
+            comm: comm.label,
+            comm_size: comm.size,
+            collective,
+            bin,
+            what,
+        };
+        if self.tx.try_send(event).is_err() {
+            self.lost.fetch_add(1, Relaxed);
+        }
+    }
+
+    /// The entry of `bits`, claimed if new. `None` when the table is full.
+    #[inline]
+    fn entry(&self, bits: u64) -> Option<usize> {
+        let high = self.high.load(Acquire);
+        if let Some(i) = (0..high).find(|&i| self.entries[i].bits.load(Acquire) == bits) {
+            return Some(i);
+        }
+        self.claim(bits)
+    }
+
+    #[cold]
+    fn claim(&self, bits: u64) -> Option<usize> {
+        for (i, e) in self.entries.iter().enumerate() {
+            if e.bits.compare_exchange(FREE, bits, AcqRel, Acquire).is_ok() {
+                let Ok(mut st) = e.state.try_borrow_mut() else {
+                    // Only this thread can hold a FREE entry's state.
+                    e.bits.store(TOMBSTONE, Release);
+                    return None;
+                };
+                st.ready = false;
+                st.off = false;
+                st.label = 0;
+                st.size = 0;
+                st.searches.clone_from(&self.fresh);
+                drop(st);
+                self.high.fetch_max(i + 1, AcqRel);
+                return Some(i);
+            }
+        }
+        None
+    }
+
+    /// Sets `collective`'s variable to `value` if it is not already.
+    #[inline]
+    fn set(&self, switch: &Switch, value: i64) {
+        if switch.current.load(Relaxed) == value {
+            return;
+        }
+        match switch.cvar.write_scalar_int(value) {
+            Ok(()) => switch.current.store(value, Relaxed),
+            Err(e) => {
+                // Keep what is set: the peers run with the agreed value,
+                // and the stop reaches them at the next agreed point.
+                self.stop.store(true, Release);
+                if !switch.failed.swap(true, AcqRel) {
+                    let event = TuneEvent {
+                        t: self.start.elapsed().as_secs_f64(),
+                        comm: 0,
+                        comm_size: 0,
+                        collective: Some(switch.target.collective),
+                        bin: 0,
+                        what: What::WriteFailed(e.to_string()),
+                    };
+                    if self.tx.try_send(event).is_err() {
+                        self.lost.fetch_add(1, Relaxed);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The first agreed point on a communicator: label and private
+    /// communicator, agreed over the application's communicator (with
+    /// errors returned while the tool uses it).
+    #[cold]
+    fn setup(&self, comm: Comm, st: &mut CommState) {
+        st.ready = true;
+        let (rank, size) = match mpit::rank_size(comm) {
+            Ok(rs) => rs,
+            Err(e) => {
+                // Local and without a collective: the peers will wait in
+                // theirs. Only a broken library gets here.
+                st.off = true;
+                self.stop.store(true, Release);
+                self.emit(st, None, 0, What::SetupFailed(e.to_string()));
+                return;
+            }
+        };
+        st.size = size;
+        let (guard, swap_error) = ErrorsReturn::swap_in(comm);
+        let mut seq = Collectives::new(comm, rank);
+        if let Some(e) = swap_error {
+            seq.fail("MPI_Comm_set_errhandler", &e);
+        }
+        let mut label = [0u8; 8];
+        if rank == 0 {
+            let n = self.labels.fetch_add(1, Relaxed);
+            let value = (u64::try_from(self.world_rank).unwrap_or(0) << 32) | (n & 0xffff_ffff);
+            label = value.to_le_bytes();
+        }
+        seq.bcast_bytes(&mut label, 0);
+        st.label = u64::from_le_bytes(label);
+        let private = collective::create_private(&mut seq, comm);
+        let verdict = seq.agree();
+        if let Err(e) = guard.restore() {
+            mpit::say!("mpit-tuner[rank {}]: while putting the application's error handler back on a communicator: {e}", self.world_rank);
+        }
+        match verdict {
+            Verdict::AllOk if private.is_some() => st.private = private,
+            Verdict::AllOk => {
+                st.off = true;
+                self.emit(
+                    st,
+                    None,
+                    0,
+                    What::SetupFailed("no private communicator".into()),
+                );
+            }
+            Verdict::Failed(why) => {
+                if let Some(mut p) = private {
+                    if let Err(e) = p.free() {
+                        mpit::say!(
+                            "mpit-tuner[rank {}]: freeing a tuning communicator: {e}",
+                            self.world_rank
+                        );
+                    }
+                }
+                st.off = true;
+                self.emit(st, None, 0, What::SetupFailed(why.to_string()));
+            }
+        }
+    }
+
+    /// An agreed point of search `k`: one reduction, the same numbers on
+    /// every rank, the same transition.
+    fn agree(&self, comm: Comm, st: &mut CommState, k: usize, mine: f64) {
+        if !st.ready {
+            self.setup(comm, st);
+        }
+        let collective = COLLECTIVES[k / self.bins.len()];
+        let bin = k % self.bins.len();
+        if st.off {
+            st.searches[k].agree(Agreed {
+                max_mean_ns: 0.0,
+                stop: true,
+            });
+            return;
+        }
+        let Some(private) = &st.private else { return };
+        let stop = self.stop.load(Acquire);
+        let send = [mine.round().clamp(0.0, 9.0e18) as i64, i64::from(stop)];
+        let mut recv = [0i64; 2];
+        let mut seq = Collectives::new(private.comm(), 0);
+        seq.allreduce_i64(&send, &mut recv, ReduceOp::Max);
+        let agreed = if seq.failed() {
+            // Nothing was agreed: stop here, and the peers learn it at
+            // their next point (this rank sends stop from now on).
+            self.stop.store(true, Release);
+            st.off = true;
+            let why = seq
+                .into_pending()
+                .map_or_else(|| "MPI_Allreduce failed".to_string(), |f| f.message);
+            self.emit(st, Some(collective), bin, What::ReductionFailed(why));
+            Agreed {
+                max_mean_ns: 0.0,
+                stop: true,
+            }
+        } else {
+            Agreed {
+                max_mean_ns: recv[0] as f64,
+                stop: recv[1] != 0,
+            }
+        };
+        for event in st.searches[k].agree(agreed).into_iter().flatten() {
+            self.emit(st, Some(collective), bin, What::Search(event));
+        }
+    }
+}
+
+/// A tuned call in progress: returned by [`before`], given to [`after`].
+pub struct Ticket {
+    collective: Collective,
+    state: Option<(AtomicRefMut<'static, CommState>, usize, Comm)>,
+    timed: bool,
+}
+
+impl Ticket {
+    /// Whether the caller should time the call.
+    #[inline]
+    pub fn timed(&self) -> bool {
+        self.timed
+    }
+}
+
+/// Before a blocking collective on `comm` moving `bytes` (one rank's
+/// contribution): sets the algorithm this call must use. `None` when
+/// tuning is off for this collective (nothing to do after).
+#[inline]
+pub fn before(collective: Collective, comm: Comm, bytes: u64) -> Option<Ticket> {
+    if !ON.load(Relaxed) {
+        return None;
+    }
+    let t = TUNER.get()?;
+    let switch = t.switches[collective as usize].as_ref()?;
+    if t.in_flight.fetch_add(1, AcqRel) > 0 && !t.stop.swap(true, AcqRel) {
+        t.tx.try_send(TuneEvent {
+            t: t.start.elapsed().as_secs_f64(),
+            comm: 0,
+            comm_size: 0,
+            collective: Some(collective),
+            bin: 0,
+            what: What::Concurrent,
+        })
+        .ok();
+    }
+    let default = switch.target.candidates[0].1;
+    let bits = comm.to_bits();
+    let Some(i) = t.entry(bits) else {
+        t.set(switch, default);
+        return Some(Ticket {
+            collective,
+            state: None,
+            timed: false,
+        });
+    };
+    let Ok(st) = t.entries[i].state.try_borrow_mut() else {
+        // Another thread holds this communicator: erroneous, and the
+        // algorithm cannot be chosen consistently any more.
+        t.stop.store(true, Release);
+        return Some(Ticket {
+            collective,
+            state: None,
+            timed: false,
+        });
+    };
+    let k = collective as usize * t.bins.len() + t.bins.of(bytes);
+    let search = &st.searches[k];
+    let value = switch.target.candidates[search.choice()].1;
+    t.set(switch, value);
+    let timed = search.wants_time();
+    Some(Ticket {
+        collective,
+        state: Some((st, k, comm)),
+        timed,
+    })
+}
+
+/// After the call [`before`] prepared, with its duration if it was timed.
+///
+/// The variable goes back to the library's default first: outside a tuned
+/// call the library's own internal collectives (a communicator's context
+/// id is agreed with an allreduce, `MPI_Finalize` runs collectives, and so
+/// do the tool's own reductions) read the same variable, and each rank's
+/// last tuned call may have been on a different communicator.
+#[inline]
+pub fn after(ticket: Ticket, ns: Option<u64>) {
+    let Some(t) = TUNER.get() else { return };
+    if let Some(switch) = t.switches[ticket.collective as usize].as_ref() {
+        t.set(switch, switch.target.candidates[0].1);
+    }
+    if let Some((mut st, k, comm)) = ticket.state {
+        if let Some(mine) = st.searches[k].count(ns) {
+            t.agree(comm, &mut st, k, mine);
+        }
+    }
+    t.in_flight.fetch_sub(1, AcqRel);
+}
+
+/// The application frees `comm` (every rank of it does): its tuning
+/// communicator goes with it, and its entry is free for a new one.
+pub fn comm_freeing(comm: Comm) {
+    let Some(t) = TUNER.get() else { return };
+    let bits = comm.to_bits();
+    let high = t.high.load(Acquire);
+    let Some(e) = t.entries[..high]
+        .iter()
+        .find(|e| e.bits.load(Acquire) == bits)
+    else {
+        return;
+    };
+    e.bits.store(TOMBSTONE, Release);
+    match e.state.try_borrow_mut() {
+        Ok(mut st) => {
+            if let Some(mut p) = st.private.take() {
+                if let Err(err) = p.free() {
+                    mpit::say!(
+                        "mpit-tuner[rank {}]: freeing a tuning communicator: {err}",
+                        t.world_rank
+                    );
+                }
+            }
+            drop(st);
+            e.bits.store(FREE, Release);
+        }
+        // In use by another thread: stays a tombstone until finalize.
+        Err(_) => t.stop.store(true, Release),
+    }
+}
+
+/// Prepares tuning `targets` in this process: opens the variables'
+/// handles (kept for the life of the process, on `mpit`, which is never
+/// finalized by the tool) and allocates the table. Returns the tuner, to be
+/// started with [`activate`] once every rank agreed on the same
+/// [`Tuner::signature`], and a message per collective that cannot be
+/// tuned here.
+pub fn prepare(
+    mpit: &'static MpiT,
+    targets: Vec<Target>,
+    bins: Bins,
+    params: Params,
+    world_rank: i32,
+) -> (Option<Tuner>, Vec<String>) {
+    let mut messages = Vec::new();
+    let mut switches: Vec<Option<Switch>> = COLLECTIVES.iter().map(|_| None).collect();
+    for target in targets {
+        let name = target.cvar.name.clone();
+        match Cvar::open(mpit, &target.cvar, mpit::Object::None) {
+            Ok(cvar) => {
+                let i = target.collective as usize;
+                switches[i] = Some(Switch {
+                    current: AtomicI64::new(target.candidates[0].1),
+                    target,
+                    cvar,
+                    failed: AtomicBool::new(false),
+                });
+            }
+            Err(e) => messages.push(format!("{name}: cannot open it: {e}")),
+        }
+    }
+    if switches.iter().all(Option::is_none) {
+        return (None, messages);
+    }
+    let mut fresh = Vec::with_capacity(COLLECTIVES.len() * bins.len());
+    for s in &switches {
+        let n = s.as_ref().map_or(1, |s| s.target.candidates.len());
+        fresh.extend((0..bins.len()).map(|_| Search::new(params, n)));
+    }
+    let (tx, rx) = crossbeam_channel::bounded(EVENT_QUEUE);
+    let entries = (0..MAX_COMMS)
+        .map(|_| Entry {
+            bits: AtomicU64::new(FREE),
+            state: AtomicRefCell::new(CommState {
+                ready: false,
+                off: false,
+                label: 0,
+                size: 0,
+                private: None,
+                searches: fresh.clone(),
+            }),
+        })
+        .collect();
+    let tuner = Tuner {
+        switches,
+        bins,
+        params,
+        fresh,
+        entries,
+        high: AtomicUsize::new(0),
+        in_flight: AtomicU32::new(0),
+        stop: AtomicBool::new(false),
+        tx,
+        rx,
+        lost: AtomicU64::new(0),
+        start: Instant::now(),
+        world_rank,
+        labels: AtomicU64::new(0),
+    };
+    (Some(tuner), messages)
+}
+
+/// Starts a prepared tuner: the application's collectives go through it
+/// from now on. Fails if one already runs in this process.
+pub fn activate(tuner: Tuner) -> Result<&'static Tuner, String> {
+    TUNER
+        .set(tuner)
+        .map_err(|_| "collective tuning was already started in this process".to_string())?;
+    ON.store(true, Release);
+    TUNER
+        .get()
+        .ok_or_else(|| "collective tuning did not start".to_string())
+}
+
+/// Whether tuning runs (one relaxed load: the interposer's test).
+#[inline]
+pub fn on() -> bool {
+    ON.load(Relaxed)
+}
+
+/// The tuner, if it runs.
+pub fn tuner() -> Option<&'static Tuner> {
+    ON.load(Acquire).then(|| TUNER.get()).flatten()
+}
+
+/// Events since the last call (the helper logs them on its tick).
+pub fn events() -> impl Iterator<Item = TuneEvent> {
+    TUNER.get().into_iter().flat_map(|t| t.rx.try_iter())
+}
+
+/// Stops tuning inside `MPI_Finalize`, before the library's own
+/// finalization: every variable back to its default and the tuning
+/// communicators freed. (The variables' handles stay open: they live in a
+/// process-wide table, and `MPI_Finalize` frees them.) Returns messages for
+/// the log.
+pub fn stop() -> Vec<String> {
+    let mut messages = Vec::new();
+    if !ON.swap(false, AcqRel) {
+        return messages;
+    }
+    let Some(t) = TUNER.get() else {
+        return messages;
+    };
+    for s in t.switches.iter().flatten() {
+        let default = s.target.candidates[0].1;
+        if s.current.load(Relaxed) != default {
+            match s.cvar.write_scalar_int(default) {
+                Ok(()) => s.current.store(default, Relaxed),
+                Err(e) => messages.push(format!(
+                    "{}: could not write the default back: {e}",
+                    s.target.cvar.name
+                )),
+            }
+        }
+    }
+    for e in t.entries.iter() {
+        match e.state.try_borrow_mut() {
+            Ok(mut st) => {
+                if let Some(mut p) = st.private.take() {
+                    if let Err(err) = p.free() {
+                        messages.push(format!("freeing a tuning communicator: {err}"));
+                    }
+                }
+            }
+            Err(_) => messages.push("a tuning communicator was still in use at finalize".into()),
+        }
+    }
+    messages
+}
