@@ -139,8 +139,9 @@ pub fn support(library: Library, version: &str) -> Support {
             None => Support::Unknown("the MPICH version could not be read".into()),
         },
         Library::OpenMpi => Support::StartOnly(
-            "Open MPI 4.1 accepts a write of coll_tuned_<coll>_algorithm after MPI_Init, reads it back, \
-             and keeps using the algorithm chosen when the communicator was created (measured); \
+            "Open MPI accepts a write of coll_tuned_<coll>_algorithm after MPI_Init and reads it back, \
+             but a communicator keeps the algorithm chosen when it was created: a write reaches only \
+             communicators created after it (measured on 4.1.4 with examples/c/coll_witness.c); \
              choose algorithms before start instead (OMPI_MCA_coll_tuned_use_dynamic_rules=1 and \
              OMPI_MCA_coll_tuned_<coll>_algorithm, or a dynamic rules file)"
                 .into(),

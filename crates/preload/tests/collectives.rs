@@ -1,0 +1,248 @@
+//! Online collective tuning in real MPI jobs (issue 13).
+//!
+//! `examples/c/coll_check.c` checks every result of the seven tunable
+//! collectives, bit for bit (integer data), on five communicators whose
+//! collectives interleave (world, a dup, the rows and columns of a 2-D
+//! grid, an even/odd split), from 0 bytes to 4 MiB. Under the most
+//! aggressive tuning (a window of one call, every algorithm the library
+//! has) its output must be the same as without the tool, on an odd and a
+//! power-of-two number of ranks, and the tuning records of every
+//! communicator must be identical on all its ranks: that is what makes the
+//! switching safe.
+//!
+//! `examples/c/coll_witness.c` re-checks, without the tool, the fact the
+//! tuner's support table rests on: when a value written through MPI_T after
+//! `MPI_Init` takes effect (MPICH 4.0: at the next call; Open MPI 4.1: only
+//! for communicators created afterwards).
+
+mod common;
+
+use common::*;
+use mpit_testkit::Job;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// coll_check under the tool with collective tuning asked for.
+fn tuned(ranks: u32, args: &[&str], dir: &std::path::Path, env: &[(&str, &str)]) -> Job {
+    let mut cmd = mpi_job(ranks, &example("coll_check"), args);
+    preload(&mut cmd, dir);
+    cmd.env("MPIT_TUNER_COLLECTIVES", "tune");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    mpit_testkit::run(cmd)
+}
+
+/// The `collective` records of a rank, without their time.
+fn tuning_records(log: &RankLog) -> Vec<Value> {
+    log.of_type("collective")
+        .map(|r| {
+            let mut r = r.clone();
+            r.as_object_mut().unwrap().remove("t");
+            r
+        })
+        .collect()
+}
+
+/// Asserts that every communicator's records are the same on all the ranks
+/// that have them; returns the records by communicator label.
+fn same_on_every_rank(logs: &[RankLog]) -> BTreeMap<String, Vec<Value>> {
+    let mut by_comm: BTreeMap<String, (u32, Vec<Value>)> = BTreeMap::new();
+    for log in logs {
+        let mut mine: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+        for r in tuning_records(log) {
+            let comm = r["comm"].as_str().unwrap_or_default().to_string();
+            if !comm.is_empty() {
+                mine.entry(comm).or_default().push(r);
+            }
+        }
+        for (comm, records) in mine {
+            match by_comm.get(&comm) {
+                None => {
+                    by_comm.insert(comm, (log.rank, records));
+                }
+                Some((first, theirs)) => assert_eq!(
+                    &records, theirs,
+                    "communicator {comm}: rank {} and rank {first} logged different tuning",
+                    log.rank
+                ),
+            }
+        }
+    }
+    by_comm.into_iter().map(|(k, (_, v))| (k, v)).collect()
+}
+
+#[test]
+fn the_witness_says_when_a_written_algorithm_takes_effect() {
+    let mut cmd = mpi_job(3, &example("coll_witness"), &[]);
+    if cfg!(mpi_flavor = "openmpi") {
+        cmd.env("OMPI_MCA_coll_tuned_use_dynamic_rules", "1");
+    }
+    let job = mpit_testkit::run(cmd);
+    job.assert_success();
+    let out = job.stdout();
+    let expected = if cfg!(mpi_flavor = "mpich") {
+        // The support table's `NextCall` for MPICH 4.0.
+        "coll_witness: MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM: next call"
+    } else {
+        // Its `StartOnly` for Open MPI: the write is accepted, the running
+        // communicator ignores it, a new one uses it.
+        "coll_witness: coll_tuned_allgather_algorithm: next communicator"
+    };
+    assert!(out.contains(expected), "{out}\n{}", job.stderr());
+    assert!(out.contains("default back accepted, then ok"), "{out}");
+}
+
+#[cfg(mpi_flavor = "mpich")]
+#[test]
+fn every_result_is_right_under_the_most_aggressive_tuning() {
+    for ranks in [3, 4] {
+        let tmp = tempdir();
+        let plain = mpit_testkit::run(mpi_job(ranks, &example("coll_check"), &["16"]));
+        plain.assert_success();
+        let dir = tmp.path().join("run");
+        let job = tuned(
+            ranks,
+            &["16"],
+            &dir,
+            &[("MPIT_TUNER_COLLECTIVES_WINDOW", "1")],
+        );
+        job.assert_success();
+        assert_same_stdout(&plain, &job, |_| false);
+        assert!(
+            job.stderr().contains("collective tuning on: allreduce"),
+            "{}",
+            job.stderr()
+        );
+        let logs = read_run_dir(&dir, ranks);
+        for log in &logs {
+            let start: Vec<_> = tuning_records(log)
+                .into_iter()
+                .filter(|r| r["event"] == "start")
+                .collect();
+            assert_eq!(start.len(), 1, "rank {}: {start:?}", log.rank);
+            let message = start[0]["message"].as_str().unwrap();
+            for c in [
+                "allreduce",
+                "bcast",
+                "reduce ",
+                "allgather",
+                "alltoall",
+                "reduce_scatter_block",
+                "barrier",
+            ] {
+                assert!(message.contains(c), "rank {}: {message}", log.rank);
+            }
+            assert!(message.contains("window 1 calls"), "{message}");
+        }
+        let by_comm = same_on_every_rank(&logs);
+        // World, dup, row, column and parity communicators of every rank.
+        assert!(by_comm.len() >= 5, "{:?}", by_comm.keys());
+        let all: Vec<&Value> = by_comm.values().flatten().collect();
+        let decisions = all.iter().filter(|r| r["event"] == "decision").count();
+        assert!(decisions >= 20, "only {decisions} decisions");
+        // Candidates other than the default really ran.
+        assert!(
+            all.iter()
+                .any(|r| r["event"] == "trial" && r["value"].as_i64() > Some(0)),
+            "no trial of another algorithm"
+        );
+        for r in &all {
+            assert!(
+                ![
+                    "reduction_failed",
+                    "write_failed",
+                    "setup_failed",
+                    "stopped"
+                ]
+                .contains(&r["event"].as_str().unwrap()),
+                "{r}"
+            );
+        }
+    }
+}
+
+#[cfg(mpi_flavor = "openmpi")]
+#[test]
+fn open_mpi_is_not_tuned_online_and_says_why() {
+    let tmp = tempdir();
+    let plain = mpit_testkit::run(mpi_job(3, &example("coll_check"), &["2"]));
+    plain.assert_success();
+    let dir = tmp.path().join("run");
+    let job = tuned(3, &["2"], &dir, &[]);
+    job.assert_success();
+    assert_same_stdout(&plain, &job, |_| false);
+    assert!(
+        job.stderr()
+            .contains("collective tuning is off: Open MPI accepts a write"),
+        "{}",
+        job.stderr()
+    );
+    for log in read_run_dir(&dir, 3) {
+        let records = tuning_records(&log);
+        assert_eq!(records.len(), 1, "rank {}: {records:?}", log.rank);
+        assert_eq!(records[0]["event"], "off");
+        assert!(
+            records[0]["message"]
+                .as_str()
+                .unwrap()
+                .contains("communicators created after it"),
+            "{}",
+            records[0]
+        );
+    }
+}
+
+#[test]
+fn thread_multiple_keeps_tuning_off_and_says_why() {
+    let tmp = tempdir();
+    let dir = tmp.path().join("run");
+    let job = tuned(2, &["2", "multiple"], &dir, &[]);
+    job.assert_success();
+    assert!(
+        job.stdout().contains("coll_check: all results correct"),
+        "{}",
+        job.stdout()
+    );
+    for log in read_run_dir(&dir, 2) {
+        let records = tuning_records(&log);
+        assert_eq!(records.len(), 1, "rank {}: {records:?}", log.rank);
+        assert_eq!(records[0]["event"], "off");
+        assert!(
+            records[0]["message"]
+                .as_str()
+                .unwrap()
+                .contains("MPI_THREAD_MULTIPLE"),
+            "{}",
+            records[0]
+        );
+    }
+}
+
+#[cfg(mpi_flavor = "mpich")]
+#[test]
+fn bad_settings_are_named_and_the_rest_runs() {
+    let tmp = tempdir();
+    let dir = tmp.path().join("run");
+    let mut cmd = mpi_job(2, &example("coll_check"), &["2"]);
+    preload(&mut cmd, &dir);
+    cmd.env("MPIT_TUNER_COLLECTIVES", "allreduce,frobnicate")
+        .env("MPIT_TUNER_COLLECTIVES_WINDOW", "zero");
+    let job = mpit_testkit::run(cmd);
+    job.assert_success();
+    let err = job.stderr();
+    assert!(
+        err.contains("MPIT_TUNER_COLLECTIVES: `frobnicate` is not a collective"),
+        "{err}"
+    );
+    assert!(
+        err.contains("MPIT_TUNER_COLLECTIVES_WINDOW=\"zero\""),
+        "{err}"
+    );
+    assert!(
+        err.contains("collective tuning on: allreduce (auto"),
+        "{err}"
+    );
+    assert!(!err.contains("collective tuning on: allreduce (auto, nb, smp, recursive_doubling, reduce_scatter_allgather); bcast"), "{err}");
+    assert!(job.stdout().contains("coll_check: all results correct"));
+}

@@ -1,0 +1,126 @@
+/* When does a collective algorithm written through MPI_T after MPI_Init
+ * take effect? A deterministic witness, not a timing: an algorithm the call
+ * cannot use makes the call fail when the library reads the variable.
+ *
+ * MPICH: MPIR_CVAR_COLLECTIVE_FALLBACK is set to `error` (0), then
+ * MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM to pairwise_sendrecv_replace (4),
+ * which needs MPI_IN_PLACE: an Alltoall with a separate send buffer fails
+ * if, and only if, the library uses the written value.
+ * Open MPI (started with OMPI_MCA_coll_tuned_use_dynamic_rules=1, 3 ranks):
+ * coll_tuned_allgather_algorithm is set to two_proc, which refuses more
+ * than two processes.
+ *
+ * Each library's case: a call with the default, the write, a call on the
+ * same communicator, a call on a communicator created after the write, the
+ * default written back. Rank 0 prints the outcome of each and a verdict:
+ * "coll_witness: <variable>: next call" (the next call used it), "next
+ * communicator" (only communicators created later did) or "never". */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int rank, size;
+
+static int cvar_index(const char *name) {
+    int index = -1;
+    if (MPI_T_cvar_get_index(name, &index) != MPI_SUCCESS) return -1;
+    return index;
+}
+
+static int write_int(const char *name, int value) {
+    int index = cvar_index(name), count;
+    MPI_T_cvar_handle h;
+    if (index < 0) return -1;
+    if (MPI_T_cvar_handle_alloc(index, NULL, &h, &count) != MPI_SUCCESS) return -1;
+    int rc = MPI_T_cvar_write(h, &value);
+    MPI_T_cvar_handle_free(&h);
+    return rc;
+}
+
+/* The value of item `item` of the variable's MPI_T enumeration, or -1. */
+static int enum_value(const char *name, const char *item) {
+    int index = cvar_index(name), verbosity, binding, scope, num;
+    char vname[256], desc[1024], ename[256];
+    int vlen = sizeof vname, dlen = sizeof desc, elen;
+    MPI_Datatype type;
+    MPI_T_enum e;
+    if (index < 0) return -1;
+    if (MPI_T_cvar_get_info(index, vname, &vlen, &verbosity, &type, &e, desc, &dlen, &binding, &scope) !=
+            MPI_SUCCESS ||
+        e == MPI_T_ENUM_NULL)
+        return -1;
+    elen = sizeof ename;
+    if (MPI_T_enum_get_info(e, &num, ename, &elen) != MPI_SUCCESS) return -1;
+    for (int i = 0; i < num; i++) {
+        int value;
+        char iname[256];
+        int ilen = sizeof iname;
+        if (MPI_T_enum_get_item(e, i, &value, iname, &ilen) == MPI_SUCCESS && strcmp(iname, item) == 0)
+            return value;
+    }
+    return -1;
+}
+
+static int alltoall(MPI_Comm comm) {
+    int s[64], r[64];
+    for (int i = 0; i < 64; i++) s[i] = rank;
+    return MPI_Alltoall(s, 64 / size, MPI_INT, r, 64 / size, MPI_INT, comm);
+}
+
+static int allgather(MPI_Comm comm) {
+    int s[4] = {rank, rank, rank, rank}, r[256];
+    return MPI_Allgather(s, 4, MPI_INT, r, 4, MPI_INT, comm);
+}
+
+static const char *outcome(int rc) { return rc == MPI_SUCCESS ? "ok" : "fails"; }
+
+int main(int argc, char **argv) {
+    int provided;
+    MPI_Init(&argc, &argv);
+    MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+
+    const char *variable;
+    int value, fallback = 1;
+    int (*call)(MPI_Comm);
+    if (cvar_index("MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM") >= 0) {
+        variable = "MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM";
+        value = 4; /* pairwise_sendrecv_replace */
+        call = alltoall;
+        fallback = write_int("MPIR_CVAR_COLLECTIVE_FALLBACK", 0) == MPI_SUCCESS;
+    } else {
+        variable = "coll_tuned_allgather_algorithm";
+        value = enum_value(variable, "two_proc");
+        call = allgather;
+    }
+    if (value < 0 || !fallback) {
+        if (rank == 0) printf("coll_witness: %s: cannot set up the witness\n", variable);
+        MPI_T_finalize();
+        MPI_Finalize();
+        return 2;
+    }
+    int before = call(MPI_COMM_WORLD);
+    int written = write_int(variable, value);
+    int same = call(MPI_COMM_WORLD);
+    MPI_Comm dup;
+    MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+    MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
+    int fresh = call(dup);
+    int back = write_int(variable, 0);
+    int after = call(MPI_COMM_WORLD);
+    if (rank == 0) {
+        printf("coll_witness: default %s; write %s=%d %s; same communicator %s; new communicator %s; "
+               "default back %s, then %s\n",
+               outcome(before), variable, value, written == MPI_SUCCESS ? "accepted" : "refused", outcome(same),
+               outcome(fresh), back == MPI_SUCCESS ? "accepted" : "refused", outcome(after));
+        const char *verdict = same != MPI_SUCCESS ? "next call" : fresh != MPI_SUCCESS ? "next communicator" : "never";
+        printf("coll_witness: %s: %s\n", variable, verdict);
+    }
+    MPI_Comm_free(&dup);
+    MPI_T_finalize();
+    MPI_Finalize();
+    return 0;
+}
