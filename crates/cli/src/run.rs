@@ -12,6 +12,7 @@ use std::ffi::{OsStr, OsString};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
+use tuner_core::decide::collectives::{Collective, COLLECTIVES};
 use tuner_core::runtime::MIN_INTERVAL;
 
 /// The preload library's file name.
@@ -71,6 +72,14 @@ pub struct RunArgs {
     /// Do not print the summary table at the end of the job.
     #[arg(long)]
     quiet: bool,
+
+    /// Tune the collective algorithms online, on the application's own
+    /// calls (MPICH 4.0/4.1; other libraries say why not): every
+    /// collective, or a list such as `allreduce,bcast`. Off by default: a
+    /// different algorithm can change floating-point results in the last
+    /// bits (README.md#collective-tuning).
+    #[arg(long, value_name = "LIST", num_args = 0..=1, default_missing_value = "tune")]
+    tune_collectives: Option<String>,
 
     /// The preload library (default: MPIT_TUNER_LIB, else libmpit_tuner.so
     /// next to mpit-tuner).
@@ -177,6 +186,19 @@ fn environment(args: &RunArgs) -> Result<Vec<(OsString, OsString)>> {
     }
     if args.quiet {
         set("MPIT_TUNER_QUIET", OsStr::new("1"));
+    }
+    if let Some(list) = &args.tune_collectives {
+        if list != "tune" {
+            for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+                if Collective::parse(item).is_none() {
+                    bail!(
+                        "--tune-collectives: `{item}` is not a collective the tuner knows ({})",
+                        COLLECTIVES.map(|c| c.name()).join(", ")
+                    );
+                }
+            }
+        }
+        set("MPIT_TUNER_COLLECTIVES", OsStr::new(list));
     }
     Ok(env)
 }
