@@ -34,7 +34,7 @@ fn main() {
         .allowlist_function("P?MPI_T_.*")
         .allowlist_function(
             "P?MPI_(Init|Init_thread|Initialized|Finalize|Finalized|Query_thread|Abort\
-             |Comm_rank|Comm_size|Comm_dup|Comm_free|Comm_split|Comm_group|Comm_create_group\
+             |Comm_rank|Comm_size|Comm_test_inter|Comm_dup|Comm_free|Comm_split|Comm_group|Comm_create_group\
              |Group_free|Get_library_version|Comm_get_errhandler|Comm_set_errhandler\
              |Errhandler_free|Error_string|Error_class\
              |Get_processor_name|Allreduce|Reduce|Bcast|Barrier|Wtime)",

@@ -912,6 +912,17 @@ pub(crate) fn comm_rank_size(api: &Api, comm: Comm) -> Result<(i32, i32)> {
     Ok((rank, size))
 }
 
+/// Whether `comm` is an intercommunicator (`MPI_Comm_test_inter`).
+pub fn is_inter(comm: Comm) -> Result<bool> {
+    let api = api()?;
+    let mut flag: c_int = 0;
+    // SAFETY: a live communicator handle and a valid out-pointer; only
+    // called between MPI_Init and MPI_Finalize.
+    let rc = unsafe { func!(api, PMPI_Comm_test_inter)?(comm.0, &mut flag) };
+    check(api, "MPI_Comm_test_inter", rc)?;
+    Ok(flag != 0)
+}
+
 /// Initialises MPI for a program that is not intercepted (the CLI, tests).
 pub(crate) fn init_thread(api: &Api, required: ThreadLevel) -> Result<c_int> {
     let mut provided: c_int = 0;

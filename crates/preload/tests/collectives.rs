@@ -246,3 +246,51 @@ fn bad_settings_are_named_and_the_rest_runs() {
     assert!(!err.contains("collective tuning on: allreduce (auto, nb, smp, recursive_doubling, reduce_scatter_allgather); bcast"), "{err}");
     assert!(job.stdout().contains("coll_check: all results correct"));
 }
+
+/// A candidate one rank's library refuses when it is tried at start is
+/// dropped on every rank (a value refused at run time on one rank would run
+/// that call with another algorithm than its peers), with the reason; the
+/// other candidates are tuned and every result is right. The second
+/// `MPI_T_cvar_write` of rank 1 is the trial of allreduce's `smp`.
+#[cfg(mpi_flavor = "mpich")]
+#[test]
+fn a_candidate_refused_on_one_rank_is_dropped_on_all() {
+    let tmp = tempdir();
+    let plain = mpit_testkit::run(mpi_job(3, &example("coll_check"), &["4"]));
+    plain.assert_success();
+    let dir = tmp.path().join("run");
+    let mut cmd = mpi_job(3, &example("coll_check"), &["4"]);
+    preload(&mut cmd, &dir);
+    let preloads = format!("{}:{}", preload_lib().display(), fault_lib().display());
+    cmd.env("LD_PRELOAD", preloads)
+        .env("MPIT_FAULT", "MPI_T_cvar_write#3@1")
+        .env("MPIT_TUNER_POLICY", "none")
+        .env("MPIT_TUNER_COLLECTIVES", "allreduce,bcast");
+    let job = mpit_testkit::run(cmd);
+    job.assert_success();
+    assert_same_stdout(&plain, &job, |_| false);
+    assert!(
+        job.stderr().contains(
+            "collective tuning on: allreduce (auto, nb, recursive_doubling, reduce_scatter_allgather); bcast (auto, binomial"
+        ),
+        "{}",
+        job.stderr()
+    );
+    for log in read_run_dir(&dir, 3) {
+        let notes: Vec<String> = tuning_records(&log)
+            .iter()
+            .filter(|r| r["event"] == "skipped")
+            .map(|r| r["message"].as_str().unwrap().to_string())
+            .collect();
+        assert!(
+            notes.iter().any(|n| n
+                == "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM: `smp` (2) dropped: refused on some rank"),
+            "rank {}: {notes:?}",
+            log.rank
+        );
+        // Only rank 1 saw the refusal itself, with the library's error.
+        let own = notes.iter().any(|n| n.contains("`smp` (2) refused:"));
+        assert_eq!(own, log.rank == 1, "rank {}: {notes:?}", log.rank);
+    }
+    same_on_every_rank(&read_run_dir(&dir, 3));
+}

@@ -619,3 +619,35 @@ pub fn check_summary(dir: &Path, size: u32) -> Value {
     }
     doc
 }
+
+// ---------------------------------------------------------------------------
+// Fault injection (see tests/faults/faultinject.c).
+
+/// The fault library, built once per test binary with this build's MPI
+/// compiler wrapper.
+pub fn fault_lib() -> &'static Path {
+    static LIB: OnceLock<PathBuf> = OnceLock::new();
+    LIB.get_or_init(|| {
+        let out = target_dir().join(format!("faultinject-{}", flavor()));
+        std::fs::create_dir_all(&out).expect("a directory for the fault library");
+        let lib = out.join("libfaultinject.so");
+        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/faults/faultinject.c");
+        let mpicc = format!("mpicc.{}", flavor());
+        let output = Command::new(&mpicc)
+            .args([
+                "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", "-o",
+            ])
+            .arg(&lib)
+            .arg(&source)
+            .arg("-ldl")
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {mpicc}: {e}"));
+        assert!(
+            output.status.success(),
+            "building {} failed:\n{}",
+            source.display(),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        lib
+    })
+}

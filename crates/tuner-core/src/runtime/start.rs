@@ -381,6 +381,8 @@ fn tune_collectives(
     let rank = info.rank;
     let mut why_not = None;
     let mut prepared = None;
+    let mut targets = Vec::new();
+    let mut mpit_ref: Option<&'static MpiT> = None;
     if crate::sample::toolmetrics::concurrent_callers() {
         why_not = Some(
             "the application initialised MPI with MPI_THREAD_MULTIPLE: the algorithm variables are \
@@ -401,7 +403,6 @@ fn tune_collectives(
                     } else {
                         cc.collectives.clone()
                     };
-                    let mut targets = Vec::new();
                     for c in wanted {
                         let default = catalogue
                             .cvar(&c.mpich_cvar())
@@ -414,20 +415,25 @@ fn tune_collectives(
                             Err(e) => log.record(&tune::note(0.0, "skipped", e)),
                         }
                     }
-                    let (tuner, messages) =
-                        tune::prepare(own, targets, Bins::default(), cc.params(), rank);
-                    for m in messages {
-                        log.record(&tune::note(0.0, "skipped", m));
-                    }
-                    if tuner.is_none() {
-                        why_not = Some("no collective of this library can be tuned".into());
-                    }
-                    prepared = tuner;
+                    mpit_ref = Some(own);
                 }
                 Err(e) => why_not = Some(format!("MPI_T is not available for the tuner: {e}")),
             },
             Support::StartOnly(why) | Support::Unknown(why) => why_not = Some(why),
         }
+    }
+    // Every rank makes the same collective calls from here on, whatever it
+    // found: one reduction drops the candidates any rank's library refused.
+    let targets = drop_refused(mpit_ref, targets, log, seq);
+    if let Some(own) = mpit_ref {
+        let (tuner, messages) = tune::prepare(own, targets, Bins::default(), cc.params(), rank);
+        for m in messages {
+            log.record(&tune::note(0.0, "skipped", m));
+        }
+        if tuner.is_none() && why_not.is_none() {
+            why_not = Some("no collective of this library can be tuned".into());
+        }
+        prepared = tuner;
     }
     let signature = prepared.as_ref().map_or(0, tune::Tuner::signature);
     let same = seq.all_equal(signature as i64);
@@ -459,4 +465,89 @@ fn tune_collectives(
     if rank == 0 {
         mpit::say!("mpit-tuner: collective tuning is off: {why_not}");
     }
+}
+
+/// Tries every candidate of every target once on this rank (write, read
+/// back, default written back) and drops, on every rank alike, those that
+/// any rank's library refused: a value refused at run time on one rank
+/// would make that rank run a call with another algorithm than its peers.
+fn drop_refused(
+    mpit: Option<&'static MpiT>,
+    mut targets: Vec<crate::decide::collectives::Target>,
+    log: &mut LogWriter,
+    seq: &mut Collectives,
+) -> Vec<crate::decide::collectives::Target> {
+    use crate::decide::collectives::{self as tune, search::MAX_CANDIDATES, COLLECTIVES};
+    use mpit::collective::ReduceOp;
+    // 1: refused here, or not known here (a rank without the target).
+    let mut refused = vec![1i64; COLLECTIVES.len() * MAX_CANDIDATES];
+    if let Some(own) = mpit {
+        for t in &targets {
+            let row = t.collective as usize * MAX_CANDIDATES;
+            let cvar = match mpit::Cvar::open(own, &t.cvar, Object::None) {
+                Ok(c) => c,
+                Err(e) => {
+                    log.record(&tune::note(0.0, "skipped", format!("{}: {e}", t.cvar.name)));
+                    continue;
+                }
+            };
+            let default = t.candidates[0].1;
+            refused[row] = 0;
+            for (i, (name, value)) in t.candidates.iter().enumerate().skip(1) {
+                let tried = cvar.write_scalar_int(*value).and_then(|()| cvar.read());
+                match tried {
+                    Ok(v) if v.as_i64() == Some(*value) => refused[row + i] = 0,
+                    Ok(v) => log.record(&tune::note(
+                        0.0,
+                        "skipped",
+                        format!("{}: `{name}` ({value}) reads back as {v:?}", t.cvar.name),
+                    )),
+                    Err(e) => log.record(&tune::note(
+                        0.0,
+                        "skipped",
+                        format!("{}: `{name}` ({value}) refused: {e}", t.cvar.name),
+                    )),
+                }
+                if let Err(e) = cvar.write_scalar_int(default) {
+                    // The default cannot be put back: nothing of this
+                    // collective is tuned, on any rank.
+                    refused[row] = 1;
+                    log.record(&tune::note(
+                        0.0,
+                        "skipped",
+                        format!("{}: writing the default back failed: {e}", t.cvar.name),
+                    ));
+                }
+            }
+        }
+    }
+    let mut agreed = vec![1i64; refused.len()];
+    seq.allreduce_i64(&refused, &mut agreed, ReduceOp::Max);
+    if seq.failed() {
+        return Vec::new();
+    }
+    targets.retain_mut(|t| {
+        let row = t.collective as usize * MAX_CANDIDATES;
+        if agreed[row] != 0 {
+            return false;
+        }
+        let mut i = 0;
+        t.candidates.retain(|(name, value)| {
+            let keep = i == 0 || agreed[row + i] == 0;
+            if !keep {
+                log.record(&tune::note(
+                    0.0,
+                    "skipped",
+                    format!(
+                        "{}: `{name}` ({value}) dropped: refused on some rank",
+                        t.cvar.name
+                    ),
+                ));
+            }
+            i += 1;
+            keep
+        });
+        t.candidates.len() > 1
+    });
+    targets
 }

@@ -234,16 +234,24 @@ impl Tuner {
 
     /// The entry of `bits`, claimed if new. `None` when the table is full.
     #[inline]
-    fn entry(&self, bits: u64) -> Option<usize> {
+    fn entry(&self, comm: Comm) -> Option<usize> {
+        let bits = comm.to_bits();
         let high = self.high.load(Acquire);
         if let Some(i) = (0..high).find(|&i| self.entries[i].bits.load(Acquire) == bits) {
             return Some(i);
         }
-        self.claim(bits)
+        self.claim(comm)
     }
 
+    /// Claims a free entry for a new communicator. Intercommunicators are
+    /// not tuned (their collectives' roots and groups work differently):
+    /// `None`, and the call runs with the default.
     #[cold]
-    fn claim(&self, bits: u64) -> Option<usize> {
+    fn claim(&self, comm: Comm) -> Option<usize> {
+        if !matches!(mpit::is_inter(comm), Ok(false)) {
+            return None;
+        }
+        let bits = comm.to_bits();
         for (i, e) in self.entries.iter().enumerate() {
             if e.bits.compare_exchange(FREE, bits, AcqRel, Acquire).is_ok() {
                 let Ok(mut st) = e.state.try_borrow_mut() else {
@@ -438,8 +446,7 @@ pub fn before(collective: Collective, comm: Comm, bytes: u64) -> Option<Ticket> 
         .ok();
     }
     let default = switch.target.candidates[0].1;
-    let bits = comm.to_bits();
-    let Some(i) = t.entry(bits) else {
+    let Some(i) = t.entry(comm) else {
         t.set(switch, default);
         return Some(Ticket {
             collective,
