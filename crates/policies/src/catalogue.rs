@@ -41,9 +41,13 @@ pub struct PvarInfo {
     pub count: usize,
 }
 
-/// The variables an MPI library exports, implemented by the runtime over
-/// MPI_T and by tests and the CLI over recorded lists.
-pub trait Catalogue {
+/// Looks up the variables an MPI library exports, by name: their metadata
+/// and every name (for suggestions). Implemented by the runtime over MPI_T
+/// and by tests and the CLI over recorded lists ([`MemoryCatalogue`]).
+///
+/// Not to be confused with `mpit::Catalogue`, the MPI_T catalogue itself,
+/// which the runtime wraps into one of these.
+pub trait VariableLookup {
     /// The performance variable called `name`, if exported.
     fn pvar(&self, name: &str) -> Option<PvarInfo>;
     /// The control variable called `name`, if exported.
@@ -58,10 +62,10 @@ pub trait Catalogue {
     }
 }
 
-/// A [`Catalogue`] held in memory.
+/// A [`VariableLookup`] held in memory.
 ///
 /// ```
-/// use policies::{CvarInfo, CvarType, MemoryCatalogue, PvarClass, PvarInfo, Scope, Catalogue};
+/// use policies::{CvarInfo, CvarType, MemoryCatalogue, PvarClass, PvarInfo, Scope, VariableLookup};
 /// let mut cat = MemoryCatalogue::default();
 /// cat.add_pvar("mv2_vbuf_allocated_array", PvarInfo { class: PvarClass::Level, count: 4 });
 /// cat.add_cvar("MPIR_CVAR_VBUF_POOL_CONTROL", CvarInfo { scope: Scope::Local, count: 1, ty: CvarType::Int });
@@ -94,7 +98,7 @@ impl MemoryCatalogue {
     }
 }
 
-impl Catalogue for MemoryCatalogue {
+impl VariableLookup for MemoryCatalogue {
     fn pvar(&self, name: &str) -> Option<PvarInfo> {
         self.pvars.get(name).copied()
     }

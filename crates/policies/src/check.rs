@@ -1,7 +1,7 @@
 //! Semantic checks of a [`PolicySet`] against what an MPI library exports.
 
 use crate::catalogue::{
-    closest, suggestion, Catalogue, CvarInfo, CvarType, Diagnostic, Scope, Severity,
+    closest, suggestion, CvarInfo, CvarType, Diagnostic, Scope, Severity, VariableLookup,
 };
 use crate::error::Location;
 use crate::expr::VarKind;
@@ -23,7 +23,7 @@ impl PolicySet {
     ///   both a PVAR and a CVAR, ALL/GROUP CVARs written by a periodic policy,
     ///   GROUP_EQ/ALL_EQ CVARs written in pre-init/init by a policy that does
     ///   not select every rank or computes the value from per-rank variables.
-    pub fn check(&self, catalogue: &dyn Catalogue) -> Vec<Diagnostic> {
+    pub fn check(&self, catalogue: &dyn VariableLookup) -> Vec<Diagnostic> {
         let mut out = Vec::new();
         let names = catalogue.names();
         let near = |name: &str| suggestion(&closest(name, names.iter().map(String::as_str)));

@@ -18,8 +18,8 @@
 //!   then compiled policies). [`PolicySet::parse`] reports every error as
 //!   `file:line:col: error: ...`; [`PolicySet::variables`] lists every
 //!   variable the file names, each with a [`VarSlot`];
-//!   [`PolicySet::check`] validates them against a [`Catalogue`] of what
-//!   the MPI library exports (unknown names, read-only CVARs, the
+//!   [`PolicySet::check`] validates them against a [`VariableLookup`] of
+//!   what the MPI library exports (unknown names, read-only CVARs, the
 //!   ALL_EQ/GROUP_EQ scope rule, types).
 //! - [`CompiledPolicy`]: one policy with its state (hysteresis, cooldown,
 //!   writes done). [`CompiledPolicy::evaluate`] reads values through
@@ -81,8 +81,8 @@ mod schema;
 mod value;
 
 pub use catalogue::{
-    Catalogue, CvarInfo, CvarType, Diagnostic, MemoryCatalogue, PvarClass, PvarInfo, Scope,
-    Severity,
+    CvarInfo, CvarType, Diagnostic, MemoryCatalogue, PvarClass, PvarInfo, Scope, Severity,
+    VariableLookup,
 };
 pub use duration::{parse_duration, DurationError};
 pub use error::{Location, PolicyError, PolicyErrors};

@@ -2,8 +2,8 @@
 //! list (tests/fixtures/mvapich2-2.3.7-variables.txt) and hand-made ones.
 
 use policies::{
-    Catalogue, CvarInfo, CvarType, MemoryCatalogue, Phase, PolicySet, PvarClass, PvarInfo, Scope,
-    Severity,
+    CvarInfo, CvarType, MemoryCatalogue, Phase, PolicySet, PvarClass, PvarInfo, Scope, Severity,
+    VariableLookup,
 };
 
 /// The variables MVAPICH2 2.3.7 exports, from its recorded listing.
@@ -71,7 +71,7 @@ fn mvapich2_research() -> MemoryCatalogue {
     cat
 }
 
-fn check(src: &str, cat: &dyn Catalogue) -> Vec<String> {
+fn check(src: &str, cat: &dyn VariableLookup) -> Vec<String> {
     let set = PolicySet::parse(src, "p.toml").unwrap_or_else(|e| panic!("{e:#}"));
     set.check(cat).iter().map(ToString::to_string).collect()
 }

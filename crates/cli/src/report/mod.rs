@@ -7,13 +7,17 @@
 //! PNG). A damaged or partial run directory is reported as such (which
 //! file, which line, which ranks), and the rest is still reported.
 //!
-//! Modules: [`reading`] (files to [`reading::Run`]), [`analysis`] (what to
-//! tell), [`document`] (the sections), [`tables`] (terminal and Markdown
-//! rendering), [`plots`] (SVG/PNG), [`csv`].
+//! Modules, in the order of the flow: [`reading`] (files to
+//! [`reading::Run`]), [`analysis`] (what to tell), [`document`] (the
+//! sections), [`tables`] (terminal and Markdown rendering), [`output`] (the
+//! files written besides the terminal: [`plots`] as SVG/PNG, [`csv`],
+//! Markdown). This file holds the command's arguments and the order of the
+//! steps.
 
 pub mod analysis;
 pub mod csv;
 pub mod document;
+mod output;
 pub mod plots;
 pub mod reading;
 pub mod tables;
@@ -93,6 +97,46 @@ pub struct Args {
 /// Runs `mpit-tuner report`.
 pub fn run(args: &Args) -> Result<ExitCode> {
     let dir = &args.dir;
+    check_run_dir(dir)?;
+    let wanted = series_wanted(args);
+    let run = reading::read_run(dir, &wanted, true)
+        .with_context(|| format!("cannot read {}", dir.display()))?;
+    if run.is_empty() {
+        nothing_to_report(&run);
+        return Ok(ExitCode::from(2));
+    }
+    let mut a = analysis::analyse(&run);
+    let mut outputs = document::Outputs::default();
+    if !args.no_plots {
+        let plot_vars = plot_variables(args, &run, &mut a, &mut outputs.notes);
+        let plot_dir = args.plots.clone().unwrap_or_else(|| dir.join("report"));
+        output::draw(
+            &run,
+            &a,
+            &plot_vars,
+            &plot_dir,
+            args.markdown.as_deref(),
+            &mut outputs,
+        );
+    }
+    if let Some(csv_dir) = &args.csv {
+        output::export_csv(&run, &a, csv_dir, &mut outputs);
+    }
+    if let Some(md) = &args.markdown {
+        outputs.markdown = Some(md.display().to_string());
+    }
+    let doc = document::build(&run, &a, &outputs);
+    if let Some(md) = &args.markdown {
+        output::write_markdown(md, &doc)?;
+    }
+    let mut out = std::io::stdout().lock();
+    out.write_all(doc.terminal(args.limit).as_bytes())?;
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Fails unless `dir` is a directory with rank files or a summary.json.
+fn check_run_dir(dir: &Path) -> Result<()> {
     if !dir.is_dir() {
         bail!(
             "{} is not a directory (give the run directory the job wrote: MPIT_TUNER_DIR)",
@@ -107,9 +151,12 @@ pub fn run(args: &Args) -> Result<ExitCode> {
             dir.display()
         );
     }
+    Ok(())
+}
 
-    // The variables to keep time series of: the ones asked for, else the
-    // one summary.json says differs most (else decided after reading).
+/// The variables to keep time series of: the ones asked for, else the
+/// one summary.json says differs most (else decided after reading).
+fn series_wanted(args: &Args) -> HashSet<String> {
     let mut wanted: HashSet<String> = HashSet::new();
     for v in &args.vars {
         wanted.insert(v.clone());
@@ -118,207 +165,96 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         }
     }
     if args.vars.is_empty() && !args.no_plots {
-        if let Some(s) = reading::read_summary(dir, &mut Vec::new()) {
+        if let Some(s) = reading::read_summary(&args.dir, &mut Vec::new()) {
             let size = s.size;
             if let Some(v) = analysis::default_plot_variable(&s.variables, size) {
                 wanted.insert(v);
             }
         }
     }
+    wanted
+}
 
-    let run = reading::read_run(dir, &wanted, true)
-        .with_context(|| format!("cannot read {}", dir.display()))?;
-    if run.is_empty() {
-        let mut err = std::io::stderr().lock();
-        let _ = writeln!(err, "mpit-tuner: nothing to report in {}:", dir.display());
-        for p in &run.problems {
-            let _ = writeln!(
-                err,
-                "  {}{}",
-                p.file
-                    .as_deref()
-                    .map(|f| format!("{f}: "))
-                    .unwrap_or_default(),
-                p.detail
-            );
-        }
-        return Ok(ExitCode::from(2));
-    }
-    let mut a = analysis::analyse(&run);
-
-    // Which variables to plot over time.
-    let mut plot_vars: Vec<String> = Vec::new();
-    let mut outputs = document::Outputs::default();
-    if !args.no_plots {
-        if args.vars.is_empty() {
-            if let Some(v) = analysis::default_plot_variable(&a.stats, run.size) {
-                if !a.series.contains_key(&v) {
-                    // summary.json was missing: read the series now.
-                    let more = reading::read_series(&run, &v);
-                    if !more.is_empty() {
-                        a.series.insert(v.clone(), more);
-                    }
-                }
-                plot_vars.push(v);
-            }
-        } else {
-            for v in &args.vars {
-                let key = if a.series.contains_key(v) {
-                    v.clone()
-                } else {
-                    format!("{v}@world")
-                };
-                if a.series.contains_key(&key) {
-                    plot_vars.push(key);
-                } else {
-                    let known: Vec<&str> = a
-                        .activity
-                        .iter()
-                        .map(|x| x.key.as_str())
-                        .filter(|k| k.contains(v.as_str()) || v.contains(*k))
-                        .take(5)
-                        .collect();
-                    outputs.notes.push(format!(
-                        "--var {v}: no such variable in the logs{}",
-                        if known.is_empty() {
-                            String::new()
-                        } else {
-                            format!(" (similar: {})", known.join(", "))
-                        }
-                    ));
-                }
-            }
-        }
-    }
-
-    if !args.no_plots {
-        let plot_dir = args.plots.clone().unwrap_or_else(|| dir.join("report"));
-        draw(
-            &run,
-            &a,
-            &plot_vars,
-            &plot_dir,
-            args.markdown.as_deref(),
-            &mut outputs,
+/// Tells on standard error why there is nothing to report.
+fn nothing_to_report(run: &reading::Run) {
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(
+        err,
+        "mpit-tuner: nothing to report in {}:",
+        run.dir.display()
+    );
+    for p in &run.problems {
+        let _ = writeln!(
+            err,
+            "  {}{}",
+            p.file
+                .as_deref()
+                .map(|f| format!("{f}: "))
+                .unwrap_or_default(),
+            p.detail
         );
     }
-    if let Some(csv_dir) = &args.csv {
-        let written = std::fs::create_dir_all(csv_dir)
-            .with_context(|| format!("cannot create {}", csv_dir.display()))
-            .and_then(|()| {
-                let files: Vec<(u32, PathBuf)> = run
-                    .ranks
-                    .iter()
-                    .map(|r| (r.rank, dir.join(&r.file)))
-                    .collect();
-                let (samples, rows) = csv::samples(&files, csv_dir)?;
-                let writes = csv::writes(&a.writes, csv_dir)?;
-                Ok((samples, rows, writes))
-            });
-        match written {
-            Ok((samples, rows, writes)) => {
-                outputs
-                    .csv
-                    .push(format!("{} ({rows} rows)", samples.display()));
-                outputs
-                    .csv
-                    .push(format!("{} ({} rows)", writes.display(), a.writes.len()));
-            }
-            Err(e) => outputs.notes.push(format!("CSV export failed: {e:#}")),
-        }
-    }
-    if let Some(md) = &args.markdown {
-        outputs.markdown = Some(md.display().to_string());
-    }
-    let doc = document::build(&run, &a, &outputs);
-    if let Some(md) = &args.markdown {
-        if let Some(parent) = md.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent)
-                .with_context(|| format!("cannot create {}", parent.display()))?;
-        }
-        std::fs::write(md, doc.markdown())
-            .with_context(|| format!("cannot write {}", md.display()))?;
-    }
-    let mut out = std::io::stdout().lock();
-    out.write_all(doc.terminal(args.limit).as_bytes())?;
-    out.flush()?;
-    Ok(ExitCode::SUCCESS)
 }
 
-/// `path` as seen from the directory of `from` (a file), when it is below
-/// it; else absolute.
-fn link(path: &Path, from: Option<&Path>) -> String {
-    let abs = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-    let target = abs(path);
-    if let Some(base) = from.and_then(|f| f.parent()) {
-        let base = if base.as_os_str().is_empty() {
-            Path::new(".")
-        } else {
-            base
-        };
-        if let Ok(rel) = target.strip_prefix(abs(base)) {
-            return rel.display().to_string();
-        }
-    }
-    target.display().to_string()
-}
-
-fn draw(
+/// Which variables to plot over time: the ones asked for that the logs
+/// have (a note for the others), else the one with the largest spread
+/// across ranks, its series read now if summary.json was missing.
+fn plot_variables(
+    args: &Args,
     run: &reading::Run,
-    a: &analysis::Analysis,
+    a: &mut analysis::Analysis,
+    notes: &mut Vec<String>,
+) -> Vec<String> {
+    if !args.vars.is_empty() {
+        return asked_variables(&args.vars, a, notes);
+    }
+    let mut plot_vars: Vec<String> = Vec::new();
+    if let Some(v) = analysis::default_plot_variable(&a.stats, run.size) {
+        if !a.series.contains_key(&v) {
+            // summary.json was missing: read the series now.
+            let more = reading::read_series(run, &v);
+            if !more.is_empty() {
+                a.series.insert(v.clone(), more);
+            }
+        }
+        plot_vars.push(v);
+    }
+    plot_vars
+}
+
+/// The `--var` variables with a series (`name` also as `name@world`); a
+/// note, with similar names, for each one the logs do not have.
+fn asked_variables(
     vars: &[String],
-    dir: &Path,
-    markdown: Option<&Path>,
-    outputs: &mut document::Outputs,
-) {
-    if let Err(e) = std::fs::create_dir_all(dir) {
-        outputs.notes.push(format!(
-            "cannot create the plots directory {}: {e} (use --plots DIR or --no-plots)",
-            dir.display()
-        ));
-        return;
-    }
-    let painter = plots::Painter::new();
-    if let Some(n) = &painter.font_note {
-        outputs.notes.push(n.clone());
-    }
-    let mut jobs: Vec<(String, String, Result<String>)> = Vec::new();
+    a: &analysis::Analysis,
+    notes: &mut Vec<String>,
+) -> Vec<String> {
+    let mut plot_vars: Vec<String> = Vec::new();
     for v in vars {
-        let series = a.series.get(v).map(Vec::as_slice).unwrap_or(&[]);
-        jobs.push((
-            format!("over-time-{}", plots::slug(v)),
-            format!("{v} across ranks over time"),
-            plots::over_time(v, series, run.size),
-        ));
-    }
-    if vars.is_empty() {
-        outputs
-            .notes
-            .push("no sampled variable to plot over time".into());
-    }
-    jobs.push((
-        "rank-histograms".into(),
-        "cross-rank histograms".into(),
-        plots::rank_histograms(&a.stats, run.size),
-    ));
-    jobs.push((
-        "message-sizes".into(),
-        "message sizes per MPI call family".into(),
-        plots::message_sizes(&a.size_histograms),
-    ));
-    jobs.push((
-        "cvar-changes".into(),
-        "CVAR changes over time".into(),
-        plots::cvar_changes(&a.writes, run.size, a.facts.duration),
-    ));
-    for (stem, title, svg) in jobs {
-        match svg.and_then(|svg| painter.save(dir, &stem, &title, &svg)) {
-            Ok(p) => outputs.plots.push((
-                p.title.clone(),
-                (link(&p.png, markdown), p.png.display().to_string()),
-                (link(&p.svg, markdown), p.svg.display().to_string()),
-            )),
-            Err(e) => outputs.notes.push(format!("plot {stem} failed: {e:#}")),
+        let key = if a.series.contains_key(v) {
+            v.clone()
+        } else {
+            format!("{v}@world")
+        };
+        if a.series.contains_key(&key) {
+            plot_vars.push(key);
+        } else {
+            let known: Vec<&str> = a
+                .activity
+                .iter()
+                .map(|x| x.key.as_str())
+                .filter(|k| k.contains(v.as_str()) || v.contains(*k))
+                .take(5)
+                .collect();
+            notes.push(format!(
+                "--var {v}: no such variable in the logs{}",
+                if known.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (similar: {})", known.join(", "))
+                }
+            ));
         }
     }
+    plot_vars
 }

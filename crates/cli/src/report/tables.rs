@@ -130,61 +130,7 @@ fn terminal_block(out: &mut String, b: &Block, limit: usize) {
             rows,
             numeric,
             more,
-        } => {
-            let shown = if limit == 0 {
-                rows.len()
-            } else {
-                rows.len().min(limit)
-            };
-            let n = header.len();
-            let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-            for r in &rows[..shown] {
-                for (i, c) in r.iter().enumerate().take(n) {
-                    widths[i] = widths[i].max(c.chars().count());
-                }
-            }
-            let line = |cells: &[String]| {
-                let mut l = String::from("  ");
-                for (i, c) in cells.iter().enumerate().take(n) {
-                    let pad = widths[i].saturating_sub(c.chars().count());
-                    let right = numeric.get(i).copied().unwrap_or(false);
-                    if right {
-                        l.push_str(&" ".repeat(pad));
-                        l.push_str(c);
-                    } else {
-                        l.push_str(c);
-                        if i + 1 < n {
-                            l.push_str(&" ".repeat(pad));
-                        }
-                    }
-                    if i + 1 < n {
-                        l.push_str("  ");
-                    }
-                }
-                l.trim_end().to_string()
-            };
-            let _ = writeln!(out, "{}", line(header));
-            for r in &rows[..shown] {
-                let _ = writeln!(out, "{}", line(r));
-            }
-            if shown < rows.len() {
-                let _ = writeln!(
-                    out,
-                    "  ... {} more {}{}",
-                    rows.len() - shown,
-                    if rows.len() - shown == 1 {
-                        "row"
-                    } else {
-                        "rows"
-                    },
-                    if more.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" ({more})")
-                    }
-                );
-            }
-        }
+        } => terminal_table(out, header, rows, numeric, more, limit),
         Block::Bullets(items) => {
             for (item, details) in items {
                 let _ = writeln!(out, "  * {item}");
@@ -205,6 +151,72 @@ fn terminal_block(out: &mut String, b: &Block, limit: usize) {
                 None => writeln!(out, "  {title}: {path}"),
             };
         }
+    }
+}
+
+/// A table in the terminal: columns aligned (numbers to the right), cut to
+/// `limit` rows (0: no limit) with a line saying how many more there are
+/// and where (`more`).
+fn terminal_table(
+    out: &mut String,
+    header: &[String],
+    rows: &[Vec<String>],
+    numeric: &[bool],
+    more: &str,
+    limit: usize,
+) {
+    let shown = if limit == 0 {
+        rows.len()
+    } else {
+        rows.len().min(limit)
+    };
+    let n = header.len();
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for r in &rows[..shown] {
+        for (i, c) in r.iter().enumerate().take(n) {
+            widths[i] = widths[i].max(c.chars().count());
+        }
+    }
+    let line = |cells: &[String]| {
+        let mut l = String::from("  ");
+        for (i, c) in cells.iter().enumerate().take(n) {
+            let pad = widths[i].saturating_sub(c.chars().count());
+            let right = numeric.get(i).copied().unwrap_or(false);
+            if right {
+                l.push_str(&" ".repeat(pad));
+                l.push_str(c);
+            } else {
+                l.push_str(c);
+                if i + 1 < n {
+                    l.push_str(&" ".repeat(pad));
+                }
+            }
+            if i + 1 < n {
+                l.push_str("  ");
+            }
+        }
+        l.trim_end().to_string()
+    };
+    let _ = writeln!(out, "{}", line(header));
+    for r in &rows[..shown] {
+        let _ = writeln!(out, "{}", line(r));
+    }
+    if shown < rows.len() {
+        let _ = writeln!(
+            out,
+            "  ... {} more {}{}",
+            rows.len() - shown,
+            if rows.len() - shown == 1 {
+                "row"
+            } else {
+                "rows"
+            },
+            if more.is_empty() {
+                String::new()
+            } else {
+                format!(" ({more})")
+            }
+        );
     }
 }
 

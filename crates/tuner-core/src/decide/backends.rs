@@ -4,7 +4,7 @@
 use super::actuator::{self, Outcome, Request, When, WriteRecord};
 use super::engine::Backend;
 use crate::sample::Snapshot;
-use mpit::Catalogue as MpiCatalogue;
+use mpit::Catalogue;
 use mpit::{Cvar, MpiT, Object};
 
 /// The backend of a running job: values from the sampler's snapshot and
@@ -13,7 +13,7 @@ pub struct MpiBackend<'a> {
     /// The MPI_T guard.
     pub mpit: &'a MpiT,
     /// The library's catalogue.
-    pub catalogue: &'a MpiCatalogue,
+    pub catalogue: &'a Catalogue,
     /// The latest snapshot (empty before the first sample).
     pub snapshot: &'a Snapshot,
     /// Seconds since start.

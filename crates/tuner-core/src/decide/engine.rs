@@ -10,13 +10,13 @@ use super::actuator::{Outcome, Request, When, WriteRecord};
 use super::backends::SetenvError;
 
 use mpit::meta::Datatype;
-use mpit::Catalogue as MpiCatalogue;
+use mpit::Catalogue;
 use mpit::Cvar;
 use mpit::MpiT;
 use mpit::Object;
 use policies::{
-    ActionView, Catalogue, CompiledPolicy, CvarInfo, CvarType, Decision, Env, Phase, PolicySet,
-    PvarClass, PvarInfo, Scope, SetValue, Severity, Skip, Value, Values, VarKind,
+    ActionView, CompiledPolicy, CvarInfo, CvarType, Decision, Env, Phase, PolicySet, PvarClass,
+    PvarInfo, Scope, SetValue, Severity, Skip, Value, Values, VarKind, VariableLookup,
 };
 use std::time::Duration;
 use vocab::record::{self, Record};
@@ -159,7 +159,7 @@ impl Engine {
     /// disabled policy.
     pub fn bind(
         &mut self,
-        catalogue: &dyn Catalogue,
+        catalogue: &dyn VariableLookup,
         phases: &[Phase],
     ) -> Vec<(usize, String, bool)> {
         for (i, var) in self.set.variables().iter().enumerate() {
@@ -400,19 +400,19 @@ impl Values for SlotValues<'_> {
 
 /// The MPI library's catalogue as the policy checker sees it.
 pub struct CatalogueView<'a> {
-    catalogue: &'a MpiCatalogue,
+    catalogue: &'a Catalogue,
     mpit: &'a MpiT,
 }
 
 impl<'a> CatalogueView<'a> {
     /// A view of `catalogue`; CVAR element counts are asked of the library
     /// (a handle is opened and freed; no value is read).
-    pub fn new(mpit: &'a MpiT, catalogue: &'a MpiCatalogue) -> Self {
+    pub fn new(mpit: &'a MpiT, catalogue: &'a Catalogue) -> Self {
         CatalogueView { catalogue, mpit }
     }
 }
 
-impl Catalogue for CatalogueView<'_> {
+impl VariableLookup for CatalogueView<'_> {
     fn pvar(&self, name: &str) -> Option<PvarInfo> {
         let p = self.catalogue.pvars_named(name).next()?;
         Some(PvarInfo {

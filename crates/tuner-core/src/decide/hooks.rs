@@ -5,7 +5,7 @@ use super::backends::{EnvBackend, MpiBackend};
 use super::engine::*;
 use crate::runtime::log::LogWriter;
 use crate::sample::Snapshot;
-use mpit::{Catalogue as MpiCatalogue, MpiT};
+use mpit::{Catalogue, MpiT};
 use policies::{CompiledPolicy, Phase};
 use vocab::record::{self, Record};
 
@@ -110,12 +110,7 @@ impl crate::runtime::Hooks for PolicyHooks {
         );
     }
 
-    fn pre_init(
-        &mut self,
-        mpit: &MpiT,
-        catalogue: &MpiCatalogue,
-        launch: &crate::runtime::LaunchEnv,
-    ) {
+    fn pre_init(&mut self, mpit: &MpiT, catalogue: &Catalogue, launch: &crate::runtime::LaunchEnv) {
         self.rank = launch.rank.unwrap_or(0);
         self.size = launch.size.unwrap_or(1);
         self.pre_catalogue_names = catalogue.cvars().len();
@@ -164,7 +159,7 @@ impl crate::runtime::Hooks for PolicyHooks {
     fn init(
         &mut self,
         mpit: &MpiT,
-        catalogue: &MpiCatalogue,
+        catalogue: &Catalogue,
         info: &crate::runtime::RunInfo,
         log: &mut LogWriter,
         seq: &mut mpit::collective::Collectives,
@@ -218,7 +213,7 @@ impl crate::runtime::Hooks for PolicyHooks {
     fn tick(
         &mut self,
         mpit: &MpiT,
-        catalogue: &MpiCatalogue,
+        catalogue: &Catalogue,
         snapshot: &Snapshot,
         log: &mut LogWriter,
     ) {
@@ -236,7 +231,7 @@ impl crate::runtime::Hooks for PolicyHooks {
     fn finalize(
         &mut self,
         mpit: &MpiT,
-        catalogue: &MpiCatalogue,
+        catalogue: &Catalogue,
         snapshot: &Snapshot,
         log: &mut LogWriter,
     ) {

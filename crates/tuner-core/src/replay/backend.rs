@@ -104,7 +104,7 @@ impl ReplayCatalogue {
     }
 }
 
-impl Catalogue for ReplayCatalogue {
+impl VariableLookup for ReplayCatalogue {
     fn pvar(&self, name: &str) -> Option<PvarInfo> {
         let declared = self.declared.pvars.get(name);
         let observed = self.observed.get(name);

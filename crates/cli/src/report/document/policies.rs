@@ -1,0 +1,116 @@
+//! "Policies" (totals over the ranks, disabled ones) and
+//! "Recommendations" (end-of-run advice and the policies' own).
+
+use super::ranks_text;
+use crate::report::analysis::Analysis;
+use crate::report::reading::Run;
+use crate::report::tables::{Block, Section};
+
+/// The policies section.
+pub(super) fn policies(a: &Analysis) -> Section {
+    let mut s = Section::new("Policies");
+    if a.policies.is_empty() && a.disabled.is_empty() && a.disabled_messages.is_empty() {
+        s.text("No policy reported (monitor-only run, or the logs end before finalize).");
+        return s;
+    }
+    if !a.policies.is_empty() {
+        let rows = a
+            .policies
+            .iter()
+            .map(|p| {
+                vec![
+                    p.policy.clone(),
+                    p.ranks.to_string(),
+                    p.firings.to_string(),
+                    p.writes.to_string(),
+                    p.refused.to_string(),
+                    p.disabled.to_string(),
+                ]
+            })
+            .collect();
+        s.text("Totals over the ranks (from each log's policy summary at finalize):");
+        s.table(
+            &[
+                "policy",
+                "ranks",
+                "firings",
+                "writes",
+                "refused",
+                "disabled on",
+            ],
+            &[false, true, true, true, true, true],
+            rows,
+            "",
+        );
+    }
+    let mut items: Vec<(String, Vec<String>)> = a
+        .disabled_messages
+        .iter()
+        .map(|m| (m.clone(), Vec::new()))
+        .collect();
+    if items.is_empty() {
+        items = a
+            .disabled
+            .iter()
+            .map(|g| {
+                (
+                    format!(
+                        "policy {} disabled on ranks {}: {}",
+                        g.key[0],
+                        ranks_text(&g.ranks),
+                        g.key[1]
+                    ),
+                    Vec::new(),
+                )
+            })
+            .collect();
+    }
+    if items.is_empty() {
+        s.text("No policy was disabled.");
+    } else {
+        s.text(format!("Disabled policies ({}):", items.len()));
+        s.blocks.push(Block::Bullets(items));
+    }
+    s
+}
+
+/// The recommendations section.
+pub(super) fn recommendations(run: &Run, a: &Analysis) -> Section {
+    let mut s = Section::new("Recommendations");
+    if a.advice_recomputed {
+        s.text("summary.json is missing: these come from the tuner's end-of-run rules applied to the statistics recomputed from the logs (the eager limit taken as the library's default).");
+    }
+    let mut items: Vec<(String, Vec<String>)> = a
+        .advice
+        .iter()
+        .map(|r| {
+            (
+                format!("[{}] {}", r.id, r.advice),
+                vec![
+                    format!("evidence: {}", r.evidence),
+                    format!("set: {}", r.setting),
+                ],
+            )
+        })
+        .collect();
+    for g in &a.policy_advice {
+        items.push((
+            format!("policy {}: {}", g.key[0], g.key[1]),
+            vec![format!(
+                "on ranks {} (first at t = {:.3} s)",
+                ranks_text(&g.ranks),
+                g.first_t
+            )],
+        ));
+    }
+    if items.is_empty() {
+        s.text(if run.summary.is_some() || a.advice_recomputed {
+            "None: nothing in this run calls for a change."
+        } else {
+            "None available."
+        });
+    } else {
+        s.blocks.push(Block::Bullets(items));
+    }
+    s
+}
