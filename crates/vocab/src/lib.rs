@@ -9,6 +9,7 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod collective;
 pub mod meta;
 pub mod nan;
 pub mod read;

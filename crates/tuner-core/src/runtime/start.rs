@@ -405,7 +405,7 @@ fn tune_collectives(
                     };
                     for c in wanted {
                         let default = catalogue
-                            .cvar(&c.mpich_cvar())
+                            .cvar(&tune::mpich_cvar(c))
                             .and_then(|v| mpit::Cvar::open(own, v, Object::None).ok())
                             .and_then(|v| v.read().ok())
                             .and_then(|v| v.as_i64())

@@ -5,76 +5,37 @@
 
 use mpit::{Catalogue, CvarInfo, Datatype, Library, Scope};
 
-/// The blocking collectives the tuner can switch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-#[repr(usize)]
-pub enum Collective {
-    /// `MPI_Allreduce`
-    Allreduce,
-    /// `MPI_Bcast`
-    Bcast,
-    /// `MPI_Reduce`
-    Reduce,
-    /// `MPI_Allgather`
-    Allgather,
-    /// `MPI_Alltoall`
-    Alltoall,
-    /// `MPI_Reduce_scatter_block`
-    ReduceScatterBlock,
-    /// `MPI_Barrier`
-    Barrier,
+pub use vocab::collective::{Collective, COLLECTIVES};
+
+/// MPICH's intra-communicator algorithm variable of `c`.
+pub fn mpich_cvar(c: Collective) -> String {
+    format!(
+        "MPIR_CVAR_{}_INTRA_ALGORITHM",
+        c.name().to_ascii_uppercase()
+    )
 }
 
-/// Every collective, in index order.
-pub const COLLECTIVES: [Collective; 7] = [
-    Collective::Allreduce,
-    Collective::Bcast,
-    Collective::Reduce,
-    Collective::Allgather,
-    Collective::Alltoall,
-    Collective::ReduceScatterBlock,
-    Collective::Barrier,
-];
-
-impl Collective {
-    /// The lower-case name (`allreduce`, `reduce_scatter_block`), as in
-    /// policy files and logs.
-    pub fn name(self) -> &'static str {
-        match self {
-            Collective::Allreduce => "allreduce",
-            Collective::Bcast => "bcast",
-            Collective::Reduce => "reduce",
-            Collective::Allgather => "allgather",
-            Collective::Alltoall => "alltoall",
-            Collective::ReduceScatterBlock => "reduce_scatter_block",
-            Collective::Barrier => "barrier",
-        }
+/// MVAPICH2's algorithm variable of `c` (2.3.7 has one for allreduce,
+/// bcast, reduce, allgather and alltoall among the collectives tuned here;
+/// `None` for the others).
+pub fn mvapich2_cvar(c: Collective) -> Option<String> {
+    match c {
+        Collective::ReduceScatterBlock | Collective::Barrier => None,
+        _ => Some(format!(
+            "MPIR_CVAR_{}_COLLECTIVE_ALGORITHM",
+            c.name().to_ascii_uppercase()
+        )),
     }
+}
 
-    /// The collective named `name` (as [`Collective::name`] spells it).
-    pub fn parse(name: &str) -> Option<Collective> {
-        COLLECTIVES
-            .into_iter()
-            .find(|c| c.name().eq_ignore_ascii_case(name.trim()))
-    }
-
-    /// MPICH's (and MVAPICH2's MPICH-derived) intra-communicator algorithm
-    /// variable.
-    pub fn mpich_cvar(self) -> String {
-        format!(
-            "MPIR_CVAR_{}_INTRA_ALGORITHM",
-            self.name().to_ascii_uppercase()
-        )
-    }
-
-    /// MPICH 4.0-4.1's algorithm names, in value order (0 is `auto`), as
-    /// the variable's description lists them (MPICH generates the values
-    /// in that order). MPI_T gives no enumeration for these variables, and
-    /// the description it returns has lost its line breaks, so the names
-    /// are known here and checked against the description at load.
-    fn mpich4_algorithms(self) -> &'static [&'static str] {
-        match self {
+/// MPICH 4.0-4.1's algorithm names of `c`, in value order (0 is `auto`),
+/// as the variable's description lists them (MPICH generates the values in
+/// that order). MPI_T gives no enumeration for these variables, and the
+/// description it returns has lost its line breaks, so the names are known
+/// here and checked against the description at load.
+pub fn mpich4_algorithms(c: Collective) -> &'static [&'static str] {
+    {
+        match c {
             Collective::Allreduce => &[
                 "auto",
                 "nb",
@@ -189,7 +150,7 @@ impl Target {
         default: i64,
         wanted: &[String],
     ) -> Result<Target, String> {
-        let name = collective.mpich_cvar();
+        let name = mpich_cvar(collective);
         let info = catalogue
             .cvar(&name)
             .ok_or_else(|| format!("this MPI library has no {name}"))?;
@@ -202,7 +163,7 @@ impl Target {
         if !matches!(info.datatype, Datatype::Int | Datatype::Unsigned) {
             return Err(format!("{name} is not an integer variable"));
         }
-        let names = collective.mpich4_algorithms();
+        let names = mpich4_algorithms(collective);
         check_description(&info.description, names).map_err(|missing| {
             format!("{name}'s description does not list `{missing}` where MPICH 4.0 does: this library's algorithms are not the ones known here")
         })?;
@@ -263,7 +224,7 @@ mod tests {
 
     #[test]
     fn mpich_descriptions_are_checked_in_order() {
-        let names = Collective::Allreduce.mpich4_algorithms();
+        let names = mpich4_algorithms(Collective::Allreduce);
         assert_eq!(check_description(ALLREDUCE, names), Ok(()));
         assert_eq!(
             check_description(ALLREDUCE, &["auto", "recursive_doubling", "smp"]),
@@ -294,11 +255,36 @@ mod tests {
     fn names() {
         for c in COLLECTIVES {
             assert_eq!(Collective::parse(c.name()), Some(c));
-            assert_eq!(c.mpich4_algorithms()[0], "auto");
+            assert_eq!(mpich4_algorithms(c)[0], "auto");
         }
         assert_eq!(
-            Collective::ReduceScatterBlock.mpich_cvar(),
+            mpich_cvar(Collective::ReduceScatterBlock),
             "MPIR_CVAR_REDUCE_SCATTER_BLOCK_INTRA_ALGORITHM"
         );
+    }
+
+    /// MVAPICH2 is not installable here: its algorithm variables are
+    /// checked against the list MVAPICH2 2.3.7 exports.
+    #[test]
+    fn mvapich2_variables_exist_in_its_list() {
+        let list = include_str!("../../../../policies/tests/fixtures/mvapich2-2.3.7-variables.txt");
+        let cvars: Vec<&str> = list
+            .lines()
+            .filter_map(|l| l.strip_prefix("CVAR "))
+            .filter_map(|l| l.split_whitespace().next())
+            .collect();
+        let mut named = 0;
+        for c in COLLECTIVES {
+            if let Some(name) = mvapich2_cvar(c) {
+                assert!(
+                    cvars.contains(&name.as_str()),
+                    "{name} is not in MVAPICH2 2.3.7's list"
+                );
+                named += 1;
+            }
+        }
+        assert_eq!(named, 5);
+        // Its per-algorithm timers, which a policy can read.
+        assert!(list.contains("PVAR mv2_coll_timer_allreduce_shm_rd TIMER"));
     }
 }

@@ -30,7 +30,9 @@ mod library;
 pub mod search;
 mod table;
 
-pub use library::{support, Collective, Support, Target, COLLECTIVES};
+pub use library::{
+    mpich4_algorithms, mpich_cvar, mvapich2_cvar, support, Collective, Support, Target, COLLECTIVES,
+};
 pub use search::{Agreed, Event, Params, Search, State};
 pub use table::{
     activate, after, before, comm_freeing, events, on, prepare, stop, tuner, Bins, Ticket,
