@@ -70,6 +70,7 @@
 
 mod catalogue;
 mod check;
+mod collectives;
 mod duration;
 pub mod envvalues;
 mod error;
@@ -84,6 +85,7 @@ pub use catalogue::{
     CvarInfo, CvarType, Diagnostic, MemoryCatalogue, PvarClass, PvarInfo, Scope, Severity,
     VariableLookup,
 };
+pub use collectives::{CollectiveSpec, LIBRARIES};
 pub use duration::{parse_duration, DurationError};
 pub use error::{Location, PolicyError, PolicyErrors};
 pub use expr::program::EvalError;

@@ -128,6 +128,7 @@ pub struct PolicySet {
     file: String,
     policies: Vec<CompiledPolicy>,
     variables: Vec<Variable>,
+    collectives: Option<crate::collectives::CollectiveSpec>,
 }
 
 impl PolicySet {
@@ -138,6 +139,11 @@ impl PolicySet {
     /// well-formed, every policy is checked and all their errors reported.
     pub fn parse(source: &str, file_name: &str) -> Result<PolicySet, PolicyErrors> {
         compile::compile_file(source, file_name)
+    }
+
+    /// The `[collectives]` table, if the file has one.
+    pub fn collectives(&self) -> Option<&crate::collectives::CollectiveSpec> {
+        self.collectives.as_ref()
     }
 
     /// The file name given to [`PolicySet::parse`].

@@ -38,8 +38,13 @@ pub(super) fn compile_file(source: &str, file_name: &str) -> Result<PolicySet, P
     }
     let mut c = Compiler::new(&map);
     let mut policies = Vec::new();
+    let mut collectives = None;
     for (key, value) in root.get_ref().iter() {
-        c.top_level(key, value, source, &mut policies);
+        if key.get_ref().as_ref() == "collectives" {
+            collectives = c.collectives(value, source);
+        } else {
+            c.top_level(key, value, source, &mut policies);
+        }
     }
     c.unique_names(&policies);
     if !c.errors.is_empty() {
@@ -49,6 +54,7 @@ pub(super) fn compile_file(source: &str, file_name: &str) -> Result<PolicySet, P
         file: file_name.to_string(),
         policies,
         variables: c.vars,
+        collectives,
     })
 }
 
@@ -78,6 +84,38 @@ impl<'m, 's> Compiler<'m, 's> {
         }
     }
 
+    /// The `[collectives]` table (see [`crate::collectives`]).
+    fn collectives(
+        &mut self,
+        value: &Spanned<DeValue<'_>>,
+        source: &str,
+    ) -> Option<crate::collectives::CollectiveSpec> {
+        let span = value.span();
+        if !matches!(value.get_ref(), DeValue::Table(_)) {
+            self.err(&span, "`collectives` must be a table: [collectives]");
+            return None;
+        }
+        let raw = match crate::collectives::RawCollectives::deserialize(ValueDeserializer::from(
+            value.clone(),
+        )) {
+            Ok(raw) => raw,
+            Err(e) => {
+                let at = e.span().unwrap_or(span);
+                self.err(&at, serde_message(source, at.start, e.message()));
+                return None;
+            }
+        };
+        match crate::collectives::compile(raw) {
+            Ok(spec) => Some(spec),
+            Err(errors) => {
+                for (at, message) in errors {
+                    self.err(&at, format!("in [collectives]: {message}"));
+                }
+                None
+            }
+        }
+    }
+
     /// One top-level entry of the file: only `policy`, an array of tables,
     /// each compiled into `policies` (when it has no errors).
     fn top_level(
@@ -91,7 +129,7 @@ impl<'m, 's> Compiler<'m, 's> {
             self.err(
                 &key.span(),
                 format!(
-                    "unknown top-level key `{}`; a policy file holds only [[policy]] tables",
+                    "unknown top-level key `{}`; a policy file holds [[policy]] tables and one [collectives] table",
                     key.get_ref()
                 ),
             );

@@ -1,0 +1,280 @@
+//! The `[collectives]` table of a policy file: what online collective
+//! tuning tunes and how (README.md "Collective tuning"). Checked here for
+//! shape and ranges; the algorithm names are checked against the library
+//! when the job starts (and by `mpit-tuner check --against-mpi`), because
+//! they are the library's own.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+use serde::Deserialize;
+use toml::Spanned;
+use vocab::collective::{Collective, COLLECTIVES};
+
+/// The libraries a file can name algorithms for.
+pub const LIBRARIES: [&str; 4] = ["mpich", "openmpi", "mvapich2", "intelmpi"];
+
+/// The `[collectives]` table, compiled.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct CollectiveSpec {
+    /// Tune without being asked in the environment (`tune = true`).
+    /// `MPIT_TUNER_COLLECTIVES=off` still turns it off, `tune` on.
+    pub tune: bool,
+    /// Calls per measurement window.
+    pub window: Option<u32>,
+    /// Windows per candidate.
+    pub windows: Option<u32>,
+    /// How much faster than the default a candidate must be (0.05: 5%).
+    pub margin: Option<f64>,
+    /// A candidate this many times slower than the default after its first
+    /// window is dropped.
+    pub drop_factor: Option<f64>,
+    /// Calls after a decision before it is searched again (0: never).
+    pub recheck: Option<u64>,
+    /// Lower bounds of the message-size bins, in bytes, increasing.
+    pub bins: Option<Vec<u64>>,
+    /// Only communicators of at least this many ranks are tuned.
+    pub min_comm_size: Option<u32>,
+    /// Per library (`mpich`, `openmpi`, ...): the collectives to tune and
+    /// the candidate algorithms of each, by the library's names. A library
+    /// not listed: every collective, every algorithm.
+    pub algorithms: BTreeMap<String, Vec<(Collective, Vec<String>)>>,
+}
+
+impl CollectiveSpec {
+    /// What to tune for `library`: `None` for every collective and
+    /// algorithm, else the listed collectives with their candidates.
+    pub fn for_library(&self, library: &str) -> Option<&[(Collective, Vec<String>)]> {
+        self.algorithms.get(library).map(Vec::as_slice)
+    }
+}
+
+/// The table as serde reads it.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawCollectives {
+    tune: Option<Spanned<bool>>,
+    window: Option<Spanned<i64>>,
+    windows: Option<Spanned<i64>>,
+    margin: Option<Spanned<f64>>,
+    drop_factor: Option<Spanned<f64>>,
+    recheck: Option<Spanned<i64>>,
+    bins: Option<Spanned<Vec<Spanned<i64>>>>,
+    min_comm_size: Option<Spanned<i64>>,
+    algorithms: Option<Spanned<BTreeMap<Spanned<String>, Spanned<RawLibrary>>>>,
+}
+
+type RawLibrary = BTreeMap<Spanned<String>, Spanned<Vec<Spanned<String>>>>;
+
+/// Compiles the table; errors are (place in the file, message).
+pub(crate) fn compile(raw: RawCollectives) -> Result<CollectiveSpec, Vec<(Range<usize>, String)>> {
+    let mut errors = Vec::new();
+    let mut spec = CollectiveSpec {
+        tune: raw.tune.map(Spanned::into_inner).unwrap_or(false),
+        ..CollectiveSpec::default()
+    };
+    let mut count = |v: Option<Spanned<i64>>, what: &str, min: i64| -> Option<u64> {
+        let v = v?;
+        let n = *v.get_ref();
+        if n < min {
+            errors.push((
+                v.span(),
+                format!("`{what}` must be at least {min} (got {n})"),
+            ));
+            return None;
+        }
+        Some(n as u64)
+    };
+    spec.window = count(raw.window, "window", 1).map(|n| n.min(u64::from(u32::MAX)) as u32);
+    spec.windows = count(raw.windows, "windows", 1).map(|n| n.min(u64::from(u32::MAX)) as u32);
+    spec.recheck = count(raw.recheck, "recheck", 0);
+    spec.min_comm_size =
+        count(raw.min_comm_size, "min_comm_size", 1).map(|n| n.min(u64::from(u32::MAX)) as u32);
+    if let Some(m) = raw.margin {
+        let x = *m.get_ref();
+        if (0.0..1.0).contains(&x) {
+            spec.margin = Some(x);
+        } else {
+            errors.push((
+                m.span(),
+                format!("`margin` is a fraction from 0 up to 1, such as 0.05 for 5% (got {x})"),
+            ));
+        }
+    }
+    if let Some(d) = raw.drop_factor {
+        let x = *d.get_ref();
+        if x > 1.0 && x.is_finite() {
+            spec.drop_factor = Some(x);
+        } else {
+            errors.push((
+                d.span(),
+                format!("`drop_factor` must be above 1, such as 3 (got {x})"),
+            ));
+        }
+    }
+    if let Some(bins) = raw.bins {
+        let mut out: Vec<u64> = Vec::new();
+        for b in bins.get_ref() {
+            let n = *b.get_ref();
+            match u64::try_from(n) {
+                Ok(n) if out.last().is_none_or(|&last| n > last) => out.push(n),
+                Ok(_) => {
+                    errors.push((b.span(), "`bins` must be increasing byte sizes".to_string()))
+                }
+                Err(_) => errors.push((
+                    b.span(),
+                    format!("a bin bound is a size in bytes (got {n})"),
+                )),
+            }
+        }
+        spec.bins = Some(out);
+    }
+    if let Some(libraries) = raw.algorithms {
+        for (library, table) in libraries.into_inner() {
+            let name = library.get_ref().as_str();
+            if !LIBRARIES.contains(&name) {
+                errors.push((
+                    library.span(),
+                    format!(
+                        "unknown library `{name}`{}; algorithms are named per library: {}",
+                        hint(name, &LIBRARIES),
+                        LIBRARIES.join(", ")
+                    ),
+                ));
+                continue;
+            }
+            let mut list = Vec::new();
+            for (coll, names) in table.into_inner() {
+                let Some(c) = Collective::parse(coll.get_ref()) else {
+                    let all: Vec<&str> = COLLECTIVES.iter().map(|c| c.name()).collect();
+                    errors.push((
+                        coll.span(),
+                        format!(
+                            "`{}` is not a collective the tuner can switch{} ({})",
+                            coll.get_ref(),
+                            hint(coll.get_ref(), &all),
+                            all.join(", ")
+                        ),
+                    ));
+                    continue;
+                };
+                let mut algos: Vec<String> = Vec::new();
+                for n in names.get_ref() {
+                    let a = n.get_ref().trim();
+                    if a.is_empty() {
+                        errors.push((n.span(), "an empty algorithm name".to_string()));
+                    } else if algos.iter().any(|x| x == a) {
+                        errors.push((n.span(), format!("`{a}` is listed twice")));
+                    } else {
+                        algos.push(a.to_string());
+                    }
+                }
+                list.push((c, algos));
+            }
+            spec.algorithms.insert(name.to_string(), list);
+        }
+    }
+    if errors.is_empty() {
+        Ok(spec)
+    } else {
+        Err(errors)
+    }
+}
+
+fn hint(name: &str, known: &[&str]) -> String {
+    crate::catalogue::closest(name, known.iter().copied())
+        .first()
+        .map(|b| format!(" (did you mean `{b}`?)"))
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::PolicySet;
+
+    #[test]
+    fn a_full_table_compiles() {
+        let set = PolicySet::parse(
+            r#"
+[collectives]
+tune = true
+window = 4
+windows = 3
+margin = 0.1
+drop_factor = 5.0
+recheck = 10000
+bins = [64, 65536]
+min_comm_size = 4
+
+[collectives.algorithms.mpich]
+allreduce = ["recursive_doubling", "reduce_scatter_allgather"]
+bcast = ["binomial"]
+
+[collectives.algorithms.openmpi]
+allreduce = ["ring"]
+"#,
+            "t.toml",
+        )
+        .unwrap();
+        let spec = set.collectives().unwrap();
+        assert!(spec.tune);
+        assert_eq!((spec.window, spec.windows), (Some(4), Some(3)));
+        assert_eq!((spec.margin, spec.drop_factor), (Some(0.1), Some(5.0)));
+        assert_eq!(spec.recheck, Some(10000));
+        assert_eq!(spec.bins, Some(vec![64, 65536]));
+        assert_eq!(spec.min_comm_size, Some(4));
+        let mpich = spec.for_library("mpich").unwrap();
+        assert_eq!(
+            mpich[0],
+            (
+                Collective::Allreduce,
+                vec![
+                    "recursive_doubling".into(),
+                    "reduce_scatter_allgather".into()
+                ]
+            )
+        );
+        assert_eq!(mpich[1], (Collective::Bcast, vec!["binomial".into()]));
+        assert!(spec.for_library("mvapich2").is_none());
+        assert!(set.policies().is_empty());
+    }
+
+    #[test]
+    fn mistakes_are_named_with_their_place() {
+        let err = PolicySet::parse(
+            r#"[collectives]
+window = 0
+margin = 5
+bins = [100, 10]
+
+[collectives.algorithms.mpch]
+allreduce = ["x"]
+
+[collectives.algorithms.mpich]
+allreduse = ["x"]
+bcast = ["a", "a"]
+"#,
+            "bad.toml",
+        )
+        .unwrap_err()
+        .to_string();
+        for expected in [
+            "bad.toml:2:10: error: in [collectives]: `window` must be at least 1 (got 0)",
+            "bad.toml:3:10: error: in [collectives]: `margin` is a fraction from 0 up to 1",
+            "bad.toml:4:14: error: in [collectives]: `bins` must be increasing byte sizes",
+            "bad.toml:6:25: error: in [collectives]: unknown library `mpch` (did you mean `mpich`?)",
+            "bad.toml:10:1: error: in [collectives]: `allreduse` is not a collective the tuner can switch (did you mean `allreduce`?)",
+            "bad.toml:11:15: error: in [collectives]: `a` is listed twice",
+        ] {
+            assert!(err.contains(expected), "missing {expected:?} in:\n{err}");
+        }
+        let err = PolicySet::parse("[collectives]\ntune = true\nwindw = 3\n", "u.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("unknown field `windw` (did you mean `window`?)"),
+            "{err}"
+        );
+    }
+}
