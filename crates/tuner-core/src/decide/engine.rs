@@ -129,7 +129,12 @@ impl Engine {
         }
     }
 
-    /// The policies.
+    /// The policy set it runs.
+    pub fn set(&self) -> &PolicySet {
+        &self.set
+    }
+
+    /// The compiled policies, in file order.
     pub fn policies(&self) -> &[CompiledPolicy] {
         &self.policies
     }

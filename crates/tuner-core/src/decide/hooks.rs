@@ -266,6 +266,10 @@ impl crate::runtime::Hooks for PolicyHooks {
         out
     }
 
+    fn collectives(&self) -> Option<policies::CollectiveSpec> {
+        self.engine.set().collectives().cloned()
+    }
+
     fn report(&mut self) -> Vec<(&'static str, String)> {
         let mut out: Vec<(&'static str, String)> = self
             .messages

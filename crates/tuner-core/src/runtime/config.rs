@@ -89,6 +89,9 @@ pub struct Config {
     pub pvar_patterns: Vec<Regex>,
     /// Online collective tuning, when asked for (`MPIT_TUNER_COLLECTIVES`).
     pub collectives: Option<CollectiveConfig>,
+    /// `MPIT_TUNER_COLLECTIVES=off` said explicitly: a policy file's
+    /// `tune = true` does not turn it on.
+    pub collectives_off: bool,
 }
 
 /// What online collective tuning tunes.
@@ -96,19 +99,12 @@ pub struct Config {
 pub struct CollectiveConfig {
     /// The collectives (empty: every one the library lets the tuner switch).
     pub collectives: Vec<Collective>,
-    /// Calls per measurement window.
-    pub window: u32,
+    /// Calls per measurement window (`MPIT_TUNER_COLLECTIVES_WINDOW`;
+    /// else the policy file's, else 8).
+    pub window: Option<u32>,
 }
 
 impl CollectiveConfig {
-    /// The search parameters.
-    pub fn params(&self) -> Params {
-        Params {
-            window: self.window,
-            ..Params::default()
-        }
-    }
-
     /// As the header records it: `allreduce,bcast (window 8)`.
     pub fn describe(&self) -> String {
         let which = if self.collectives.is_empty() {
@@ -120,7 +116,10 @@ impl CollectiveConfig {
                 .collect::<Vec<_>>()
                 .join(",")
         };
-        format!("{which} (window {})", self.window)
+        match self.window {
+            Some(w) => format!("{which} (window {w})"),
+            None => which,
+        }
     }
 }
 
@@ -137,6 +136,7 @@ impl Default for Config {
             flush: Duration::from_secs(1),
             pvar_patterns: Vec::new(),
             collectives: None,
+            collectives_off: false,
         }
     }
 }
@@ -213,6 +213,12 @@ impl Config {
                 Err(e) => warnings.push(format!("MPIT_TUNER_FLUSH={v:?}: {e}; using 1s")),
             }
         }
+        config.collectives_off = lookup("MPIT_TUNER_COLLECTIVES").is_some_and(|v| {
+            matches!(
+                v.trim().to_ascii_lowercase().as_str(),
+                "off" | "0" | "false" | "no"
+            )
+        });
         config.collectives = collectives_from(&lookup, &mut warnings);
         (config, warnings)
     }
@@ -240,6 +246,7 @@ fn collectives_from(
     warnings: &mut Vec<String>,
 ) -> Option<CollectiveConfig> {
     let v = lookup("MPIT_TUNER_COLLECTIVES")?;
+    // `tune` with the policy file's or the default settings; a list.
     let mut collectives = Vec::new();
     match v.trim().to_ascii_lowercase().as_str() {
         "" | "off" | "0" | "false" | "no" => return None,
@@ -263,12 +270,13 @@ fn collectives_from(
             }
         }
     }
-    let mut window = Params::default().window;
+    let mut window = None;
     if let Some(w) = lookup("MPIT_TUNER_COLLECTIVES_WINDOW") {
         match w.trim().parse::<u32>() {
-            Ok(n) if n >= 1 => window = n,
+            Ok(n) if n >= 1 => window = Some(n),
             _ => warnings.push(format!(
-                "MPIT_TUNER_COLLECTIVES_WINDOW={w:?} is not a whole number of calls of at least 1; using {window}"
+                "MPIT_TUNER_COLLECTIVES_WINDOW={w:?} is not a whole number of calls of at least 1; using the policy file's or {}",
+                Params::default().window
             )),
         }
     }

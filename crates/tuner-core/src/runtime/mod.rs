@@ -101,6 +101,10 @@ pub trait Hooks: Send {
     fn quantities(&self) -> Vec<(String, &'static str, f64)> {
         Vec::new()
     }
+    /// The policy file's `[collectives]` table, if it has one.
+    fn collectives(&self) -> Option<policies::CollectiveSpec> {
+        None
+    }
 }
 
 /// The monitor-only hooks.

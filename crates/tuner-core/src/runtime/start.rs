@@ -161,8 +161,15 @@ impl Runtime {
             hooks = Box::new(NoHooks);
         }
         hooks.init(&mpit, &catalogue, &info, &mut log, &mut seq);
-        if let Some(cc) = &config.collectives {
-            tune_collectives(cc, &catalogue, &info, &mut log, &mut seq);
+        if same_hooks && collectives_wanted(&config, &*hooks) {
+            tune_collectives(
+                &config,
+                hooks.collectives(),
+                &catalogue,
+                &info,
+                &mut log,
+                &mut seq,
+            );
         }
         log.flush();
         let failure = seq.into_pending();
@@ -221,7 +228,11 @@ fn join(
     }
     // Policies decide collectively (their init aggregation): every rank
     // must hold the same set, or none runs them.
-    let identity = pre.as_ref().map_or(0, |p| p.hooks.identity());
+    // ... and agree on whether collective tuning is wanted (it then makes
+    // collectives of its own at init).
+    let identity = pre.as_ref().map_or(0, |p| {
+        p.hooks.identity() ^ (u64::from(collectives_wanted(&p.config, &*p.hooks)) << 62)
+    });
     let same_hooks = seq.all_equal(identity as i64);
     let private = collective::create_private(&mut seq, world);
     let verdict = seq.agree();
@@ -371,14 +382,50 @@ fn close_disabled(log: &mut LogWriter, start: Instant, why: &collective::FailedO
 /// different agreed points), in one reduction and one agreement on the
 /// tool's communicator.
 fn tune_collectives(
-    cc: &CollectiveConfig,
+    config: &Config,
+    spec: Option<policies::CollectiveSpec>,
     catalogue: &Catalogue,
     info: &RunInfo,
     log: &mut LogWriter,
     seq: &mut Collectives,
 ) {
-    use crate::decide::collectives::{self as tune, Bins, Support, Target, COLLECTIVES};
+    use crate::decide::collectives::{self as tune, Bins, Params, Support, Target, COLLECTIVES};
     let rank = info.rank;
+    let spec = spec.unwrap_or_default();
+    let d = Params::default();
+    let params = Params {
+        window: config
+            .collectives
+            .as_ref()
+            .and_then(|c| c.window)
+            .or(spec.window)
+            .unwrap_or(d.window),
+        windows: spec.windows.unwrap_or(d.windows),
+        margin: spec.margin.unwrap_or(d.margin),
+        drop_factor: spec.drop_factor.unwrap_or(d.drop_factor),
+        recheck: spec.recheck.unwrap_or(d.recheck),
+        min_comm_size: spec.min_comm_size.unwrap_or(d.min_comm_size),
+        ..d
+    };
+    let bins = spec.bins.clone().map_or_else(Bins::default, Bins::new);
+    let asked: Vec<_> = config
+        .collectives
+        .as_ref()
+        .map(|c| c.collectives.clone())
+        .unwrap_or_default();
+    let library = serde_name(info.library);
+    // Per collective, the candidates the file names for this library
+    // (empty: all); collectives the file does not list for it are not
+    // tuned when it lists any.
+    let plan: Vec<(tune::Collective, Vec<String>)> = match spec.for_library(&library) {
+        Some(listed) => listed
+            .iter()
+            .filter(|(c, _)| asked.is_empty() || asked.contains(c))
+            .cloned()
+            .collect(),
+        None if asked.is_empty() => COLLECTIVES.iter().map(|c| (*c, Vec::new())).collect(),
+        None => asked.iter().map(|c| (*c, Vec::new())).collect(),
+    };
     let mut why_not = None;
     let mut prepared = None;
     let mut targets = Vec::new();
@@ -398,19 +445,35 @@ fn tune_collectives(
                     // reference on MPI_T is never finalized by the tool.
                     own.set_finalize_on_drop(false);
                     let own: &'static MpiT = Box::leak(Box::new(own));
-                    let wanted: Vec<_> = if cc.collectives.is_empty() {
-                        COLLECTIVES.to_vec()
-                    } else {
-                        cc.collectives.clone()
-                    };
-                    for c in wanted {
+                    for (c, names) in &plan {
+                        let c = *c;
+                        let known = tune::mpich4_algorithms(c);
+                        let mut wanted = Vec::new();
+                        for n in names {
+                            if known.iter().any(|k| k.eq_ignore_ascii_case(n)) {
+                                wanted.push(n.clone());
+                            } else {
+                                log.record(&tune::note(
+                                    0.0,
+                                    "skipped",
+                                    format!(
+                                        "{}: `{n}` is not one of its algorithms ({}); the policy file names it for {library}",
+                                        tune::mpich_cvar(c),
+                                        known.join(", ")
+                                    ),
+                                ));
+                            }
+                        }
+                        if !names.is_empty() && wanted.is_empty() {
+                            continue;
+                        }
                         let default = catalogue
                             .cvar(&tune::mpich_cvar(c))
                             .and_then(|v| mpit::Cvar::open(own, v, Object::None).ok())
                             .and_then(|v| v.read().ok())
                             .and_then(|v| v.as_i64())
                             .unwrap_or(0);
-                        match Target::find(catalogue, c, default, &[]) {
+                        match Target::find(catalogue, c, default, &wanted) {
                             Ok(t) => targets.push(t),
                             Err(e) => log.record(&tune::note(0.0, "skipped", e)),
                         }
@@ -426,7 +489,7 @@ fn tune_collectives(
     // found: one reduction drops the candidates any rank's library refused.
     let targets = drop_refused(mpit_ref, targets, log, seq);
     if let Some(own) = mpit_ref {
-        let (tuner, messages) = tune::prepare(own, targets, Bins::default(), cc.params(), rank);
+        let (tuner, messages) = tune::prepare(own, targets, bins, params, rank);
         for m in messages {
             log.record(&tune::note(0.0, "skipped", m));
         }
@@ -449,7 +512,11 @@ fn tune_collectives(
                     })
                     .collect::<Vec<_>>()
                     .join("; ");
-                log.record(&tune::note(0.0, "start", format!("tuning {what}; window {} calls", cc.window)));
+                log.record(&tune::note(
+                    0.0,
+                    "start",
+                    format!("tuning {what}; window {} calls", params.window),
+                ));
                 if rank == 0 {
                     mpit::say!("mpit-tuner: collective tuning on: {what}");
                 }
@@ -550,4 +617,11 @@ fn drop_refused(
         t.candidates.len() > 1
     });
     targets
+}
+
+/// Whether collective tuning is asked for: `MPIT_TUNER_COLLECTIVES`, or the
+/// policy file's `tune = true` unless the environment says `off`.
+fn collectives_wanted(config: &Config, hooks: &dyn Hooks) -> bool {
+    config.collectives.is_some()
+        || (!config.collectives_off && hooks.collectives().is_some_and(|s| s.tune))
 }

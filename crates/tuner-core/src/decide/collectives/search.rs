@@ -45,6 +45,8 @@ pub struct Params {
     pub drift: f64,
     /// Calls after a decision before it is searched again (0: never).
     pub recheck: u64,
+    /// Communicators smaller than this are not tuned.
+    pub min_comm_size: u32,
 }
 
 impl Default for Params {
@@ -58,6 +60,7 @@ impl Default for Params {
             check_every: 64,
             drift: 0.5,
             recheck: 0,
+            min_comm_size: 2,
         }
     }
 }

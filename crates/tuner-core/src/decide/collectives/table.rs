@@ -319,6 +319,11 @@ impl Tuner {
             }
         };
         st.size = size;
+        if size < i32::try_from(self.params.min_comm_size).unwrap_or(i32::MAX) {
+            // The same size on every rank: off everywhere, no collective.
+            st.off = true;
+            return;
+        }
         let (guard, swap_error) = ErrorsReturn::swap_in(comm);
         let mut seq = Collectives::new(comm, rank);
         if let Some(e) = swap_error {
