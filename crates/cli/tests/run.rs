@@ -66,8 +66,11 @@ fn tune_collectives_reaches_every_rank() {
     ];
     let launch = launcher(2);
     args.extend(launch.iter().map(String::as_str));
-    args.extend([check.to_str().unwrap(), "2"]);
-    let job = mpit_tuner(&args);
+    args.extend([check.to_str().unwrap(), "16"]);
+    // Windows of one call: searches end within the job's 16 rounds.
+    let mut cmd = command(&args);
+    cmd.env("MPIT_TUNER_COLLECTIVES_WINDOW", "1");
+    let job = mpit_testkit::run(cmd);
     assert_eq!(code(&job), Some(0), "{}", printed(&job));
     assert!(job.stdout().contains("coll_check: all results correct"));
     // On MPICH it tunes what was asked; elsewhere it says why not.
@@ -80,10 +83,24 @@ fn tune_collectives_reaches_every_rank() {
     for rank in 0..2 {
         let log = read_jsonl(&dir.join(format!("rank-{rank:05}.jsonl")));
         assert_eq!(
-            log[0]["config"]["collectives"], "allreduce,bcast (window 8)",
+            log[0]["config"]["collectives"], "allreduce,bcast (window 1)",
             "{}",
             log[0]
         );
+    }
+    // The report's section says what was kept, or why nothing was tuned.
+    let report = mpit_tuner(&["report", dir.to_str().unwrap(), "--no-plots"]);
+    assert_eq!(code(&report), Some(0), "{}", printed(&report));
+    let text = report.stdout();
+    assert!(text.contains("Collective tuning"), "{text}");
+    if cfg!(mpi_flavor = "mpich") {
+        assert!(
+            text.contains("start: tuning allreduce (auto, nb, smp, recursive_doubling, reduce_scatter_allgather); bcast (auto"),
+            "{text}"
+        );
+        assert!(text.contains("c0.0 (2)      allreduce"), "{text}");
+    } else {
+        assert!(text.contains("off: Open MPI accepts a write"), "{text}");
     }
 }
 

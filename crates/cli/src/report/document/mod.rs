@@ -9,6 +9,7 @@
 //! wrote (here). [`super::tables`] renders the [`Document`].
 
 mod changes;
+mod collectives;
 mod facts;
 mod messages;
 mod policies;
@@ -54,6 +55,9 @@ pub fn build(run: &Run, a: &Analysis, out: &Outputs) -> Document {
     sections.push(changes::changes(a));
     sections.push(policies::policies(a));
     sections.push(policies::recommendations(run, a));
+    if let Some(c) = collectives::collectives(run) {
+        sections.push(c);
+    }
     if !a.notes.is_empty() {
         sections.push(messages::notes(a));
     }

@@ -136,6 +136,8 @@ pub struct RankLog {
     pub aborted: bool,
     /// Lines read.
     pub lines: u64,
+    /// Online collective tuning: every `collective` record, in order.
+    pub collectives: Vec<vocab::record::CollectiveTuning>,
 }
 
 /// Reads one rank's log. Returns `None` when nothing of it is usable.
@@ -402,11 +404,11 @@ impl<'w> RankReader<'w> {
             },
             Record::Catalogue(c) => log.new_pvars += c.new_pvars as u64,
             Record::Close(c) => log.close = Some((t, c.reason, c.samples)),
+            Record::Collective(c) => log.collectives.push(c),
             // Decisions are many and the report tells their effects (writes,
             // notes); replay records are not in run directories. Headers and
             // samples are read before.
             Record::Decision(_)
-            | Record::Collective(_)
             | Record::Replay(_)
             | Record::ReplayEnd(_)
             | Record::Header(_)

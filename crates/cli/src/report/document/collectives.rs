@@ -1,0 +1,117 @@
+//! "Collective tuning": what online collective tuning chose, per
+//! communicator, collective and message size, from the `collective`
+//! records of the logs (identical on every rank of a communicator, so each
+//! is counted once), and why it did not run where it did not.
+
+use crate::report::reading::Run;
+use crate::report::tables::{Block, Section};
+use std::collections::BTreeMap;
+use vocab::record::CollectiveTuning;
+
+/// The section, or `None` when no log has a `collective` record.
+pub(super) fn collectives(run: &Run) -> Option<Section> {
+    if run.ranks.iter().all(|r| r.collectives.is_empty()) {
+        return None;
+    }
+    let mut s = Section::new("Collective tuning");
+    // Per (communicator, collective, bin), its last decision and the search
+    // cost of all its decisions.
+    let mut decided: BTreeMap<(String, String, u64), (&CollectiveTuning, f64, u32)> =
+        BTreeMap::new();
+    let mut messages: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+    for log in &run.ranks {
+        for r in &log.collectives {
+            match r.event.as_str() {
+                "decision" => {
+                    let key = (
+                        r.comm.clone(),
+                        r.collective.clone().unwrap_or_default(),
+                        r.bin.map_or(0, |b| b.0),
+                    );
+                    let entry = decided.entry(key).or_insert((r, 0.0, log.rank));
+                    // Every rank of the communicator logs the same: count
+                    // one rank's decisions only.
+                    if entry.2 == log.rank {
+                        entry.0 = r;
+                        entry.1 += r.cost_us.unwrap_or(0.0);
+                    }
+                }
+                "start" | "off" | "skipped" | "stopped" | "setup_failed" | "reduction_failed"
+                | "write_failed" | "concurrent" => {
+                    let text = match (&r.message, r.collective.as_deref()) {
+                        (Some(m), Some(c)) => format!("{} {c}: {m}", r.event),
+                        (Some(m), None) => format!("{}: {m}", r.event),
+                        (None, _) => r.event.clone(),
+                    };
+                    messages.entry(text).or_default().push(log.rank);
+                }
+                _ => {}
+            }
+        }
+    }
+    if decided.is_empty() {
+        s.text("No search ended: too few calls per communicator, collective and size, or tuning did not run.");
+    } else {
+        let rows = decided
+            .iter()
+            .map(|((comm, coll, _), (r, cost, _))| {
+                let default = r.default_us.unwrap_or(f64::NAN);
+                let chosen = r.time_us.unwrap_or(f64::NAN);
+                vec![
+                    format!("{comm} ({})", r.comm_size.unwrap_or(0)),
+                    coll.clone(),
+                    bin_text(r.bin),
+                    format!("{default:.1}"),
+                    r.algorithm.clone().unwrap_or_default(),
+                    format!("{chosen:.1}"),
+                    format!("{:.2}x", default / chosen),
+                    format!("{:.1}", cost / 1e3),
+                ]
+            })
+            .collect();
+        s.text("Per communicator (label, size), collective and message size: the library's default and the algorithm kept, with their time per call agreed across ranks (the maximum over ranks of each rank's mean), and what the search cost over the run:");
+        s.table(
+            &[
+                "communicator",
+                "collective",
+                "bytes",
+                "default us",
+                "kept",
+                "kept us",
+                "gain",
+                "search cost ms",
+            ],
+            &[false, false, false, true, false, true, true, true],
+            rows,
+            "",
+        );
+    }
+    if !messages.is_empty() {
+        let items = messages
+            .into_iter()
+            .map(|(text, ranks)| {
+                (
+                    format!("{text} (ranks {})", super::ranks_text(&ranks)),
+                    Vec::new(),
+                )
+            })
+            .collect();
+        s.blocks.push(Block::Bullets(items));
+    }
+    Some(s)
+}
+
+/// `64 KiB-1 MiB`, `1 MiB-`.
+fn bin_text(bin: Option<(u64, Option<u64>)>) -> String {
+    let size = |b: u64| match b {
+        0 => "0".to_string(),
+        b if b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
+        b if b % (1 << 10) == 0 => format!("{} KiB", b >> 10),
+        b => format!("{b} B"),
+    };
+    match bin {
+        Some((lo, Some(hi))) => format!("{}-{}", size(lo), size(hi)),
+        Some((lo, None)) => format!("{}-", size(lo)),
+        None => String::new(),
+    }
+}
