@@ -29,6 +29,8 @@ echo "== benchmarks compile (MPICH build, bench profile)" >&2
 MPICC=mpicc.mpich cargo bench --workspace --no-run --locked --target-dir target/mpich
 echo "== application-level overhead, short mode (MPICH and Open MPI: every variant must run)" >&2
 bash benches/overhead.sh --short
+echo "== collective tuning benchmark, short mode (MPICH and Open MPI: every variant must run)" >&2
+bash benches/collectives.sh --short
 echo "== eager-threshold experiment, short mode (MPICH and Open MPI: every variant must run)" >&2
 bash benches/eager-experiment.sh --short
 echo "== all tests passed on MPICH and Open MPI" >&2

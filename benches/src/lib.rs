@@ -10,9 +10,15 @@
 //!   two pieces of code doing the same work (criterion measures each alone;
 //!   the ratio needs both measured under the same machine load).
 //!
+//! - [`jobs`]: building and running MPI jobs for the application-level
+//!   commands.
+//!
 //! The criterion benches are in `benches/`; the application-level overhead
-//! command is `src/bin/overhead.rs` (run it with `benches/overhead.sh`).
+//! command is `src/bin/overhead.rs` (run it with `benches/overhead.sh`), the
+//! collective-tuning comparison `src/bin/collectives.rs`
+//! (`benches/collectives.sh`).
 
 pub mod alloc_count;
 pub mod fixtures;
+pub mod jobs;
 pub mod paired;

@@ -1,0 +1,870 @@
+//! Online collective tuning against the library's default and against
+//! every algorithm fixed at start, in one command
+//! (`bash benches/collectives.sh [--short]`, which runs this binary).
+//!
+//! For each MPI library (MPICH, then Open MPI; the release preload and
+//! `examples/c/coll_bench.c` built in `target/<library>`), on 2 and 4
+//! ranks, for each case (allreduce of 8 B, 64 KiB and 1 MiB, bcast of
+//! 1 MiB, and coll_bench's `mixed` application), it runs these variants,
+//! interleaved run by run (A B C ... A B C ...):
+//!
+//! - `default`: no tool, the library's own choice;
+//! - one per algorithm of the collective, fixed at start (MPICH:
+//!   `MPIR_CVAR_<COLL>_INTRA_ALGORITHM=<name>`; Open MPI:
+//!   `OMPI_MCA_coll_tuned_use_dynamic_rules=1` and
+//!   `OMPI_MCA_coll_tuned_<coll>_algorithm=<n>`); for `mixed`, every
+//!   allreduce algorithm (the other collectives keep the default);
+//! - `online`: the release preload with `MPIT_TUNER_COLLECTIVES=tune`
+//!   (every collective, default window), quiet, its logs in a scratch
+//!   directory.
+//!
+//! Every timed loop includes its first calls, so online tuning pays for its
+//! exploration. It prints per library a table of the time per call of the
+//! default, of the oracle (the variant with the lowest median among
+//! default and fixed algorithms: the best choice made before start), of
+//! online tuning, and the per-round ratios online / oracle and default /
+//! online (median, min-max over the rounds); then what online tuning chose
+//! (the last `decision` record of each key in rank 0's log), and every
+//! variant's times. Every run must succeed and print its time, and every
+//! online run must leave a closed log saying that tuning started (MPICH) or
+//! why it is off (Open MPI): otherwise the command fails (exit status 1)
+//! after printing what it has.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use mpit_tuner_benches::jobs::{self, Job};
+use vocab::record::Record;
+
+const USAGE: &str = "\
+usage: collectives [--short] [--reps N] [--mpi mpich,openmpi] [--ranks 2,4]
+                   [--cases LIST] [--no-build]
+
+  --short       CI mode: 1 repetition of short runs on 2 ranks (unless
+                --ranks); checks that every variant ran and that online
+                tuning left its logs
+  --reps N      repetitions (default 5, --short 1)
+  --mpi LIST    libraries, comma-separated (default mpich,openmpi)
+  --ranks LIST  job sizes, comma-separated (default 2,4; --short 2)
+  --cases LIST  cases, comma-separated, from allreduce-8, allreduce-64k,
+                allreduce-1m, bcast-1m, mixed (default all)
+  --no-build    use what target/<library> already holds";
+
+/// The collective a case measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Coll {
+    Allreduce,
+    Bcast,
+    /// coll_bench's `mixed` application: its allreduces are the ones fixed.
+    Mixed,
+}
+
+/// One case: what coll_bench runs.
+#[derive(Debug, Clone, Copy)]
+struct Case {
+    /// For `--cases`.
+    key: &'static str,
+    /// In the tables.
+    label: &'static str,
+    coll: Coll,
+    bytes: u64,
+}
+
+const CASES: &[Case] = &[
+    Case {
+        key: "allreduce-8",
+        label: "allreduce 8 B",
+        coll: Coll::Allreduce,
+        bytes: 8,
+    },
+    Case {
+        key: "allreduce-64k",
+        label: "allreduce 64 KiB",
+        coll: Coll::Allreduce,
+        bytes: 64 << 10,
+    },
+    Case {
+        key: "allreduce-1m",
+        label: "allreduce 1 MiB",
+        coll: Coll::Allreduce,
+        bytes: 1 << 20,
+    },
+    Case {
+        key: "bcast-1m",
+        label: "bcast 1 MiB",
+        coll: Coll::Bcast,
+        bytes: 1 << 20,
+    },
+    Case {
+        key: "mixed",
+        label: "mixed",
+        coll: Coll::Mixed,
+        bytes: 0,
+    },
+];
+
+/// Calls (steps for `mixed`) per run, per library, job size and case (in
+/// `CASES` order): the default takes about 1-3 s per run on the 2-core
+/// machine of BENCHMARKS.md (MPICH on 4 ranks: 3-8 s, so that exploration
+/// is not the whole run), and online tuning's exploration (2 + 16 calls
+/// per candidate and key with the default window of 8, fewer when a
+/// candidate is dropped) is part of it.
+fn iterations(flavor: &str, ranks: u32, case: usize, short: bool) -> u64 {
+    let (full, short_n): ([u64; 5], [u64; 5]) = match (flavor, ranks <= 2) {
+        ("mpich", true) => (
+            [1_500_000, 50_000, 8_000, 15_000, 6_000],
+            [50_000, 2_000, 300, 500, 200],
+        ),
+        // Oversubscribed: MPICH's ranks busy-poll, so a call costs
+        // scheduler time slices (milliseconds).
+        ("mpich", false) => ([600, 250, 250, 300, 250], [40, 20, 20, 20, 10]),
+        (_, true) => (
+            [5_000_000, 50_000, 8_000, 15_000, 6_000],
+            [100_000, 2_000, 300, 500, 200],
+        ),
+        (_, false) => (
+            [300_000, 20_000, 3_000, 6_000, 2_500],
+            [5_000, 500, 100, 200, 100],
+        ),
+    };
+    if short {
+        short_n[case]
+    } else {
+        full[case]
+    }
+}
+
+/// The algorithms of `coll` in `flavor`: (name, variables set at start).
+/// MPICH 4.0's names, as the tuner knows them
+/// (`crates/tuner-core/src/decide/collectives/library.rs`), without
+/// `auto` (the default); Open MPI 4.1's values of
+/// `coll_tuned_<coll>_algorithm` (`ompi_info --param coll tuned --level 9`),
+/// without 0 (`ignore`: the default).
+fn algorithms(flavor: &str, coll: Coll) -> Vec<(String, Vec<(String, String)>)> {
+    let (coll_name, names): (&str, &[&str]) = match (flavor, coll) {
+        ("mpich", Coll::Bcast) => (
+            "bcast",
+            &[
+                "binomial",
+                "nb",
+                "smp",
+                "scatter_recursive_doubling_allgather",
+                "scatter_ring_allgather",
+            ],
+        ),
+        ("mpich", _) => (
+            "allreduce",
+            &[
+                "nb",
+                "smp",
+                "recursive_doubling",
+                "reduce_scatter_allgather",
+            ],
+        ),
+        (_, Coll::Bcast) => (
+            "bcast",
+            &[
+                "basic_linear",
+                "chain",
+                "pipeline",
+                "split_binary_tree",
+                "binary_tree",
+                "binomial",
+                "knomial",
+                "scatter_allgather",
+                "scatter_allgather_ring",
+            ],
+        ),
+        _ => (
+            "allreduce",
+            &[
+                "basic_linear",
+                "nonoverlapping",
+                "recursive_doubling",
+                "ring",
+                "segmented_ring",
+                "rabenseifner",
+            ],
+        ),
+    };
+    names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let env = if flavor == "mpich" {
+                vec![(
+                    format!(
+                        "MPIR_CVAR_{}_INTRA_ALGORITHM",
+                        coll_name.to_ascii_uppercase()
+                    ),
+                    name.to_string(),
+                )]
+            } else {
+                vec![
+                    (
+                        "OMPI_MCA_coll_tuned_use_dynamic_rules".into(),
+                        "1".to_string(),
+                    ),
+                    (
+                        format!("OMPI_MCA_coll_tuned_{coll_name}_algorithm"),
+                        (i + 1).to_string(),
+                    ),
+                ]
+            };
+            (name.to_string(), env)
+        })
+        .collect()
+}
+
+/// One variant of a case.
+#[derive(Debug, Clone)]
+struct Variant {
+    label: String,
+    /// Variables for the ranks (fixed algorithms).
+    env: Vec<(String, String)>,
+    /// Under the tuner with online collective tuning.
+    online: bool,
+}
+
+/// default, every fixed algorithm, online: in this order.
+fn variants(flavor: &str, coll: Coll) -> Vec<Variant> {
+    let mut v = vec![Variant {
+        label: "default".into(),
+        env: Vec::new(),
+        online: false,
+    }];
+    for (name, env) in algorithms(flavor, coll) {
+        v.push(Variant {
+            label: name,
+            env,
+            online: false,
+        });
+    }
+    v.push(Variant {
+        label: "online".into(),
+        env: Vec::new(),
+        online: true,
+    });
+    v
+}
+
+/// What the command measures.
+#[derive(Debug, Clone)]
+struct Options {
+    short: bool,
+    reps: usize,
+    flavors: Vec<String>,
+    ranks: Vec<u32>,
+    cases: Vec<usize>,
+    build: bool,
+}
+
+fn list(v: Option<String>, what: &str) -> Result<Vec<String>, String> {
+    let v = v.ok_or(format!("{what} needs a list"))?;
+    Ok(v.split(',').map(|s| s.trim().to_string()).collect())
+}
+
+fn parse_args() -> Result<Options, String> {
+    let mut o = Options {
+        short: false,
+        reps: 0,
+        flavors: vec!["mpich".into(), "openmpi".into()],
+        ranks: vec![2, 4],
+        cases: (0..CASES.len()).collect(),
+        build: true,
+    };
+    let mut ranks_given = false;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--short" => o.short = true,
+            "--no-build" => o.build = false,
+            "--reps" => {
+                o.reps = args
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .filter(|&n| n > 0)
+                    .ok_or("--reps needs a number >= 1")?
+            }
+            "--mpi" => {
+                o.flavors = list(args.next(), "--mpi")?;
+                if let Some(bad) = o.flavors.iter().find(|f| *f != "mpich" && *f != "openmpi") {
+                    return Err(format!("--mpi: unknown library `{bad}` (mpich, openmpi)"));
+                }
+            }
+            "--ranks" => {
+                ranks_given = true;
+                o.ranks = list(args.next(), "--ranks")?
+                    .iter()
+                    .map(|r| r.parse().ok().filter(|&n: &u32| n >= 2))
+                    .collect::<Option<_>>()
+                    .ok_or("--ranks needs numbers >= 2")?
+            }
+            "--cases" => {
+                o.cases = list(args.next(), "--cases")?
+                    .iter()
+                    .map(|k| {
+                        CASES
+                            .iter()
+                            .position(|c| c.key == k)
+                            .ok_or_else(|| format!("--cases: unknown case `{k}`"))
+                    })
+                    .collect::<Result<_, _>>()?
+            }
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                std::process::exit(0);
+            }
+            other => return Err(format!("unknown argument `{other}`")),
+        }
+    }
+    if o.reps == 0 {
+        o.reps = if o.short { 1 } else { 5 };
+    }
+    if o.short && !ranks_given {
+        o.ranks = vec![2];
+    }
+    Ok(o)
+}
+
+/// One (communicator, collective, size bin) of online tuning, as rank 0's
+/// log names it.
+type TuneKey = String;
+
+/// What online tuning did in one run, from rank 0's log.
+#[derive(Debug, Clone, Default)]
+struct Tuned {
+    /// Tuning off, and why (Open MPI).
+    off: Option<String>,
+    /// Per key: the last decision, the number of searches that ended, and
+    /// the calls spent in trials.
+    keys: BTreeMap<TuneKey, KeyLog>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct KeyLog {
+    last: Option<String>,
+    searches: u64,
+    trial_calls: u64,
+}
+
+fn human(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
+        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{} KiB", b >> 10),
+        b => format!("{b} B"),
+    }
+}
+
+/// Reads rank 0's log of an online run: it must have a header and close,
+/// and say that collective tuning started or why it is off.
+fn read_tuned(dir: &Path, ranks: u32, colls: &[&str]) -> Result<Tuned, String> {
+    let log = dir.join("rank-00000.jsonl");
+    let text = std::fs::read_to_string(&log)
+        .map_err(|e| format!("the tuner left no log ({}: {e})", log.display()))?;
+    let mut tuned = Tuned::default();
+    let (mut header, mut closed, mut started) = (false, false, false);
+    for line in text.lines() {
+        let Ok(record) = serde_json::from_str::<Record<'static>>(line) else {
+            return Err(format!("{}: unreadable record: {line}", log.display()));
+        };
+        match record {
+            Record::Header(_) => header = true,
+            Record::Close(_) => closed = true,
+            Record::Collective(c) => match c.event.as_str() {
+                "start" => started = true,
+                "off" => tuned.off = c.message,
+                "trial" | "decision" => {
+                    let Some(coll) = c.collective.as_deref() else {
+                        continue;
+                    };
+                    // The application's communicator (the world), the
+                    // case's collectives.
+                    if c.comm_size != Some(ranks as i32) || !colls.contains(&coll) {
+                        continue;
+                    }
+                    let bin = match c.bin {
+                        Some((lo, Some(hi))) => format!("[{}, {})", human(lo), human(hi)),
+                        Some((lo, None)) => format!(">= {}", human(lo)),
+                        None => String::new(),
+                    };
+                    let k = tuned.keys.entry(format!("{coll} {bin}")).or_default();
+                    if c.event == "trial" {
+                        k.trial_calls += c.calls.unwrap_or(0);
+                    } else {
+                        k.searches += 1;
+                        k.last = c.algorithm;
+                    }
+                }
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+    if !header {
+        return Err(format!("{} has no header", log.display()));
+    }
+    if !closed {
+        return Err(format!("{} was not closed", log.display()));
+    }
+    if !started && tuned.off.is_none() {
+        return Err(format!(
+            "{} says neither that collective tuning started nor why it is off",
+            log.display()
+        ));
+    }
+    Ok(tuned)
+}
+
+/// The collectives a case's online tuning is read for.
+fn tuned_colls(coll: Coll) -> &'static [&'static str] {
+    match coll {
+        Coll::Allreduce => &["allreduce"],
+        Coll::Bcast => &["bcast"],
+        Coll::Mixed => &["allreduce", "bcast", "alltoall"],
+    }
+}
+
+/// Per (ranks, case): per variant, the time per call of each round
+/// (`None` where the run failed), and online tuning's logs.
+#[derive(Debug, Default)]
+struct CaseData {
+    iters: u64,
+    variants: Vec<Variant>,
+    /// [variant][round] seconds per call.
+    times: Vec<Vec<Option<f64>>>,
+    tuned: Vec<Tuned>,
+}
+
+/// Everything measured on one library.
+struct Measured {
+    flavor: String,
+    version: String,
+    data: BTreeMap<(u32, usize), CaseData>,
+    errors: Vec<String>,
+    runs: usize,
+    build: Duration,
+    wall: Duration,
+}
+
+fn measure(opts: &Options, flavor: &str) -> Measured {
+    let started = Instant::now();
+    let mut m = Measured {
+        flavor: flavor.to_string(),
+        version: jobs::library_version(flavor),
+        data: BTreeMap::new(),
+        errors: Vec::new(),
+        runs: 0,
+        build: Duration::ZERO,
+        wall: Duration::ZERO,
+    };
+    let (preload, program) = match jobs::build(flavor, "coll_bench", opts.build) {
+        Ok(p) => p,
+        Err(e) => {
+            m.errors.push(e);
+            return m;
+        }
+    };
+    let scratch = match tempfile::Builder::new()
+        .prefix("mpit-collectives-")
+        .tempdir()
+    {
+        Ok(d) => d,
+        Err(e) => {
+            m.errors
+                .push(format!("cannot create a scratch directory: {e}"));
+            return m;
+        }
+    };
+    m.build = started.elapsed();
+    let started = Instant::now();
+    let timeout = Duration::from_secs(if opts.short { 60 } else { 300 });
+    let mut seq = 0usize;
+    // One discarded run first: the first run after a build pays for cold
+    // caches.
+    let warm = Job {
+        flavor,
+        ranks: 2,
+        env: Vec::new(),
+        program: &program,
+        args: vec!["allreduce".into(), "8".into(), "1000".into()],
+        timeout,
+    };
+    if let Err(e) = jobs::run(&warm) {
+        m.errors.push(format!("warm-up: {e}"));
+    }
+    for &ranks in &opts.ranks {
+        for &ci in &opts.cases {
+            let case = CASES[ci];
+            let vs = variants(flavor, case.coll);
+            m.data.insert(
+                (ranks, ci),
+                CaseData {
+                    iters: iterations(flavor, ranks, ci, opts.short),
+                    times: vec![vec![None; opts.reps]; vs.len()],
+                    variants: vs,
+                    tuned: Vec::new(),
+                },
+            );
+        }
+    }
+    for rep in 0..opts.reps {
+        eprintln!(
+            "collectives: {flavor}: repetition {}/{} (load average {})",
+            rep + 1,
+            opts.reps,
+            jobs::load()
+        );
+        for (&(ranks, ci), d) in m.data.iter_mut() {
+            let case = CASES[ci];
+            let args: Vec<String> = match case.coll {
+                Coll::Mixed => vec!["mixed".into(), d.iters.to_string()],
+                Coll::Allreduce => vec![
+                    "allreduce".into(),
+                    case.bytes.to_string(),
+                    d.iters.to_string(),
+                ],
+                Coll::Bcast => vec!["bcast".into(), case.bytes.to_string(), d.iters.to_string()],
+            };
+            for (vi, v) in d.variants.iter().enumerate() {
+                seq += 1;
+                let dir = scratch.path().join(format!("run-{seq}"));
+                let mut env = v.env.clone();
+                if v.online {
+                    env.extend(
+                        [
+                            ("LD_PRELOAD", preload.display().to_string()),
+                            ("MPIT_TUNER_COLLECTIVES", "tune".into()),
+                            ("MPIT_TUNER_QUIET", "1".into()),
+                            ("MPIT_TUNER_DIR", dir.display().to_string()),
+                        ]
+                        .map(|(k, v)| (k.to_string(), v)),
+                    );
+                }
+                let job = Job {
+                    flavor,
+                    ranks,
+                    env,
+                    program: &program,
+                    args: args.clone(),
+                    timeout,
+                };
+                let what = format!("{ranks} ranks, {} ({})", case.label, v.label);
+                m.runs += 1;
+                let out = match jobs::run(&job) {
+                    Ok(out) => out,
+                    Err(e) => {
+                        m.errors.push(format!("{what}: {e}"));
+                        continue;
+                    }
+                };
+                let time = out
+                    .stdout
+                    .lines()
+                    .find(|l| l.starts_with("coll_bench:"))
+                    .and_then(|l| jobs::field(l, "time_s"));
+                match time {
+                    Some(t) if t > 0.0 => d.times[vi][rep] = Some(t / d.iters as f64),
+                    _ => {
+                        m.errors.push(format!(
+                            "{what}: printed no time (ran {:.1} s)",
+                            out.elapsed.as_secs_f64()
+                        ));
+                        continue;
+                    }
+                }
+                if v.online {
+                    match read_tuned(&dir, ranks, tuned_colls(case.coll)) {
+                        Ok(t) => d.tuned.push(t),
+                        Err(e) => {
+                            m.errors.push(format!("{what}: {e}"));
+                            d.times[vi][rep] = None;
+                        }
+                    }
+                    let _ = std::fs::remove_dir_all(&dir);
+                }
+            }
+        }
+    }
+    m.wall = started.elapsed();
+    m
+}
+
+/// Per-round ratios a / b where both ran: (median, min, max).
+fn ratios(a: &[Option<f64>], b: &[Option<f64>]) -> (f64, f64, f64) {
+    let r: Vec<f64> = a
+        .iter()
+        .zip(b)
+        .filter_map(|(a, b)| Some((*a)? / (*b)?))
+        .collect();
+    jobs::spread(&r)
+}
+
+fn med(v: &[Option<f64>]) -> f64 {
+    jobs::median(&v.iter().flatten().copied().collect::<Vec<_>>())
+}
+
+/// Microseconds, with a precision that suits the size.
+fn us(s: f64) -> String {
+    let u = s * 1e6;
+    if !u.is_finite() {
+        "n/a".into()
+    } else if u < 10.0 {
+        format!("{u:.3}")
+    } else if u < 1000.0 {
+        format!("{u:.1}")
+    } else {
+        format!("{u:.0}")
+    }
+}
+
+fn ratio((m, lo, hi): (f64, f64, f64)) -> String {
+    if m.is_finite() {
+        format!("{m:.2} ({lo:.2}-{hi:.2})")
+    } else {
+        "n/a".into()
+    }
+}
+
+/// The oracle: the variant (default or fixed algorithm, not online) with
+/// the lowest median time.
+fn oracle(d: &CaseData) -> Option<usize> {
+    (0..d.variants.len())
+        .filter(|&i| !d.variants[i].online)
+        .filter(|&i| med(&d.times[i]).is_finite())
+        .min_by(|&a, &b| med(&d.times[a]).total_cmp(&med(&d.times[b])))
+}
+
+/// "recursive_doubling x3" or "auto x2, smp x1" over the rounds.
+fn choices(d: &CaseData, key: &str) -> String {
+    let mut n: BTreeMap<&str, usize> = BTreeMap::new();
+    for t in &d.tuned {
+        let c = t
+            .keys
+            .get(key)
+            .and_then(|k| k.last.as_deref())
+            .unwrap_or("(no decision)");
+        *n.entry(c).or_default() += 1;
+    }
+    let mut v: Vec<(&str, usize)> = n.into_iter().collect();
+    v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    v.iter()
+        .map(|(c, k)| format!("{c} x{k}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// What online tuning chose, for the summary table: per key, the choices.
+fn chosen_summary(d: &CaseData) -> String {
+    if d.tuned.iter().any(|t| t.off.is_some()) {
+        return "off (see below)".into();
+    }
+    let keys: std::collections::BTreeSet<&String> =
+        d.tuned.iter().flat_map(|t| t.keys.keys()).collect();
+    if keys.is_empty() {
+        return "no key searched".into();
+    }
+    keys.iter()
+        .map(|k| {
+            if keys.len() == 1 {
+                choices(d, k)
+            } else {
+                format!("{k}: {}", choices(d, k))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+fn tables(m: &Measured, opts: &Options) -> String {
+    let mut t = String::new();
+    let _ = writeln!(
+        t,
+        "### {} ({}), {} repetitions{}: {} runs took {:.0} s (build {:.0} s)\n",
+        m.flavor,
+        m.version,
+        opts.reps,
+        if opts.short { ", --short" } else { "" },
+        m.runs,
+        m.wall.as_secs_f64(),
+        m.build.as_secs_f64()
+    );
+    let _ = writeln!(
+        t,
+        "| ranks | case | calls | default (us/call) | oracle (us/call) | oracle | online (us/call) \
+         | online / oracle | default / online | online chose |"
+    );
+    let _ = writeln!(t, "|---|---|---|---|---|---|---|---|---|---|");
+    for (&(ranks, ci), d) in &m.data {
+        let case = CASES[ci];
+        let online = d.variants.len() - 1;
+        let (o_time, o_name, o_ratio) = match oracle(d) {
+            Some(o) => (
+                us(med(&d.times[o])),
+                if o == 0 {
+                    "default".to_string()
+                } else {
+                    d.variants[o].label.clone()
+                },
+                ratio(ratios(&d.times[online], &d.times[o])),
+            ),
+            None => ("n/a".into(), "n/a".into(), "n/a".into()),
+        };
+        let _ = writeln!(
+            t,
+            "| {ranks} | {} | {} | {} | {o_time} | {o_name} | {} | {o_ratio} | {} | {} |",
+            case.label,
+            d.iters,
+            us(med(&d.times[0])),
+            us(med(&d.times[online])),
+            ratio(ratios(&d.times[0], &d.times[online])),
+            chosen_summary(d),
+        );
+    }
+    let _ = writeln!(
+        t,
+        "\nTimes are per call (per step of `mixed`: allreduce 8 B, compute, allreduce 1 MiB, \
+         bcast 64 KiB, alltoall 4 KiB), medians over the rounds; ratios are per round, \
+         median (min-max). The oracle is the variant with the lowest median among the \
+         default and every algorithm fixed at start{}.\n",
+        if opts.cases.iter().any(|&c| CASES[c].coll == Coll::Mixed) {
+            " (for `mixed`, the allreduce algorithm)"
+        } else {
+            ""
+        }
+    );
+    let off: std::collections::BTreeSet<&str> = m
+        .data
+        .values()
+        .flat_map(|d| d.tuned.iter().filter_map(|t| t.off.as_deref()))
+        .collect();
+    for why in &off {
+        let _ = writeln!(t, "Online tuning was off: \"{why}\"\n");
+    }
+    if m.data
+        .values()
+        .any(|d| !d.tuned.is_empty() && d.tuned.iter().all(|t| t.off.is_none()))
+    {
+        let _ = writeln!(
+            t,
+            "Online tuning per key (rank 0's log, application communicator): the last \
+             decision of each round, the searches that ended and the calls spent in \
+             trials (medians over the rounds).\n"
+        );
+        let _ = writeln!(
+            t,
+            "| ranks | case | key | chose | searches | trial calls | of calls |"
+        );
+        let _ = writeln!(t, "|---|---|---|---|---|---|---|");
+        for (&(ranks, ci), d) in &m.data {
+            let keys: std::collections::BTreeSet<&String> =
+                d.tuned.iter().flat_map(|t| t.keys.keys()).collect();
+            for k in keys {
+                let per = |f: fn(&KeyLog) -> u64| {
+                    jobs::median(
+                        &d.tuned
+                            .iter()
+                            .map(|t| t.keys.get(k).map_or(0, f) as f64)
+                            .collect::<Vec<_>>(),
+                    )
+                };
+                let _ = writeln!(
+                    t,
+                    "| {ranks} | {} | {k} | {} | {} | {} | {} |",
+                    CASES[ci].label,
+                    choices(d, k),
+                    per(|k| k.searches),
+                    per(|k| k.trial_calls),
+                    d.iters
+                );
+            }
+        }
+        let _ = writeln!(t);
+    }
+    let _ = writeln!(
+        t,
+        "Every variant: time per call in us, median (min-max), and its median over the \
+         default's.\n"
+    );
+    let _ = writeln!(
+        t,
+        "| ranks | case | variant | us/call | min-max | / default |"
+    );
+    let _ = writeln!(t, "|---|---|---|---|---|---|");
+    for (&(ranks, ci), d) in &m.data {
+        let base = med(&d.times[0]);
+        for (vi, v) in d.variants.iter().enumerate() {
+            let (md, lo, hi) =
+                jobs::spread(&d.times[vi].iter().flatten().copied().collect::<Vec<_>>());
+            let _ = writeln!(
+                t,
+                "| {ranks} | {} | {} | {} | {}-{} | {:.2} |",
+                CASES[ci].label,
+                v.label,
+                us(md),
+                us(lo),
+                us(hi),
+                md / base
+            );
+        }
+    }
+    t
+}
+
+fn main() -> ExitCode {
+    let opts = match parse_args() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("collectives: {e}\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let machine_before = jobs::machine();
+    let started = Instant::now();
+    let results: Vec<Measured> = opts.flavors.iter().map(|f| measure(&opts, f)).collect();
+    println!("## Collective tuning: online vs default vs every fixed algorithm\n");
+    println!(
+        "Machine: {machine_before} (at start); load average {} at the end; {:.0} s in all.",
+        jobs::load(),
+        started.elapsed().as_secs_f64()
+    );
+    println!(
+        "Variants interleaved run by run; ranks > cores are oversubscribed. \
+         Online: `MPIT_TUNER_COLLECTIVES=tune` with the release preload.\n"
+    );
+    let mut failed = false;
+    for m in &results {
+        print!("{}", tables(m, &opts));
+        let expected: usize = m.data.values().map(|d| d.variants.len()).sum();
+        let complete = m
+            .data
+            .values()
+            .map(|d| {
+                d.times
+                    .iter()
+                    .filter(|v| v.iter().all(Option::is_some))
+                    .count()
+            })
+            .sum::<usize>();
+        if m.data.is_empty() || complete != expected || !m.errors.is_empty() {
+            failed = true;
+            println!(
+                "\n**{}: incomplete**: {complete}/{expected} variants ran every round.",
+                m.flavor
+            );
+            for e in &m.errors {
+                println!("- {e}");
+            }
+        }
+        println!();
+    }
+    if failed {
+        eprintln!("collectives: some variants did not run or printed no time (see above)");
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}

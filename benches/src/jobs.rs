@@ -1,0 +1,274 @@
+//! MPI jobs for the application-level benchmark commands
+//! (`src/bin/collectives.rs`): building what they run, running one job
+//! under `mpiexec` with a timeout, and describing the machine.
+
+use std::io::Read as _;
+use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The repository's top directory.
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("benches/ has a parent")
+        .to_path_buf()
+}
+
+/// Runs `cmd`; an error says what failed.
+pub fn run_checked(cmd: &mut Command, what: &str) -> Result<(), String> {
+    let status = cmd
+        .status()
+        .map_err(|e| format!("{what}: cannot run: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{what} failed ({status})"))
+    }
+}
+
+/// Builds, for `flavor` (`mpich` or `openmpi`), the release preload in
+/// `target/<flavor>` and the C example `program` in
+/// `target/<flavor>/bench-examples`; returns (preload, program).
+pub fn build(flavor: &str, program: &str, build: bool) -> Result<(PathBuf, PathBuf), String> {
+    let root = root();
+    let target = root.join("target").join(flavor);
+    let examples = target.join("bench-examples");
+    if build {
+        eprintln!("building for {flavor} (release, {})", target.display());
+        run_checked(
+            Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+                .current_dir(&root)
+                .env("MPICC", format!("mpicc.{flavor}"))
+                .args(["build", "--release", "--locked", "--quiet", "--target-dir"])
+                .arg(&target)
+                .args(["-p", "mpit-tuner-preload"]),
+            "cargo build",
+        )?;
+        run_checked(
+            Command::new("make")
+                .current_dir(&root)
+                .env_remove("MPICC")
+                .args(["--quiet", "-C", "examples"])
+                .arg(format!("MPI={flavor}"))
+                .arg(format!("OUT={}", examples.display()))
+                .arg(examples.join(program)),
+            &format!("make {program}"),
+        )?;
+    }
+    let preload = target.join("release").join("libmpit_tuner.so");
+    let program = examples.join(program);
+    for p in [&preload, &program] {
+        if !p.exists() {
+            return Err(format!(
+                "{} is missing (build it, or drop --no-build)",
+                p.display()
+            ));
+        }
+    }
+    Ok((preload, program))
+}
+
+/// One MPI job.
+#[derive(Debug, Clone)]
+pub struct Job<'a> {
+    /// `mpich` or `openmpi`: which launcher (`mpiexec.<flavor>`) and how it
+    /// passes variables to the ranks.
+    pub flavor: &'a str,
+    /// Ranks.
+    pub ranks: u32,
+    /// Variables for the ranks only (not the launcher).
+    pub env: Vec<(String, String)>,
+    /// The program and its arguments.
+    pub program: &'a Path,
+    pub args: Vec<String>,
+    pub timeout: Duration,
+}
+
+/// What a job printed, and how long it took.
+#[derive(Debug, Clone)]
+pub struct Output {
+    pub stdout: String,
+    pub stderr: String,
+    pub elapsed: Duration,
+}
+
+/// Variables of the caller's environment that would change what a job
+/// measures: they never reach a job unless [`Job::env`] sets them.
+fn inherited_setting(name: &str) -> bool {
+    name == "LD_PRELOAD"
+        || name.starts_with("MPIT_TUNER")
+        || name.starts_with("MPIR_CVAR_")
+        || name.starts_with("OMPI_MCA_coll_")
+}
+
+/// Runs `job` under `mpiexec.<flavor>` in its own process group, killed
+/// (the launcher and its ranks) after the timeout. Fails unless it exits
+/// with status 0; the error ends with the last lines of its stderr.
+pub fn run(job: &Job) -> Result<Output, String> {
+    let mpiexec = format!("mpiexec.{}", job.flavor);
+    let mut cmd = Command::new(&mpiexec);
+    for (k, v) in &job.env {
+        if job.flavor == "openmpi" {
+            cmd.arg("-x").arg(format!("{k}={v}"));
+        } else {
+            cmd.arg("-genv").arg(k).arg(v);
+        }
+    }
+    cmd.arg("-n")
+        .arg(job.ranks.to_string())
+        .arg(job.program)
+        .args(&job.args);
+    for (k, _) in std::env::vars_os() {
+        if k.to_str().is_some_and(inherited_setting) {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let what = format!(
+        "{} -n {} {} {}",
+        mpiexec,
+        job.ranks,
+        job.program
+            .file_name()
+            .map_or_else(String::new, |f| f.to_string_lossy().into_owned()),
+        job.args.join(" ")
+    );
+    let start = Instant::now();
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot run {mpiexec}: {e}"))?;
+    let mut stdout = child.stdout.take().expect("piped stdout");
+    let mut stderr = child.stderr.take().expect("piped stderr");
+    let out_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stdout.read_to_string(&mut s);
+        s
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    });
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Ok(status),
+            Ok(None) if start.elapsed() > job.timeout => {
+                // The launcher and its ranks are in their own process group.
+                let pgid = child.id() as libc::pid_t;
+                // SAFETY: kill(2) on a process group this function created.
+                unsafe { libc::kill(-pgid, libc::SIGKILL) };
+                let _ = child.wait();
+                break Err(format!("timed out after {:?}", job.timeout));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+            Err(e) => break Err(format!("wait failed: {e}")),
+        }
+    };
+    let elapsed = start.elapsed();
+    let stdout = out_reader.join().unwrap_or_default();
+    let stderr = err_reader.join().unwrap_or_default();
+    let fail = |why: String| {
+        let tail: Vec<&str> = stderr.lines().rev().take(5).collect();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        Err(format!(
+            "{what}: {why}\n  stderr: {}",
+            tail.join("\n  stderr: ")
+        ))
+    };
+    match status {
+        Ok(s) if s.success() => Ok(Output {
+            stdout,
+            stderr,
+            elapsed,
+        }),
+        Ok(s) => fail(format!("exited with {s}")),
+        Err(why) => fail(why),
+    }
+}
+
+/// The number after `"key":` in a JSON line, or after `key=` in a text line.
+pub fn field(line: &str, key: &str) -> Option<f64> {
+    let start = line
+        .find(&format!("\"{key}\":"))
+        .map(|i| i + key.len() + 3)
+        .or_else(|| line.find(&format!("{key}=")).map(|i| i + key.len() + 1))?;
+    let rest = &line[start..];
+    let end = rest
+        .find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | '-' | '+' | 'e' | 'E')))
+        .unwrap_or(rest.len());
+    rest[..end].parse().ok()
+}
+
+/// The median (NaN for none).
+pub fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    match n {
+        0 => f64::NAN,
+        _ if n % 2 == 1 => v[n / 2],
+        _ => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+/// (median, min, max), NaN for none.
+pub fn spread(v: &[f64]) -> (f64, f64, f64) {
+    if v.is_empty() {
+        return (f64::NAN, f64::NAN, f64::NAN);
+    }
+    let min = v.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    (median(v), min, max)
+}
+
+/// The library's version line (`mpichversion`, `ompi_info --version`).
+pub fn library_version(flavor: &str) -> String {
+    let out = match flavor {
+        "mpich" => Command::new("mpichversion").output(),
+        _ => Command::new("ompi_info").arg("--version").output(),
+    };
+    out.ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|s| {
+            s.lines()
+                .find(|l| !l.trim().is_empty())
+                .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        })
+        .unwrap_or_else(|| "unknown version".into())
+}
+
+/// Cores, CPU, kernel and load average.
+pub fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let nproc = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default();
+    format!(
+        "{nproc} cores (nproc), {cpu}, Linux {kernel}, load average {}",
+        load()
+    )
+}
+
+/// The load averages (1, 5, 15 minutes).
+pub fn load() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}

@@ -1,0 +1,295 @@
+/*
+ * coll_bench: the time of a loop of blocking collectives, for the
+ * collective-tuning benchmark (benches/collectives.sh): run it with the
+ * library's default algorithm, with each algorithm fixed at start, and
+ * under online tuning, and compare.
+ *
+ * usage: coll_bench COLL BYTES ITERS
+ *        coll_bench mixed SCALE
+ *
+ *   COLL   allreduce (doubles, MPI_SUM), bcast (ints, root 0), allgather or
+ *          alltoall (ints)
+ *   BYTES  per rank: the vector reduced, the message broadcast, each rank's
+ *          contribution to the allgather, the block sent to each rank by
+ *          the alltoall (the size the tuner bins by); a multiple of 8
+ *   ITERS  blocking calls, all timed: the first calls are in the loop on
+ *          purpose, so that online tuning's exploration counts
+ *
+ * `mixed` is a small "application": SCALE steps, each an allreduce of 8 B
+ * (a residual), a little computation that depends on it, an allreduce of
+ * 1 MiB, a bcast of 64 KiB and an alltoall of 4 KiB per rank.
+ *
+ * After a barrier, every rank times its loop with MPI_Wtime; rank 0 prints
+ * the maximum over ranks:
+ *   coll_bench: allreduce bytes=1048576 iters=500 time_s=0.812345
+ *   coll_bench: mixed scale=400 time_s=1.234567
+ * The data are integers (exactly representable doubles for the
+ * allreduce), and one element changes at every call, so the results are
+ * exact whatever the algorithm; they are checked once, after the loop. A
+ * wrong result is reported on stderr and aborts the job (status 3); bad
+ * arguments exit with status 2.
+ */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int rank, size;
+
+static void wrong(const char *what, long i, double got, double want)
+{
+    fprintf(stderr, "coll_bench: WRONG %s at %ld on rank %d: got %.17g, want %.17g\n", what, i, rank, got,
+            want);
+    MPI_Abort(MPI_COMM_WORLD, 3);
+}
+
+static void *alloc(size_t bytes)
+{
+    void *p = malloc(bytes ? bytes : 1);
+    if (!p) {
+        fprintf(stderr, "coll_bench: cannot allocate %zu bytes\n", bytes);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    return p;
+}
+
+/* The value rank r contributes at index i: small integers. */
+static int val(int r, long i) { return (int)((r * 7919L + i * 31L) % 1009L) - 504; }
+
+/* Allreduce of n doubles; x[0] carries the call's number. */
+struct allreduce {
+    long n;
+    double *x, *y;
+};
+
+static void allreduce_init(struct allreduce *a, long bytes)
+{
+    a->n = bytes / (long)sizeof(double);
+    a->x = alloc(sizeof(double) * (size_t)a->n);
+    a->y = alloc(sizeof(double) * (size_t)a->n);
+    for (long i = 0; i < a->n; i++) a->x[i] = val(rank, i);
+    memset(a->y, 0, sizeof(double) * (size_t)a->n);
+}
+
+static void allreduce_call(struct allreduce *a, long k)
+{
+    if (a->n > 0) a->x[0] = (double)(k + rank);
+    MPI_Allreduce(a->x, a->y, (int)a->n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+}
+
+/* After call number `last`. */
+static void allreduce_check(const struct allreduce *a, long last, const char *what)
+{
+    for (long i = 0; i < a->n; i++) {
+        double want = 0;
+        for (int r = 0; r < size; r++) want += i == 0 ? (double)(last + r) : val(r, i);
+        if (a->y[i] != want) wrong(what, i, a->y[i], want);
+    }
+}
+
+/* Bcast of n ints from rank 0; b[0] carries the call's number. */
+struct bcast {
+    long n;
+    int *b;
+};
+
+static void bcast_init(struct bcast *c, long bytes)
+{
+    c->n = bytes / (long)sizeof(int);
+    c->b = alloc(sizeof(int) * (size_t)c->n);
+    for (long i = 0; i < c->n; i++) c->b[i] = rank == 0 ? val(0, i) : 0;
+}
+
+static void bcast_call(struct bcast *c, long k)
+{
+    if (rank == 0 && c->n > 0) c->b[0] = (int)k;
+    MPI_Bcast(c->b, (int)c->n, MPI_INT, 0, MPI_COMM_WORLD);
+}
+
+static void bcast_check(const struct bcast *c, long last, const char *what)
+{
+    for (long i = 0; i < c->n; i++) {
+        int want = i == 0 ? (int)last : val(0, i);
+        if (c->b[i] != want) wrong(what, i, c->b[i], want);
+    }
+}
+
+/* Allgather (all = 0) or alltoall (all = 1) of blocks of n ints; the
+ * first element of each block carries the call's number. */
+struct gather {
+    int all;
+    long n;
+    int *s, *r;
+};
+
+static void gather_init(struct gather *g, int all, long bytes)
+{
+    g->all = all;
+    g->n = bytes / (long)sizeof(int);
+    long send = all ? g->n * size : g->n;
+    g->s = alloc(sizeof(int) * (size_t)send);
+    g->r = alloc(sizeof(int) * (size_t)(g->n * size));
+    for (long i = 0; i < send; i++) g->s[i] = val(rank, i);
+    memset(g->r, 0, sizeof(int) * (size_t)(g->n * size));
+}
+
+static void gather_call(struct gather *g, long k)
+{
+    if (g->n > 0) {
+        if (g->all)
+            for (int d = 0; d < size; d++) g->s[d * g->n] = (int)(k + d);
+        else
+            g->s[0] = (int)k;
+    }
+    if (g->all)
+        MPI_Alltoall(g->s, (int)g->n, MPI_INT, g->r, (int)g->n, MPI_INT, MPI_COMM_WORLD);
+    else
+        MPI_Allgather(g->s, (int)g->n, MPI_INT, g->r, (int)g->n, MPI_INT, MPI_COMM_WORLD);
+}
+
+static void gather_check(const struct gather *g, long last, const char *what)
+{
+    for (int src = 0; src < size; src++) {
+        for (long i = 0; i < g->n; i++) {
+            /* Block src of the result: what rank src sent to this rank. */
+            long j = g->all ? rank * g->n + i : i;
+            int want = i == 0 ? (int)(g->all ? last + rank : last) : val(src, j);
+            int got = g->r[src * g->n + i];
+            if (got != want) wrong(what, src * g->n + i, got, want);
+        }
+    }
+}
+
+/* About 20 us of arithmetic that depends on the residual, so the
+ * computation cannot move across the collectives. */
+static double compute(double *w, long n, double residual)
+{
+    double s = 0;
+    for (int pass = 0; pass < 4; pass++)
+        for (long i = 0; i < n; i++) {
+            w[i] = w[i] * 0.999 + 1e-3 * residual / (double)(i + 1);
+            s += w[i];
+        }
+    return s;
+}
+
+static double max_time(double t)
+{
+    double m = 0;
+    MPI_Reduce(&t, &m, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    return m;
+}
+
+static int usage(void)
+{
+    if (rank == 0)
+        fprintf(stderr, "usage: coll_bench allreduce|bcast|allgather|alltoall BYTES ITERS\n"
+                        "       coll_bench mixed SCALE\n");
+    MPI_Finalize();
+    return 2;
+}
+
+static int mixed(long scale)
+{
+    struct allreduce small, big;
+    struct bcast bc;
+    struct gather a2a;
+    allreduce_init(&small, 8);
+    allreduce_init(&big, 1L << 20);
+    bcast_init(&bc, 64L << 10);
+    gather_init(&a2a, 1, 4L << 10);
+    long nw = 2048;
+    double *w = alloc(sizeof(double) * (size_t)nw), sink = 0;
+    for (long i = 0; i < nw; i++) w[i] = 1.0;
+
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    for (long k = 0; k < scale; k++) {
+        allreduce_call(&small, k);
+        sink += compute(w, nw, small.y[0]);
+        allreduce_call(&big, k);
+        bcast_call(&bc, k);
+        gather_call(&a2a, k);
+    }
+    double t = max_time(MPI_Wtime() - t0);
+    if (scale > 0) {
+        allreduce_check(&small, scale - 1, "mixed allreduce 8 B");
+        allreduce_check(&big, scale - 1, "mixed allreduce 1 MiB");
+        bcast_check(&bc, scale - 1, "mixed bcast 64 KiB");
+        gather_check(&a2a, scale - 1, "mixed alltoall 4 KiB");
+    }
+    if (sink != sink) fprintf(stderr, "coll_bench: the computation gave NaN\n");
+    if (rank == 0) printf("coll_bench: mixed scale=%ld time_s=%.6f\n", scale, t);
+    free(w);
+    free(small.x), free(small.y), free(big.x), free(big.y), free(bc.b), free(a2a.s), free(a2a.r);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (argc == 3 && strcmp(argv[1], "mixed") == 0) {
+        char *end;
+        long scale = strtol(argv[2], &end, 10);
+        if (*end || scale < 0) return usage();
+        int rc = mixed(scale);
+        MPI_Finalize();
+        return rc;
+    }
+    if (argc != 4) return usage();
+    const char *coll = argv[1];
+    char *end1, *end2;
+    long bytes = strtol(argv[2], &end1, 10), iters = strtol(argv[3], &end2, 10);
+    if (*end1 || *end2 || bytes < 0 || bytes % 8 || iters < 1 || bytes / 4 > 0x7fffffffL / size) return usage();
+
+    struct allreduce ar;
+    struct bcast bc;
+    struct gather g;
+    int which;
+    if (strcmp(coll, "allreduce") == 0) {
+        which = 0;
+        allreduce_init(&ar, bytes);
+    } else if (strcmp(coll, "bcast") == 0) {
+        which = 1;
+        bcast_init(&bc, bytes);
+    } else if (strcmp(coll, "allgather") == 0 || strcmp(coll, "alltoall") == 0) {
+        which = 2;
+        gather_init(&g, coll[3] == 't', bytes);
+    } else {
+        return usage();
+    }
+
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    switch (which) {
+    case 0:
+        for (long k = 0; k < iters; k++) allreduce_call(&ar, k);
+        break;
+    case 1:
+        for (long k = 0; k < iters; k++) bcast_call(&bc, k);
+        break;
+    default:
+        for (long k = 0; k < iters; k++) gather_call(&g, k);
+        break;
+    }
+    double t = max_time(MPI_Wtime() - t0);
+    switch (which) {
+    case 0:
+        allreduce_check(&ar, iters - 1, coll);
+        free(ar.x), free(ar.y);
+        break;
+    case 1:
+        bcast_check(&bc, iters - 1, coll);
+        free(bc.b);
+        break;
+    default:
+        gather_check(&g, iters - 1, coll);
+        free(g.s), free(g.r);
+        break;
+    }
+    if (rank == 0) printf("coll_bench: %s bytes=%ld iters=%ld time_s=%.6f\n", coll, bytes, iters, t);
+    MPI_Finalize();
+    return 0;
+}
