@@ -142,7 +142,8 @@ fn readme_examples_parse() {
     }
     assert!(blocks.len() >= 2);
     for block in blocks {
-        let doc = if block.trim_start().starts_with("[[policy]]") {
+        let whole = ["[[policy]]", "[collectives]"];
+        let doc = if whole.iter().any(|w| block.trim_start().starts_with(w)) {
             block.to_string()
         } else {
             // Fragments (actions) go into a pre-init policy, where every action is legal.

@@ -522,7 +522,7 @@ fn tune_collectives(
                 }
                 return;
             }
-            Err(e) => e,
+            Err(e) => e.to_string(),
         },
         (Verdict::Failed(why), _, _) => format!("the ranks could not agree: {why}"),
         (_, false, _) => "the ranks differ in what they could tune (library, variables or settings); collective tuning is off on all ranks".into(),
