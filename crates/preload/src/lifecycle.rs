@@ -137,16 +137,13 @@ pub fn after_finalize() {
     drop(take(&AFTER_FINALIZE));
 }
 
-/// Before `MPI_Abort`: asks the helper to flush its log, briefly.
+/// Before `MPI_Abort`: wakes the helper to record the abort and flush its
+/// log, and waits for it, bounded (the helper answers within a sample's
+/// time; the bound only matters when it is stuck or descheduled for long).
 pub fn before_abort() {
     if let Some(shared) = shared() {
-        let ticks = shared.ticks();
-        shared.request_flush();
-        // Bounded: the helper flushes at its next wake-up, which the flush
-        // request triggers; never wait long inside an abort.
-        let deadline = std::time::Instant::now() + std::time::Duration::from_millis(200);
-        while shared.ticks() == ticks && std::time::Instant::now() < deadline {
-            std::thread::sleep(std::time::Duration::from_millis(2));
+        if !shared.flush_for_abort(std::time::Duration::from_secs(2)) {
+            mpit::say!("mpit-tuner: MPI_Abort: the helper thread did not flush its log within 2 s; the log may miss its last samples");
         }
     }
 }

@@ -112,9 +112,7 @@ fn helper_loop(
         // Published as it is (no copy): readers share it with the helper.
         shared.snapshot.store(Arc::clone(&snapshot));
         shared.ticks.fetch_add(1, Relaxed);
-        if shared.flush.swap(false, AcqRel) {
-            log.flush();
-        }
+        answer_flush(shared, &mut log, start);
         if stopping {
             return HelperDone {
                 sampler,
@@ -150,13 +148,21 @@ fn helper_loop(
             }
             std::thread::park_timeout(next - now);
         }
-        if shared.flush.swap(false, AcqRel) {
-            log.record(&warning(
-                start.elapsed().as_secs_f64(),
-                "MPI_Abort called; flushing",
-            ));
-            log.flush();
-        }
+        answer_flush(shared, &mut log, start);
+    }
+}
+
+/// A flush request (from the `MPI_Abort` wrapper): the abort is recorded,
+/// the log written out, and only then the request counted as answered, so
+/// the wrapper never lets the abort go ahead of the record.
+fn answer_flush(shared: &Shared, log: &mut LogWriter, start: Instant) {
+    if shared.flush.swap(false, AcqRel) {
+        log.record(&warning(
+            start.elapsed().as_secs_f64(),
+            "MPI_Abort called; flushing",
+        ));
+        log.flush();
+        shared.flushed.fetch_add(1, Release);
     }
 }
 

@@ -171,8 +171,12 @@ pub struct Shared {
     pub objects: ObjectTable,
     pub(crate) stop: AtomicBool,
     pub(crate) flush: AtomicBool,
+    /// How many flush requests the helper answered (log written out).
+    pub(crate) flushed: AtomicU64,
     pub(crate) ticks: AtomicU64,
     pub(crate) snapshot: ArcSwap<Snapshot>,
+    /// The helper thread, to wake it for a flush.
+    pub(crate) helper: std::sync::OnceLock<std::thread::Thread>,
 }
 
 impl Shared {
@@ -181,10 +185,24 @@ impl Shared {
         self.snapshot.load_full()
     }
 
-    /// Asks the helper to flush its log at its next wake-up (used by the
-    /// `MPI_Abort` wrapper).
-    pub fn request_flush(&self) {
+    /// Asks the helper to record the abort and flush its log now, and
+    /// waits until it has, at most `timeout` (used by the `MPI_Abort`
+    /// wrapper, which must never wait long). Returns whether the helper
+    /// answered in time.
+    pub fn flush_for_abort(&self, timeout: std::time::Duration) -> bool {
+        let answered = self.flushed.load(Acquire);
         self.flush.store(true, Release);
+        if let Some(helper) = self.helper.get() {
+            helper.unpark();
+        }
+        let deadline = Instant::now() + timeout;
+        while self.flushed.load(Acquire) == answered {
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        true
     }
 
     /// How many samples the helper took.

@@ -178,11 +178,17 @@ impl Runtime {
             objects: ObjectTable::new(OBJECT_CAPACITY),
             stop: AtomicBool::new(false),
             flush: AtomicBool::new(false),
+            flushed: AtomicU64::new(0),
             ticks: AtomicU64::new(0),
             snapshot: ArcSwap::from_pointee(Snapshot::default()),
+            helper: std::sync::OnceLock::new(),
         }));
         shared.objects.register(Object::Comm(world));
         let (helper, done) = helper::spawn(shared, sampler, log, hooks, &config, start, rank);
+        if let Some(thread) = &helper {
+            // Set once, here, before anything can ask for a flush.
+            let _ = shared.helper.set(thread.clone());
+        }
         Ok(Runtime {
             shared,
             info,
