@@ -17,11 +17,20 @@
 //! first window is dropped there. The fastest candidate is kept if it beats
 //! the default by `margin`, else the default. While decided, a check point
 //! every `check_every` windows: if the time per call drifted by more than
-//! `drift` from what was measured, or `recheck` calls have passed, the
-//! search starts again.
+//! `drift` from what was measured at `drift_confirm` check points in a row
+//! (one noisy window is not a drift), or `recheck` calls have passed, the
+//! search starts again. A search that ends where the last one did (the same
+//! choice) doubles the distance between check points, up to
+//! [`MAX_BACKOFF`] times `check_every` windows, so a job whose times wander
+//! without a better algorithm to find pays for a bounded number of searches;
+//! a different choice brings the distance back to `check_every`.
 
 /// Candidates per search at most (the default included).
 pub const MAX_CANDIDATES: usize = 16;
+
+/// The distance between check points grows to at most this many times
+/// `check_every` windows.
+pub const MAX_BACKOFF: u32 = 64;
 
 /// The knobs of a search, the same on every rank (they come from the
 /// policy file, whose identity the ranks agree on at start).
@@ -43,6 +52,8 @@ pub struct Params {
     /// While decided: relative change of the time per call that restarts
     /// the search (0.5: 50%); 0 disables the drift check.
     pub drift: f64,
+    /// Check points in a row that must see the drift (at least 1).
+    pub drift_confirm: u32,
     /// Calls after a decision before it is searched again (0: never).
     pub recheck: u64,
     /// Communicators smaller than this are not tuned.
@@ -59,6 +70,7 @@ impl Default for Params {
             margin: 0.05,
             check_every: 64,
             drift: 0.5,
+            drift_confirm: 3,
             recheck: 0,
             min_comm_size: 2,
         }
@@ -79,6 +91,7 @@ impl Params {
             },
             margin: self.margin.clamp(0.0, 0.99),
             drift: self.drift.max(0.0),
+            drift_confirm: self.drift_confirm.max(1),
             ..self
         }
     }
@@ -164,7 +177,7 @@ pub struct Search {
     /// Calls seen (the same on every rank).
     calls: u64,
     /// Calls in the current window.
-    in_window: u32,
+    in_window: u64,
     /// This rank's timed nanoseconds and timed calls in the window.
     window_ns: u64,
     window_timed: u32,
@@ -174,6 +187,13 @@ pub struct Search {
     dropped: [bool; MAX_CANDIDATES],
     /// The decided candidate's time per call, for the drift check.
     decided_ns: f64,
+    /// Check points in a row that saw a drift.
+    strikes: u32,
+    /// The distance between check points, in `check_every` windows
+    /// (1 to [`MAX_BACKOFF`]).
+    backoff: u32,
+    /// What the last search chose, to tell a search that found the same.
+    last_choice: Option<usize>,
 }
 
 impl Search {
@@ -196,6 +216,9 @@ impl Search {
             windows_of: [0; MAX_CANDIDATES],
             dropped: [false; MAX_CANDIDATES],
             decided_ns: 0.0,
+            strikes: 0,
+            backoff: 1,
+            last_choice: None,
         }
     }
 
@@ -224,7 +247,9 @@ impl Search {
         match self.state {
             State::Trial { .. } => true,
             // Drift check: a few calls of each check interval.
-            State::Decided { .. } => self.params.drift > 0.0 && self.in_window < self.params.window,
+            State::Decided { .. } => {
+                self.params.drift > 0.0 && self.in_window < u64::from(self.params.window)
+            }
             State::Warmup | State::Off => false,
         }
     }
@@ -257,8 +282,8 @@ impl Search {
         }
         self.in_window += 1;
         let length = match self.state {
-            State::Decided { .. } => self.params.window * self.params.check_every,
-            _ => self.params.window,
+            State::Decided { .. } => self.check_length(),
+            _ => u64::from(self.params.window),
         };
         (self.in_window >= length).then(|| {
             if self.window_timed == 0 {
@@ -267,6 +292,16 @@ impl Search {
                 self.window_ns as f64 / f64::from(self.window_timed)
             }
         })
+    }
+
+    /// Calls between two check points while decided.
+    fn check_length(&self) -> u64 {
+        u64::from(self.params.window) * u64::from(self.params.check_every) * u64::from(self.backoff)
+    }
+
+    /// Calls between two check points now (for the log and the tests).
+    pub fn check_interval(&self) -> u64 {
+        self.check_length()
     }
 
     fn reset_window(&mut self) {
@@ -293,8 +328,12 @@ impl Search {
                     && self.decided_ns > 0.0
                     && (agreed.max_mean_ns - self.decided_ns).abs()
                         > self.params.drift * self.decided_ns;
+                self.strikes = if drifted { self.strikes + 1 } else { 0 };
+                let drifted = self.strikes >= self.params.drift_confirm;
                 let due = self.params.recheck > 0 && since >= self.params.recheck;
                 if drifted || due {
+                    self.strikes = 0;
+                    self.last_choice = Some(candidate);
                     self.restart();
                     [
                         Some(Event::Recheck {
@@ -376,6 +415,10 @@ impl Search {
             })
             .sum();
         self.decided_ns = chosen_ns;
+        self.backoff = match self.last_choice {
+            Some(last) if last == chosen => (self.backoff * 2).min(MAX_BACKOFF),
+            _ => 1,
+        };
         self.state = State::Decided {
             candidate: chosen,
             since: 0,
@@ -487,30 +530,197 @@ mod tests {
         }
     }
 
+    /// Feeds `calls` calls at `ns` each (the decided candidate's time);
+    /// returns the first event of each point.
+    fn feed(s: &mut Search, calls: u64, ns: u64) -> Vec<Event> {
+        let mut events = Vec::new();
+        for _ in 0..calls {
+            let timed = s.wants_time().then_some(ns);
+            if let Some(mine) = s.count(timed) {
+                events.extend(
+                    s.agree(Agreed {
+                        max_mean_ns: mine,
+                        stop: false,
+                    })[0],
+                );
+            }
+        }
+        events
+    }
+
+    /// Runs to the next check point at `ns` per call, so that what follows
+    /// starts a check interval.
+    fn to_check_point(s: &mut Search, ns: u64) {
+        loop {
+            let timed = s.wants_time().then_some(ns);
+            if let Some(mine) = s.count(timed) {
+                let events = s.agree(Agreed {
+                    max_mean_ns: mine,
+                    stop: false,
+                });
+                assert_eq!(events, [None, None]);
+                return;
+            }
+        }
+    }
+
     #[test]
-    fn drift_restarts_the_search() {
+    fn drift_restarts_the_search_once_confirmed() {
         let p = Params {
             check_every: 2,
             ..Params::default()
         };
         let (mut s, _) = run(p, &[100.0, 50.0], 100);
         assert!(matches!(s.state(), State::Decided { candidate: 1, .. }));
-        let mut event = None;
-        for _ in 0..16 {
-            let ns = s.wants_time().then_some(200);
-            if let Some(mine) = s.count(ns) {
-                event = s.agree(Agreed {
-                    max_mean_ns: mine,
-                    stop: false,
-                })[0];
-            }
-        }
-        // The check window mixes the last calls at 50 ns with those at 200.
-        match event {
-            Some(Event::Recheck { drifted: true, ns }) => assert!(ns > 75.0, "{ns}"),
-            other => panic!("no drift recheck: {other:?}"),
+        to_check_point(&mut s, 50);
+        let interval = s.check_interval();
+        assert_eq!(interval, 16);
+        // Two check points see the drift: not yet confirmed.
+        let events = feed(&mut s, interval * 2, 200);
+        assert!(events.is_empty(), "{events:?}");
+        assert!(matches!(s.state(), State::Decided { candidate: 1, .. }));
+        // The third in a row restarts the search.
+        match feed(&mut s, interval, 200)[..] {
+            [Event::Recheck { drifted: true, ns }] => assert_eq!(ns, 200.0),
+            ref other => panic!("no drift recheck: {other:?}"),
         }
         assert_eq!(s.choice(), 0);
+    }
+
+    #[test]
+    fn one_noisy_check_point_is_not_a_drift() {
+        let p = Params {
+            check_every: 2,
+            ..Params::default()
+        };
+        let (mut s, _) = run(p, &[100.0, 50.0], 100);
+        to_check_point(&mut s, 50);
+        let interval = s.check_interval();
+        for _ in 0..20 {
+            // Two slow check windows, then a normal one: never three in a row.
+            assert!(feed(&mut s, interval * 2, 500).is_empty());
+            assert!(feed(&mut s, interval, 50).is_empty());
+        }
+        assert!(matches!(s.state(), State::Decided { candidate: 1, .. }));
+    }
+
+    #[test]
+    fn a_search_that_finds_the_same_backs_off_and_a_new_choice_resets() {
+        let p = Params {
+            check_every: 2,
+            ..Params::default()
+        };
+        // Candidate 1 (50 ns) beats the default (100 ns); the decided time
+        // is then reported as 200 ns at check points, a drift, but every
+        // search finds candidate 1 again.
+        let mut s = Search::new(p, 2);
+        let times = [100u64, 50];
+        let mut intervals = Vec::new();
+        let mut calls = 0u64;
+        while intervals.len() < 10 && calls < 10_000_000 {
+            let c = s.choice();
+            let ns = match s.state() {
+                State::Decided { .. } => 200,
+                _ => times[c],
+            };
+            let timed = s.wants_time().then_some(ns);
+            calls += 1;
+            if let Some(mine) = s.count(timed) {
+                for event in s.agree(Agreed {
+                    max_mean_ns: mine,
+                    stop: false,
+                }) {
+                    if let Some(Event::Decision { candidate, .. }) = event {
+                        assert_eq!(candidate, 1);
+                        intervals.push(s.check_interval());
+                    }
+                }
+            }
+        }
+        let base = 16;
+        let expected: Vec<u64> = (0..10)
+            .map(|i| base * u64::from(MAX_BACKOFF.min(1 << i)))
+            .collect();
+        assert_eq!(intervals, expected);
+
+        // A search that chooses differently starts again at the base.
+        let mut s = Search::new(p, 3);
+        let mut phase_times = [100u64, 50, 400];
+        let mut decisions = Vec::new();
+        for call in 0..200_000u64 {
+            if call == 20_000 {
+                // The default's algorithm got slow, candidate 2 fast.
+                phase_times = [100, 400, 20];
+            }
+            let c = s.choice();
+            let timed = s.wants_time().then_some(phase_times[c]);
+            if let Some(mine) = s.count(timed) {
+                for event in s.agree(Agreed {
+                    max_mean_ns: mine,
+                    stop: false,
+                }) {
+                    if let Some(Event::Decision { candidate, .. }) = event {
+                        decisions.push((candidate, s.check_interval()));
+                    }
+                }
+            }
+        }
+        assert_eq!(decisions.first(), Some(&(1, base)));
+        assert!(
+            decisions.contains(&(2, base)),
+            "the new choice resets the distance: {decisions:?}"
+        );
+    }
+
+    #[test]
+    fn noise_costs_a_bounded_share_of_calls() {
+        // Times wander by up to +-70% around the decided candidate's, from
+        // a fixed seed: searches restart now and then, but the distance
+        // between them grows, so exploration stays a small share of calls.
+        let p = Params::default();
+        let mut s = Search::new(p, 4);
+        let base = [100.0, 60.0, 400.0, 90.0];
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut exploring = 0u64;
+        let total = 5_000_000u64;
+        let mut searches = 0;
+        let mut noise = 1.0;
+        for call in 0..total {
+            if call % 8 == 0 {
+                // Machine noise comes in bursts: a whole window at once.
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                noise = 0.3 + 1.4 * (seed % 1000) as f64 / 1000.0;
+            }
+            if !matches!(s.state(), State::Decided { .. }) {
+                exploring += 1;
+            }
+            let ns = (base[s.choice()] * noise) as u64;
+            let timed = s.wants_time().then_some(ns);
+            if let Some(mine) = s.count(timed) {
+                for event in s
+                    .agree(Agreed {
+                        max_mean_ns: mine,
+                        stop: false,
+                    })
+                    .into_iter()
+                    .flatten()
+                {
+                    if matches!(event, Event::Decision { .. }) {
+                        searches += 1;
+                    }
+                }
+            }
+        }
+        assert!(
+            searches >= 3,
+            "{searches} searches: the noise never restarted one"
+        );
+        assert!(
+            exploring * 200 < total,
+            "{exploring} of {total} calls exploring in {searches} searches"
+        );
     }
 
     #[test]
