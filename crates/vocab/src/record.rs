@@ -556,7 +556,11 @@ pub struct CollectiveTuning {
     pub t: f64,
     /// `start` (what is tuned, once per rank), `trial`, `decision`,
     /// `recheck`, `stopped`, `setup_failed`, `reduction_failed`,
-    /// `write_failed`, `concurrent`, `off` (why nothing is tuned).
+    /// `write_failed`, `concurrent`, `off` (why nothing is tuned); in
+    /// measure mode (`MPIT_TUNER_COLLECTIVES=measure`) `algorithms` (once
+    /// per collective: the algorithm set at start and every one the
+    /// variable has) and `measured` (per communicator, collective and bin,
+    /// at the end: the agreed time per call).
     pub event: String,
     /// The communicator: a label the same on all its ranks (`c<world rank
     /// of its rank 0>.<n>`), empty for events of the process.
@@ -599,6 +603,18 @@ pub struct CollectiveTuning {
     /// Why, for events that are not measurements.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// `algorithms` events: every algorithm of the collective's variable.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub algorithms: Vec<Algorithm>,
+}
+
+/// One algorithm of a library's algorithm variable.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Algorithm {
+    /// The library's name for it.
+    pub name: String,
+    /// The variable's value that selects it.
+    pub value: i64,
 }
 
 /// The last record of a rank.

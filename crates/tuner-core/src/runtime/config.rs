@@ -102,6 +102,10 @@ pub struct CollectiveConfig {
     /// Calls per measurement window (`MPIT_TUNER_COLLECTIVES_WINDOW`;
     /// else the policy file's, else 8).
     pub window: Option<u32>,
+    /// `MPIT_TUNER_COLLECTIVES=measure`: time the collectives with the
+    /// algorithms set at start, switch nothing (what `mpit-tuner tune`
+    /// runs).
+    pub measure: bool,
 }
 
 impl CollectiveConfig {
@@ -115,6 +119,11 @@ impl CollectiveConfig {
                 .map(|c| c.name())
                 .collect::<Vec<_>>()
                 .join(",")
+        };
+        let which = if self.measure {
+            format!("measure {which}")
+        } else {
+            which
         };
         match self.window {
             Some(w) => format!("{which} (window {w})"),
@@ -248,9 +257,11 @@ fn collectives_from(
     let v = lookup("MPIT_TUNER_COLLECTIVES")?;
     // `tune` with the policy file's or the default settings; a list.
     let mut collectives = Vec::new();
+    let mut measure = false;
     match v.trim().to_ascii_lowercase().as_str() {
         "" | "off" | "0" | "false" | "no" => return None,
         "tune" | "on" | "1" | "true" | "yes" | "all" => {}
+        "measure" => measure = true,
         list => {
             for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
                 match Collective::parse(item) {
@@ -283,6 +294,7 @@ fn collectives_from(
     Some(CollectiveConfig {
         collectives,
         window,
+        measure,
     })
 }
 

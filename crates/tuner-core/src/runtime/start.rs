@@ -4,6 +4,9 @@
 use super::*;
 use mpit::Comm;
 
+/// Calls per window when only measuring (`MPIT_TUNER_COLLECTIVES=measure`).
+const MEASURE_WINDOW: u32 = 32;
+
 /// The MPI routine an error names, else `default`.
 fn error_call(e: &mpit::Error, default: &'static str) -> &'static str {
     match e {
@@ -399,13 +402,16 @@ fn tune_collectives(
     let rank = info.rank;
     let spec = spec.unwrap_or_default();
     let d = Params::default();
+    let measure = config.collectives.as_ref().is_some_and(|c| c.measure);
     let params = Params {
         window: config
             .collectives
             .as_ref()
             .and_then(|c| c.window)
             .or(spec.window)
-            .unwrap_or(d.window),
+            // Measuring: longer windows, fewer reductions among the calls.
+            .unwrap_or(if measure { MEASURE_WINDOW } else { d.window }),
+        measure,
         windows: spec.windows.unwrap_or(d.windows),
         margin: spec.margin.unwrap_or(d.margin),
         drop_factor: spec.drop_factor.unwrap_or(d.drop_factor),
@@ -424,6 +430,9 @@ fn tune_collectives(
     // (empty: all); collectives the file does not list for it are not
     // tuned when it lists any.
     let plan: Vec<(tune::Collective, Vec<String>)> = match spec.for_library(&library) {
+        // Measuring needs no candidates: what is asked, or everything.
+        _ if measure && asked.is_empty() => COLLECTIVES.iter().map(|c| (*c, Vec::new())).collect(),
+        _ if measure => asked.iter().map(|c| (*c, Vec::new())).collect(),
         Some(listed) => listed
             .iter()
             .filter(|(c, _)| asked.is_empty() || asked.contains(c))
@@ -443,6 +452,44 @@ fn tune_collectives(
              tuning is off"
                 .to_string(),
         );
+    } else if measure {
+        // Nothing is switched: every library can be measured.
+        match MpiT::init() {
+            Ok(mut own) => {
+                own.set_finalize_on_drop(false);
+                let own: &'static MpiT = Box::leak(Box::new(own));
+                for (c, _) in &plan {
+                    let (c, cvar) = match tune::algorithms(catalogue, info.library, *c) {
+                        Ok((cvar, _)) => (*c, cvar),
+                        Err(e) => {
+                            log.record(&tune::note(0.0, "skipped", e));
+                            continue;
+                        }
+                    };
+                    let start_value = mpit::Cvar::open(own, &cvar, Object::None)
+                        .and_then(|v| v.read())
+                        .ok()
+                        .and_then(|v| v.as_i64());
+                    let Some(start_value) = start_value else {
+                        log.record(&tune::note(
+                            0.0,
+                            "skipped",
+                            format!("{}: its value cannot be read", cvar.name),
+                        ));
+                        continue;
+                    };
+                    match Target::measured(catalogue, info.library, c, start_value) {
+                        Ok((t, all)) => {
+                            log.record(&tune::algorithms_record(&t, &all));
+                            targets.push(t);
+                        }
+                        Err(e) => log.record(&tune::note(0.0, "skipped", e)),
+                    }
+                }
+                mpit_ref = Some(own);
+            }
+            Err(e) => why_not = Some(format!("MPI_T is not available for the tuner: {e}")),
+        }
     } else {
         match tune::support(info.library, &info.library_version) {
             Support::NextCall => match MpiT::init() {
@@ -493,7 +540,7 @@ fn tune_collectives(
     }
     // Every rank makes the same collective calls from here on, whatever it
     // found: one reduction drops the candidates any rank's library refused.
-    let targets = drop_refused(mpit_ref, targets, log, seq);
+    let targets = drop_refused(mpit_ref, targets, measure, log, seq);
     if let Some(own) = mpit_ref {
         let (tuner, messages) = tune::prepare(own, targets, bins, params, rank);
         for m in messages {
@@ -518,13 +565,14 @@ fn tune_collectives(
                     })
                     .collect::<Vec<_>>()
                     .join("; ");
+                let verb = if measure { "measuring" } else { "tuning" };
                 log.record(&tune::note(
                     0.0,
                     "start",
-                    format!("tuning {what}; window {} calls", params.window),
+                    format!("{verb} {what}; window {} calls", params.window),
                 ));
                 if rank == 0 {
-                    mpit::say!("mpit-tuner: collective tuning on: {what}");
+                    mpit::say!("mpit-tuner: collective {verb} on: {what}");
                 }
                 return;
             }
@@ -547,6 +595,7 @@ fn tune_collectives(
 fn drop_refused(
     mpit: Option<&'static MpiT>,
     mut targets: Vec<crate::decide::collectives::Target>,
+    measure: bool,
     log: &mut LogWriter,
     seq: &mut Collectives,
 ) -> Vec<crate::decide::collectives::Target> {
@@ -620,7 +669,8 @@ fn drop_refused(
             i += 1;
             keep
         });
-        t.candidates.len() > 1
+        // Measuring keeps the one algorithm set at start.
+        t.candidates.len() > 1 || measure
     });
     targets
 }

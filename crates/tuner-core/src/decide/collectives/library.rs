@@ -140,6 +140,30 @@ pub struct Target {
 }
 
 impl Target {
+    /// A target that only measures (no switching): `collective`'s variable
+    /// in `library`, with the value set at start, `default`, as its only
+    /// candidate.
+    pub fn measured(
+        catalogue: &Catalogue,
+        library: Library,
+        collective: Collective,
+        default: i64,
+    ) -> Result<(Target, Vec<(String, i64)>), String> {
+        let (cvar, list) = algorithms(catalogue, library, collective)?;
+        let name = list
+            .iter()
+            .find(|(_, v)| *v == default)
+            .map_or_else(|| default.to_string(), |(n, _)| n.clone());
+        Ok((
+            Target {
+                collective,
+                cvar,
+                candidates: vec![(name, default)],
+            },
+            list,
+        ))
+    }
+
     /// The target for `collective` in this library, with the candidates
     /// `wanted` (names; empty: every algorithm the library lists), after
     /// `default` (the variable's value at start). An error names the
@@ -194,6 +218,58 @@ impl Target {
             candidates,
         })
     }
+}
+
+/// The algorithm variable of `collective` in `library` and its algorithms
+/// (name, value), for measuring and for tuning across runs: MPICH's names
+/// in value order, checked against the variable's description; Open MPI's
+/// from the variable's MPI_T enumeration; MVAPICH2's variable has neither,
+/// so its values are given as numbers. An error names the variable and
+/// says why.
+pub fn algorithms(
+    catalogue: &Catalogue,
+    library: Library,
+    collective: Collective,
+) -> Result<(CvarInfo, Vec<(String, i64)>), String> {
+    let name = match library {
+        Library::Mpich => mpich_cvar(collective),
+        Library::OpenMpi => format!("coll_tuned_{}_algorithm", collective.name()),
+        Library::Mvapich2 => mvapich2_cvar(collective).ok_or_else(|| {
+            format!(
+                "MVAPICH2 has no algorithm variable for {}",
+                collective.name()
+            )
+        })?,
+        other => return Err(format!("{other:?}: its algorithm variables are not known")),
+    };
+    let info = catalogue.cvar(&name).ok_or_else(|| {
+        format!(
+            "this MPI library has no {name} (for Open MPI: is the coll/tuned component loaded?)"
+        )
+    })?;
+    if !matches!(info.datatype, Datatype::Int | Datatype::Unsigned) {
+        return Err(format!("{name} is not an integer variable"));
+    }
+    let list = match (library, &info.enumeration) {
+        (Library::Mpich, _) => {
+            let names = mpich4_algorithms(collective);
+            check_description(&info.description, names).map_err(|missing| {
+                format!("{name}'s description does not list `{missing}` where MPICH 4.0 does: this library's algorithms are not the ones known here")
+            })?;
+            names
+                .iter()
+                .enumerate()
+                .map(|(v, n)| (n.to_string(), v as i64))
+                .collect()
+        }
+        (_, Some(e)) => e
+            .items
+            .iter()
+            .map(|i| (i.name.clone(), i64::from(i.value)))
+            .collect(),
+        (_, None) => Vec::new(),
+    };
+    Ok((info.clone(), list))
 }
 
 /// Checks that `names` appear in `desc` in this order (the description

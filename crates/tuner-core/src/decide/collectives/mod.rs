@@ -31,19 +31,20 @@ pub mod search;
 mod table;
 
 pub use library::{
-    mpich4_algorithms, mpich_cvar, mvapich2_cvar, support, Collective, Support, Target, COLLECTIVES,
+    algorithms, mpich4_algorithms, mpich_cvar, mvapich2_cvar, support, Collective, Support, Target,
+    COLLECTIVES,
 };
 pub use search::{Agreed, Event, Params, Search, State};
 pub use table::{
-    activate, after, before, comm_freeing, events, on, prepare, stop, tuner, Bins, Ticket,
-    TuneEvent, Tuner, What, MAX_COMMS,
+    activate, after, before, comm_freeing, events, installed, on, prepare, stop, tuner, Bins,
+    Ticket, TuneEvent, Tuner, What, MAX_COMMS,
 };
 
 use vocab::record::{CollectiveTuning, Record};
 
 /// The log record of `event` (names from the running tuner).
 pub fn record(event: &TuneEvent) -> Record<'static> {
-    let t = tuner();
+    let t = installed();
     let name = |i: usize| {
         event
             .collective
@@ -81,6 +82,7 @@ pub fn record(event: &TuneEvent) -> Record<'static> {
         dropped: false,
         cost_us: None,
         message: None,
+        algorithms: Vec::new(),
     };
     match &event.what {
         What::Search(Event::Trial {
@@ -118,6 +120,13 @@ pub fn record(event: &TuneEvent) -> Record<'static> {
                 "periodic recheck".into()
             });
         }
+        What::Search(Event::Measured { ns, calls }) => {
+            r.event = "measured".into();
+            r.algorithm = name(0);
+            r.value = value(0);
+            r.time_us = Some(ns / 1e3);
+            r.calls = Some(*calls);
+        }
         What::Search(Event::Stopped) => {
             r.event = "stopped".into();
             r.message = Some("a rank stopped tuning: the library's default from now on".into());
@@ -145,9 +154,30 @@ pub fn record(event: &TuneEvent) -> Record<'static> {
     Record::Collective(r)
 }
 
+/// Measure mode's record of a collective: the algorithm set at start
+/// (`algorithm`, `value`) and every one its variable has.
+pub fn algorithms_record(target: &Target, all: &[(String, i64)]) -> Record<'static> {
+    let mut r = blank(0.0, "algorithms", Some(target.cvar.name.clone()));
+    r.collective = Some(target.collective.name().to_string());
+    r.algorithm = target.candidates.first().map(|(n, _)| n.clone());
+    r.value = target.candidates.first().map(|(_, v)| *v);
+    r.algorithms = all
+        .iter()
+        .map(|(name, value)| vocab::record::Algorithm {
+            name: name.clone(),
+            value: *value,
+        })
+        .collect();
+    Record::Collective(r)
+}
+
 /// A record of the process (`start`, `off`) with a message.
 pub fn note(t: f64, event: &str, message: String) -> Record<'static> {
-    Record::Collective(CollectiveTuning {
+    Record::Collective(blank(t, event, Some(message)))
+}
+
+fn blank(t: f64, event: &str, message: Option<String>) -> CollectiveTuning {
+    CollectiveTuning {
         t,
         event: event.into(),
         comm: String::new(),
@@ -161,6 +191,7 @@ pub fn note(t: f64, event: &str, message: String) -> Record<'static> {
         calls: None,
         dropped: false,
         cost_us: None,
-        message: Some(message),
-    })
+        message,
+        algorithms: Vec::new(),
+    }
 }

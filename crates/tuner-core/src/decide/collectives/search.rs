@@ -58,6 +58,10 @@ pub struct Params {
     pub recheck: u64,
     /// Communicators smaller than this are not tuned.
     pub min_comm_size: u32,
+    /// Measure only (for tuning across runs): the algorithm set at start
+    /// runs every call, every window is timed and agreed, nothing is
+    /// switched, and [`Search::measurement`] gives the agreed time per call.
+    pub measure: bool,
 }
 
 impl Default for Params {
@@ -73,6 +77,7 @@ impl Default for Params {
             drift_confirm: 3,
             recheck: 0,
             min_comm_size: 2,
+            measure: false,
         }
     }
 }
@@ -166,6 +171,16 @@ pub enum Event {
     },
     /// A rank stopped tuning: the default from now on.
     Stopped,
+    /// Measure mode, at the end: the agreed time per call of the algorithm
+    /// set at start over the windows measured.
+    Measured {
+        /// Agreed time per call (ns): the mean over windows of the
+        /// maximum over ranks of each rank's mean.
+        ns: f64,
+        /// Calls measured (whole windows; the warm-up and the last,
+        /// unfinished window are not).
+        calls: u64,
+    },
 }
 
 /// One search.
@@ -200,10 +215,11 @@ impl Search {
     /// A search over `candidates` candidates (index 0 is the default;
     /// clamped to 1..=[`MAX_CANDIDATES`]).
     pub fn new(params: Params, candidates: usize) -> Search {
+        let candidates = if params.measure { 1 } else { candidates };
         Search {
             params: params.sanitized(),
             candidates: candidates.clamp(1, MAX_CANDIDATES),
-            state: if candidates > 1 {
+            state: if candidates > 1 || params.measure {
                 State::Warmup
             } else {
                 State::Off
@@ -368,6 +384,10 @@ impl Search {
     fn trial_point(&mut self, candidate: usize, done: u32, agreed: Agreed) -> [Option<Event>; 2] {
         self.sums[candidate] += agreed.max_mean_ns;
         self.windows_of[candidate] = done;
+        if self.params.measure {
+            self.state = State::Trial { candidate, done };
+            return [None, None];
+        }
         let too_slow = candidate != 0
             && done == 1
             && agreed.max_mean_ns > self.params.drop_factor * self.mean(0);
@@ -429,6 +449,15 @@ impl Search {
             chosen_ns,
             cost_ns,
         }
+    }
+
+    /// Measure mode: what was measured (`None` before the first window, or
+    /// when not measuring).
+    pub fn measurement(&self) -> Option<Event> {
+        (self.params.measure && self.windows_of[0] > 0).then(|| Event::Measured {
+            ns: self.mean(0),
+            calls: u64::from(self.windows_of[0]) * u64::from(self.params.window),
+        })
     }
 
     /// The agreed time per call measured for each candidate so far (NaN for
@@ -748,6 +777,37 @@ mod tests {
                 assert_eq!(a.agree(agreed), b.agree(agreed));
             }
         }
+    }
+
+    #[test]
+    fn measure_mode_times_every_window_and_never_switches() {
+        let p = Params {
+            measure: true,
+            ..Params::default()
+        };
+        let mut s = Search::new(p, 5);
+        assert_eq!(s.measurement(), None);
+        for i in 0..(2 + 8 * 10 + 3) {
+            assert_eq!(s.choice(), 0);
+            let timed = s.wants_time().then_some(100);
+            if i >= 2 {
+                assert!(timed.is_some(), "call {i} not timed");
+            }
+            if let Some(mine) = s.count(timed) {
+                let agreed = Agreed {
+                    max_mean_ns: mine * 2.0,
+                    stop: false,
+                };
+                assert_eq!(s.agree(agreed), [None, None]);
+            }
+        }
+        assert_eq!(
+            s.measurement(),
+            Some(Event::Measured {
+                ns: 200.0,
+                calls: 80
+            })
+        );
     }
 
     #[test]

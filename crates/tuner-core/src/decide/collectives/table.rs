@@ -232,6 +232,24 @@ impl Tuner {
         }
     }
 
+    /// Measure mode: the measurements of a communicator, for the log.
+    fn emit_measurements(&self, st: &CommState) {
+        if !self.params.measure || !st.ready || st.off {
+            return;
+        }
+        for (k, search) in st.searches.iter().enumerate() {
+            if let Some(event) = search.measurement() {
+                let collective = COLLECTIVES[k / self.bins.len()];
+                self.emit(
+                    st,
+                    Some(collective),
+                    k % self.bins.len(),
+                    What::Search(event),
+                );
+            }
+        }
+    }
+
     /// The entry of `bits`, claimed if new. `None` when the table is full.
     #[inline]
     fn entry(&self, comm: Comm) -> Option<usize> {
@@ -517,6 +535,7 @@ pub fn comm_freeing(comm: Comm) {
     e.bits.store(TOMBSTONE, Release);
     match e.state.try_borrow_mut() {
         Ok(mut st) => {
+            t.emit_measurements(&st);
             if let Some(mut p) = st.private.take() {
                 if let Err(err) = p.free() {
                     mpit::say!(
@@ -627,6 +646,12 @@ pub fn tuner() -> Option<&'static Tuner> {
     ON.load(Acquire).then(|| TUNER.get()).flatten()
 }
 
+/// The tuner, if one was started, also after [`stop`] (for the names and
+/// bins of the last events).
+pub fn installed() -> Option<&'static Tuner> {
+    TUNER.get()
+}
+
 /// Events since the last call (the helper logs them on its tick).
 pub fn events() -> impl Iterator<Item = TuneEvent> {
     TUNER.get().into_iter().flat_map(|t| t.rx.try_iter())
@@ -660,6 +685,9 @@ pub fn stop() -> Vec<String> {
     for e in t.entries.iter() {
         match e.state.try_borrow_mut() {
             Ok(mut st) => {
+                if e.bits.load(Acquire) != FREE {
+                    t.emit_measurements(&st);
+                }
                 if let Some(mut p) = st.private.take() {
                     if let Err(err) = p.free() {
                         messages.push(format!("freeing a tuning communicator: {err}"));
