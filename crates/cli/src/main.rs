@@ -28,6 +28,7 @@ mod report;
 mod run;
 mod schema;
 mod table;
+mod tune;
 
 /// Runtime autotuner for MPI applications, built on the MPI Tools
 /// Information Interface (MPI_T).
@@ -52,6 +53,14 @@ enum Command {
     /// for the launcher and makes sure they reach every rank (adds `-x` for
     /// Open MPI's launcher); exits with the launcher's status.
     Run(run::RunArgs),
+
+    /// Tune the collective algorithms across runs (for libraries that read
+    /// them only at start): reruns the job with each algorithm set before
+    /// start, measures the application's own calls, writes the best.
+    ///
+    /// `mpit-tuner tune -- mpiexec -n 4 ./app`: tune.json and tune.env in
+    /// --dir.
+    Tune(tune::TuneArgs),
 
     /// Check policy files: syntax and semantics, and with --against-mpi
     /// every variable against the MPI library.
@@ -101,6 +110,7 @@ fn run() -> Result<ExitCode> {
     match cli.command {
         Command::List(args) => list::run(&args).map(|()| ExitCode::SUCCESS),
         Command::Run(args) => run::run(&args),
+        Command::Tune(args) => tune::run(&args),
         Command::Check(args) => check::run(&args),
         Command::Replay(args) => replay::run(&args).map(|()| ExitCode::SUCCESS),
         Command::Report(args) => report::run(&args),

@@ -100,14 +100,37 @@ pub struct RunArgs {
 /// Runs `mpit-tuner run`.
 pub fn run(args: &RunArgs) -> Result<ExitCode> {
     let env = environment(args)?;
-    let launcher = &args.command[0];
+    let status = launch(&args.command, &env)?;
+    Ok(exit_code(status))
+}
+
+/// The exit status of `mpit-tuner` for a launcher's: its own, or 128 + the
+/// signal that killed it.
+pub fn exit_code(status: std::process::ExitStatus) -> ExitCode {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => ExitCode::from((code & 0xff) as u8),
+        (None, Some(signal)) => ExitCode::from((128 + signal).clamp(0, 255) as u8),
+        (None, None) => ExitCode::from(1),
+    }
+}
+
+/// Runs the launcher `command` with `env` added to its environment, the
+/// variables forwarded to every rank (`-x` for Open MPI's launcher) and
+/// SIGTERM/SIGHUP relayed; returns its status.
+pub fn launch(
+    command: &[OsString],
+    env: &[(OsString, OsString)],
+) -> Result<std::process::ExitStatus> {
+    let Some(launcher) = command.first() else {
+        bail!("no launcher given after `--`");
+    };
     let mut cmd = Command::new(launcher);
     if is_open_mpi(launcher) {
-        for name in forwarded(&env) {
+        for name in forwarded(env) {
             cmd.arg("-x").arg(name);
         }
     }
-    cmd.args(&args.command[1..])
+    cmd.args(&command[1..])
         .envs(env.iter().map(|(k, v)| (k, v)));
     let mut child = cmd
         .spawn()
@@ -119,19 +142,12 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     if let Some(relay) = relay {
         relay.close();
     }
-    let status = status?;
-    Ok(match (status.code(), status.signal()) {
-        (Some(code), _) => ExitCode::from((code & 0xff) as u8),
-        (None, Some(signal)) => ExitCode::from((128 + signal).clamp(0, 255) as u8),
-        (None, None) => ExitCode::from(1),
-    })
+    status
 }
 
-/// The variables to set in the launcher's environment, options validated.
-fn environment(args: &RunArgs) -> Result<Vec<(OsString, OsString)>> {
-    let mut env: Vec<(OsString, OsString)> = Vec::new();
-    let mut set = |k: &str, v: &OsStr| env.push((k.into(), v.to_os_string()));
-    let lib = find_library(args.lib.as_deref())?;
+/// `LD_PRELOAD` with the library in front of what the environment holds.
+pub fn preload(lib: Option<&Path>) -> Result<(OsString, OsString)> {
+    let lib = find_library(lib)?;
     let mut preload = lib.as_os_str().to_os_string();
     if let Some(existing) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
         let ours = lib.as_os_str();
@@ -146,7 +162,20 @@ fn environment(args: &RunArgs) -> Result<Vec<(OsString, OsString)>> {
             preload.push(others.join(":"));
         }
     }
-    set("LD_PRELOAD", &preload);
+    Ok(("LD_PRELOAD".into(), preload))
+}
+
+/// Whether the launcher is Open MPI's (by name or `--version`).
+pub fn launcher_is_open_mpi(launcher: &OsStr) -> bool {
+    is_open_mpi(launcher)
+}
+
+/// The variables to set in the launcher's environment, options validated.
+fn environment(args: &RunArgs) -> Result<Vec<(OsString, OsString)>> {
+    let mut env: Vec<(OsString, OsString)> = Vec::new();
+    let mut set = |k: &str, v: &OsStr| env.push((k.into(), v.to_os_string()));
+    let (name, value) = preload(args.lib.as_deref())?;
+    set(&name.to_string_lossy(), &value);
     if let Some(text) = &args.interval {
         match policies::parse_duration(text) {
             Ok(d) if d >= MIN_INTERVAL => {}

@@ -4,9 +4,6 @@
 use super::*;
 use mpit::Comm;
 
-/// Calls per window when only measuring (`MPIT_TUNER_COLLECTIVES=measure`).
-const MEASURE_WINDOW: u32 = 32;
-
 /// The MPI routine an error names, else `default`.
 fn error_call(e: &mpit::Error, default: &'static str) -> &'static str {
     match e {
@@ -409,8 +406,7 @@ fn tune_collectives(
             .as_ref()
             .and_then(|c| c.window)
             .or(spec.window)
-            // Measuring: longer windows, fewer reductions among the calls.
-            .unwrap_or(if measure { MEASURE_WINDOW } else { d.window }),
+            .unwrap_or(d.window),
         measure,
         windows: spec.windows.unwrap_or(d.windows),
         margin: spec.margin.unwrap_or(d.margin),

@@ -1,0 +1,616 @@
+//! `mpit-tuner tune`: collective tuning across runs, for libraries that
+//! read the algorithm only at start (Open MPI 4.1, MVAPICH2 2.3.7).
+//!
+//! It reruns the job: once with the library's defaults, then once per
+//! (collective, algorithm) with that algorithm chosen in the environment
+//! before start, each run under the tuner in measure mode
+//! (`MPIT_TUNER_COLLECTIVES=measure`), which times the application's own
+//! calls per communicator size, collective and message-size bin, agreed
+//! across ranks. The best algorithm per (collective, bin) is kept when it
+//! beats the default by the margin; the results go to `tune.json`, and the
+//! one setting per collective that minimises its total measured time to
+//! `tune.env`, ready to be sourced before the job.
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use tuner_core::decide::collectives::{Collective, COLLECTIVES};
+use vocab::record::Record;
+
+const AFTER_HELP: &str = "\
+Example: mpit-tuner tune --collectives allreduce,bcast -- mpiexec -n 4 ./app
+
+Runs the job once with the library's defaults, then once per algorithm of \
+every collective the first run saw (or of --collectives), with that \
+algorithm set in the environment before start: MPICH \
+MPIR_CVAR_<COLL>_INTRA_ALGORITHM=<name>, Open MPI \
+OMPI_MCA_coll_tuned_use_dynamic_rules=1 and \
+OMPI_MCA_coll_tuned_<coll>_algorithm=<value>, MVAPICH2 \
+MPIR_CVAR_<COLL>_COLLECTIVE_ALGORITHM=<value>. Every run is measured by the \
+tuner on the application's own calls (MPIT_TUNER_COLLECTIVES=measure, \
+policies off): the time per call of each collective per communicator size \
+and message-size bin, the maximum over ranks of each rank's mean.
+
+Writes into --dir: run-NNN-* (each run's logs), tune.json (every \
+measurement and the choice per collective and bin) and tune.env (one \
+`export` line per collective whose best single algorithm beats the default \
+by the margin over all its calls; a variable holds one algorithm for all \
+sizes). A run that fails (an algorithm the library refuses for this job) \
+is reported and its algorithm left out. The exit status is 0 when the \
+default run worked, else the launcher's.
+
+Use a command that makes the same collective calls as the real job, \
+shorter if it can: the choices hold for what was measured.";
+
+/// Options of `mpit-tuner tune`.
+#[derive(Debug, Args)]
+#[command(after_long_help = AFTER_HELP)]
+pub struct TuneArgs {
+    /// Where the runs and results go (default: a new mpit-tune-<time>
+    /// directory in the working directory).
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+
+    /// The collectives to tune, such as `allreduce,bcast` (default: every
+    /// one the default run called).
+    #[arg(long, value_name = "LIST")]
+    collectives: Option<String>,
+
+    /// An algorithm must be this much faster than the default to be kept
+    /// (0.05: 5%).
+    #[arg(long, value_name = "FRACTION", default_value_t = 0.05)]
+    margin: f64,
+
+    /// The preload library (default: MPIT_TUNER_LIB, else libmpit_tuner.so
+    /// next to mpit-tuner).
+    #[arg(long, value_name = "PATH")]
+    lib: Option<PathBuf>,
+
+    /// The launcher and its arguments, after `--`: `mpiexec -n 4 ./app`.
+    #[arg(
+        value_name = "LAUNCHER",
+        required = true,
+        num_args = 1..,
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
+    command: Vec<OsString>,
+}
+
+/// One measured (communicator size, collective, bin).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+struct Key {
+    comm_size: i32,
+    collective: &'static str,
+    bin: (u64, Option<u64>),
+}
+
+/// What one run measured: per key, (time per call in us, calls).
+type Measured = BTreeMap<Key, (f64, u64)>;
+
+/// A collective's variable and algorithms, from the default run.
+#[derive(Debug, Clone)]
+struct Variable {
+    cvar: String,
+    start: (String, i64),
+    algorithms: Vec<(String, i64)>,
+}
+
+/// One run.
+#[derive(Debug, Serialize)]
+struct RunResult {
+    dir: PathBuf,
+    /// `None` for the default run.
+    collective: Option<&'static str>,
+    algorithm: Option<String>,
+    setting: Option<(String, String)>,
+    exit_status: Option<i32>,
+    ok: bool,
+    #[serde(skip)]
+    measured: Measured,
+}
+
+/// The outcome per key, in tune.json.
+#[derive(Debug, Serialize)]
+struct Choice {
+    comm_size: i32,
+    collective: &'static str,
+    bin: (u64, Option<u64>),
+    calls: u64,
+    default: String,
+    default_us: f64,
+    /// (algorithm, time per call in us) of every run that measured it.
+    measured: Vec<(String, f64)>,
+    chosen: String,
+    chosen_us: f64,
+    gain: f64,
+}
+
+#[derive(Debug, Serialize)]
+struct TuneJson<'a> {
+    library: String,
+    command: Vec<String>,
+    margin: f64,
+    runs: &'a [RunResult],
+    choices: Vec<Choice>,
+    /// The settings written to tune.env.
+    settings: Vec<(String, String)>,
+}
+
+/// Runs `mpit-tuner tune`.
+pub fn run(args: &TuneArgs) -> Result<ExitCode> {
+    if !(0.0..1.0).contains(&args.margin) {
+        bail!("--margin {}: a fraction from 0 to 1", args.margin);
+    }
+    let wanted = match &args.collectives {
+        Some(list) => parse_list(list)?,
+        None => Vec::new(),
+    };
+    let dir = match &args.dir {
+        Some(d) => d.clone(),
+        None => PathBuf::from(format!(
+            "mpit-tune-{}",
+            jiff::Timestamp::now().strftime("%Y%m%d-%H%M%S")
+        )),
+    };
+    let dir = std::path::absolute(&dir).with_context(|| format!("{}", dir.display()))?;
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let preload = crate::run::preload(args.lib.as_deref())?;
+    let open_mpi = crate::run::launcher_is_open_mpi(&args.command[0]);
+
+    let mut runs = Vec::new();
+    eprintln!("mpit-tuner tune: run 0, the library's defaults");
+    let first = measure(args, &dir, 0, &preload, None)?;
+    if !first.ok {
+        eprintln!(
+            "mpit-tuner tune: the run with the library's defaults failed (status {:?}; logs in {}): nothing to tune",
+            first.exit_status,
+            first.dir.display()
+        );
+        return Ok(ExitCode::from(
+            first.exit_status.map_or(1, |c| (c & 0xff) as u8).max(1),
+        ));
+    }
+    let (library, variables) = read_variables(&first.dir)?;
+    if first.measured.is_empty() {
+        eprintln!(
+            "mpit-tuner tune: the run with the library's defaults measured no collective: a collective is measured in windows of 8 calls after 2 warm-up calls, on communicators of 2 ranks or more; nothing to tune (logs in {})",
+            first.dir.display()
+        );
+        return Ok(ExitCode::from(1));
+    }
+    let seen: Vec<&'static str> = {
+        let mut v: Vec<_> = first.measured.keys().map(|k| k.collective).collect();
+        v.dedup();
+        v
+    };
+    let todo: Vec<Collective> = COLLECTIVES
+        .iter()
+        .copied()
+        .filter(|c| {
+            if wanted.is_empty() {
+                seen.contains(&c.name())
+            } else {
+                wanted.contains(c)
+            }
+        })
+        .collect();
+    for c in &wanted {
+        if !seen.contains(&c.name()) {
+            eprintln!(
+                "mpit-tuner tune: {}: the default run made no such call on a communicator of 2 ranks or more; its runs will measure nothing",
+                c.name()
+            );
+        }
+    }
+    runs.push(first);
+    let mut n = 1;
+    for c in &todo {
+        let Some(var) = variables.get(c.name()) else {
+            eprintln!(
+                "mpit-tuner tune: {}: this library has no algorithm variable the tuner knows; skipped",
+                c.name()
+            );
+            continue;
+        };
+        if var.algorithms.is_empty() {
+            eprintln!(
+                "mpit-tuner tune: {}: {} lists no algorithms (no names, no enumeration); skipped",
+                c.name(),
+                var.cvar
+            );
+            continue;
+        }
+        for (name, value) in &var.algorithms {
+            if *value == var.start.1 {
+                continue;
+            }
+            let setting = setting(&library, open_mpi, var, name, *value);
+            eprintln!(
+                "mpit-tuner tune: run {n}, {} = {name} ({}={})",
+                c.name(),
+                setting.0,
+                setting.1
+            );
+            let r = measure(args, &dir, n, &preload, Some((*c, name.clone(), setting)))?;
+            if !r.ok {
+                eprintln!(
+                    "mpit-tuner tune: run {n} ({} = {name}) failed (status {:?}): left out; its logs are in {}",
+                    c.name(),
+                    r.exit_status,
+                    r.dir.display()
+                );
+            }
+            runs.push(r);
+            n += 1;
+        }
+    }
+    let choices = choose(&runs, &variables, args.margin);
+    let settings = single_settings(&runs, &variables, &library, open_mpi, args.margin);
+    print_table(&choices, &settings);
+    let json = TuneJson {
+        library: library.clone(),
+        command: args
+            .command
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
+        margin: args.margin,
+        runs: &runs,
+        choices,
+        settings: settings.clone(),
+    };
+    let path = dir.join("tune.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&json)? + "\n")
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    let mut env = format!(
+        "# mpit-tuner tune: the algorithm per collective that minimised its measured time\n\
+         # over all the calls of `{}` ({library}); source it before the job.\n\
+         # One variable holds one algorithm for every message size: tune.json has the\n\
+         # best algorithm per size bin.\n",
+        json.command.join(" ")
+    );
+    if settings.is_empty() {
+        env.push_str("# No algorithm beat the default by the margin: nothing to set.\n");
+    }
+    for (k, v) in &settings {
+        let _ = writeln!(env, "export {k}={v}");
+    }
+    let path = dir.join("tune.env");
+    std::fs::write(&path, env).with_context(|| format!("cannot write {}", path.display()))?;
+    println!("results: {}", dir.join("tune.json").display());
+    println!("settings: {}", path.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn parse_list(list: &str) -> Result<Vec<Collective>> {
+    let mut out = Vec::new();
+    for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        match Collective::parse(item) {
+            Some(c) if !out.contains(&c) => out.push(c),
+            Some(_) => {}
+            None => bail!(
+                "--collectives: `{item}` is not a collective the tuner knows ({})",
+                COLLECTIVES.map(|c| c.name()).join(", ")
+            ),
+        }
+    }
+    if out.is_empty() {
+        bail!("--collectives names no collective");
+    }
+    Ok(out)
+}
+
+/// The environment variable and value that choose `name` before start.
+fn setting(
+    library: &str,
+    open_mpi: bool,
+    var: &Variable,
+    name: &str,
+    value: i64,
+) -> (String, String) {
+    if open_mpi || library == "openmpi" {
+        (format!("OMPI_MCA_{}", var.cvar), value.to_string())
+    } else if library == "mpich" {
+        (var.cvar.clone(), name.to_string())
+    } else {
+        (var.cvar.clone(), value.to_string())
+    }
+}
+
+/// One measured run: the job under the tuner in measure mode, with
+/// `choice` (collective, algorithm, environment setting) set.
+fn measure(
+    args: &TuneArgs,
+    dir: &Path,
+    n: usize,
+    preload: &(OsString, OsString),
+    choice: Option<(Collective, String, (String, String))>,
+) -> Result<RunResult> {
+    let label = match &choice {
+        Some((c, name, _)) => format!("run-{n:03}-{}-{name}", c.name()),
+        None => format!("run-{n:03}-default"),
+    };
+    let run_dir = dir.join(&label);
+    if run_dir.exists() {
+        std::fs::remove_dir_all(&run_dir)
+            .with_context(|| format!("cannot clear {}", run_dir.display()))?;
+    }
+    std::fs::create_dir_all(&run_dir)
+        .with_context(|| format!("cannot create {}", run_dir.display()))?;
+    let mut env: Vec<(OsString, OsString)> = vec![
+        preload.clone(),
+        ("MPIT_TUNER_DIR".into(), run_dir.clone().into()),
+        ("MPIT_TUNER_COLLECTIVES".into(), "measure".into()),
+        ("MPIT_TUNER_POLICY".into(), "none".into()),
+        ("MPIT_TUNER_QUIET".into(), "1".into()),
+    ];
+    if let Some((_, _, (k, v))) = &choice {
+        if k.starts_with("OMPI_MCA_coll_tuned") {
+            env.push((
+                "OMPI_MCA_coll_tuned_use_dynamic_rules".into(),
+                OsStr::new("1").into(),
+            ));
+        }
+        env.push((k.into(), v.into()));
+    }
+    let status = crate::run::launch(&args.command, &env)?;
+    let measured = read_measured(&run_dir).unwrap_or_else(|e| {
+        eprintln!("mpit-tuner tune: {label}: {e:#}");
+        Measured::new()
+    });
+    Ok(RunResult {
+        dir: run_dir,
+        collective: choice.as_ref().map(|(c, _, _)| c.name()),
+        algorithm: choice.as_ref().map(|(_, a, _)| a.clone()),
+        setting: choice.map(|(_, _, s)| s),
+        exit_status: status.code(),
+        ok: status.success(),
+        measured,
+    })
+}
+
+/// The `measured` records of a run, once per communicator (its ranks
+/// log the same numbers), combined per key: calls-weighted mean.
+fn read_measured(dir: &Path) -> Result<Measured> {
+    let mut per_comm: BTreeMap<(String, Key), (f64, u64)> = BTreeMap::new();
+    let files = vocab::read::rank_files(dir).with_context(|| format!("{}", dir.display()))?;
+    for f in files {
+        for item in vocab::read::records(&f.path)?.only(&["collective"]) {
+            let Ok((_, Record::Collective(r))) = item else {
+                continue;
+            };
+            if r.event != "measured" {
+                continue;
+            }
+            let (Some(size), Some(coll), Some(bin), Some(us), Some(calls)) = (
+                r.comm_size,
+                r.collective.as_deref().and_then(Collective::parse),
+                r.bin,
+                r.time_us,
+                r.calls,
+            ) else {
+                continue;
+            };
+            let key = Key {
+                comm_size: size,
+                collective: coll.name(),
+                bin,
+            };
+            per_comm.entry((r.comm.clone(), key)).or_insert((us, calls));
+        }
+    }
+    let mut out = Measured::new();
+    for ((_, key), (us, calls)) in per_comm {
+        let e = out.entry(key).or_insert((0.0, 0));
+        let total = e.0 * e.1 as f64 + us * calls as f64;
+        e.1 += calls;
+        e.0 = if e.1 == 0 { 0.0 } else { total / e.1 as f64 };
+    }
+    Ok(out)
+}
+
+/// The library and each collective's variable, from rank 0 of the
+/// default run.
+fn read_variables(dir: &Path) -> Result<(String, BTreeMap<&'static str, Variable>)> {
+    let files = vocab::read::rank_files(dir).with_context(|| format!("{}", dir.display()))?;
+    let Some(first) = files.first() else {
+        bail!("{}: no rank log: did the tuner start?", dir.display());
+    };
+    let mut library = String::new();
+    let mut vars = BTreeMap::new();
+    let mut why_off = None;
+    for (_, record) in vocab::read::records(&first.path)?.flatten() {
+        match record {
+            Record::Header(h) => library = h.library.clone(),
+            Record::Collective(r) if r.event == "algorithms" => {
+                let Some(c) = r.collective.as_deref().and_then(Collective::parse) else {
+                    continue;
+                };
+                vars.insert(
+                    c.name(),
+                    Variable {
+                        cvar: r.message.clone().unwrap_or_default(),
+                        start: (
+                            r.algorithm.clone().unwrap_or_default(),
+                            r.value.unwrap_or(0),
+                        ),
+                        algorithms: r
+                            .algorithms
+                            .iter()
+                            .map(|a| (a.name.clone(), a.value))
+                            .collect(),
+                    },
+                );
+            }
+            Record::Collective(r) if r.event == "off" => why_off = r.message.clone(),
+            _ => {}
+        }
+    }
+    if vars.is_empty() {
+        bail!(
+            "{}: the tuner measured no collective{}",
+            first.path.display(),
+            why_off.map_or_else(String::new, |w| format!(": {w}"))
+        );
+    }
+    Ok((library, vars))
+}
+
+/// The best algorithm per key.
+fn choose(runs: &[RunResult], vars: &BTreeMap<&'static str, Variable>, margin: f64) -> Vec<Choice> {
+    let Some(default) = runs.first() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (key, &(default_us, calls)) in &default.measured {
+        let Some(var) = vars.get(key.collective) else {
+            continue;
+        };
+        let mut measured = vec![(var.start.0.clone(), default_us)];
+        for r in runs.iter().skip(1).filter(|r| r.ok) {
+            if r.collective != Some(key.collective) {
+                continue;
+            }
+            if let (Some(a), Some(&(us, _))) = (&r.algorithm, r.measured.get(key)) {
+                measured.push((a.clone(), us));
+            }
+        }
+        let best = measured
+            .iter()
+            .skip(1)
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .filter(|b| b.1 < default_us * (1.0 - margin));
+        let (chosen, chosen_us) = best.cloned().unwrap_or_else(|| measured[0].clone());
+        out.push(Choice {
+            comm_size: key.comm_size,
+            collective: key.collective,
+            bin: key.bin,
+            calls,
+            default: var.start.0.clone(),
+            default_us,
+            measured,
+            chosen,
+            chosen_us,
+            gain: if chosen_us > 0.0 {
+                default_us / chosen_us
+            } else {
+                1.0
+            },
+        });
+    }
+    out
+}
+
+/// Per collective, the one algorithm whose measured time over all its
+/// calls (every key of the collective) is lowest, if it beats the default
+/// by the margin: what a single environment variable can say.
+fn single_settings(
+    runs: &[RunResult],
+    vars: &BTreeMap<&'static str, Variable>,
+    library: &str,
+    open_mpi: bool,
+    margin: f64,
+) -> Vec<(String, String)> {
+    let Some(default) = runs.first() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (coll, var) in vars {
+        let keys: Vec<&Key> = default
+            .measured
+            .keys()
+            .filter(|k| k.collective == *coll)
+            .collect();
+        if keys.is_empty() {
+            continue;
+        }
+        let total = |m: &Measured| -> Option<f64> {
+            keys.iter()
+                .map(|k| {
+                    let calls = default.measured[*k].1 as f64;
+                    m.get(*k).map(|&(us, _)| us * calls)
+                })
+                .sum()
+        };
+        let Some(default_total) = total(&default.measured) else {
+            continue;
+        };
+        let best = runs
+            .iter()
+            .skip(1)
+            .filter(|r| r.ok && r.collective == Some(*coll))
+            .filter_map(|r| Some((r, total(&r.measured)?)))
+            .min_by(|a, b| a.1.total_cmp(&b.1));
+        if let Some((r, t)) = best {
+            if t < default_total * (1.0 - margin) {
+                if let Some(algorithm) = &r.algorithm {
+                    let value = var
+                        .algorithms
+                        .iter()
+                        .find(|(n, _)| n == algorithm)
+                        .map_or(0, |(_, v)| *v);
+                    out.push(setting(library, open_mpi, var, algorithm, value));
+                    if out
+                        .last()
+                        .is_some_and(|(k, _)| k.starts_with("OMPI_MCA_coll_tuned"))
+                        && !out
+                            .iter()
+                            .any(|(k, _)| k == "OMPI_MCA_coll_tuned_use_dynamic_rules")
+                    {
+                        out.insert(
+                            0,
+                            ("OMPI_MCA_coll_tuned_use_dynamic_rules".into(), "1".into()),
+                        );
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+fn print_table(choices: &[Choice], settings: &[(String, String)]) {
+    println!(
+        "{:<6} {:<22} {:<24} {:>8} {:<26} {:>12} {:<26} {:>12} {:>6}",
+        "ranks", "collective", "bin", "calls", "default", "us/call", "best", "us/call", "gain"
+    );
+    for c in choices {
+        let bin = match c.bin {
+            (lo, Some(hi)) => format!("[{}, {})", bytes(lo), bytes(hi)),
+            (lo, None) => format!(">= {}", bytes(lo)),
+        };
+        println!(
+            "{:<6} {:<22} {:<24} {:>8} {:<26} {:>12.3} {:<26} {:>12.3} {:>6.2}",
+            c.comm_size,
+            c.collective,
+            bin,
+            c.calls,
+            c.default,
+            c.default_us,
+            c.chosen,
+            c.chosen_us,
+            c.gain
+        );
+    }
+    if settings.is_empty() {
+        println!("no single algorithm per collective beat the default by the margin");
+    }
+    for (k, v) in settings {
+        println!("set before start: {k}={v}");
+    }
+}
+
+fn bytes(n: u64) -> String {
+    match n {
+        0 => "0 B".into(),
+        n if n >= 1 << 20 && n % (1 << 20) == 0 => format!("{} MiB", n >> 20),
+        n if n >= 1 << 10 && n % (1 << 10) == 0 => format!("{} KiB", n >> 10),
+        n => format!("{n} B"),
+    }
+}
