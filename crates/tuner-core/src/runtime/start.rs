@@ -447,7 +447,8 @@ fn tune_collectives(
                     let own: &'static MpiT = Box::leak(Box::new(own));
                     for (c, names) in &plan {
                         let c = *c;
-                        let known = tune::mpich4_algorithms(c);
+                        let known =
+                            tune::mpich_algorithms(&info.library_version, c).unwrap_or_default();
                         let mut wanted = Vec::new();
                         for n in names {
                             if known.iter().any(|k| k.eq_ignore_ascii_case(n)) {
@@ -473,7 +474,7 @@ fn tune_collectives(
                             .and_then(|v| v.read().ok())
                             .and_then(|v| v.as_i64())
                             .unwrap_or(0);
-                        match Target::find(catalogue, c, default, &wanted) {
+                        match Target::find(catalogue, c, known, default, &wanted) {
                             Ok(t) => targets.push(t),
                             Err(e) => log.record(&tune::note(0.0, "skipped", e)),
                         }
