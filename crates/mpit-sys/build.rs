@@ -23,6 +23,12 @@ fn main() {
     for dir in &flags.include_dirs {
         build.include(dir);
     }
+    for define in &flags.defines {
+        let (name, value) = define
+            .split_once('=')
+            .map_or((define.as_str(), None), |(n, v)| (n, Some(v)));
+        build.define(name, value);
+    }
     build.compile("mpit_shim");
     weaken_undefined(&out_dir.join("libmpit_shim.a"));
 
@@ -48,6 +54,10 @@ fn main() {
     for dir in &flags.include_dirs {
         functions = functions.clang_arg(format!("-I{}", dir.display()));
         constants = constants.clang_arg(format!("-I{}", dir.display()));
+    }
+    for define in &flags.defines {
+        functions = functions.clang_arg(format!("-D{define}"));
+        constants = constants.clang_arg(format!("-D{define}"));
     }
     for (builder, file) in [(functions, "functions.rs"), (constants, "constants.rs")] {
         builder

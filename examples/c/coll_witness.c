@@ -3,8 +3,9 @@
  * cannot use makes the call fail when the library reads the variable.
  *
  * MPICH: MPIR_CVAR_COLLECTIVE_FALLBACK is set to `error` (0), then
- * MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM to pairwise_sendrecv_replace (4),
- * which needs MPI_IN_PLACE: an Alltoall with a separate send buffer fails
+ * MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM to pairwise_sendrecv_replace (4 in
+ * MPICH 4.0, 5 in 5.0, which added k_brucks before it: the value is the
+ * entry's position in the variable's description), which needs MPI_IN_PLACE: an Alltoall with a separate send buffer fails
  * if, and only if, the library uses the written value.
  * Open MPI (started with OMPI_MCA_coll_tuned_use_dynamic_rules=1, 3 ranks):
  * coll_tuned_allgather_algorithm is set to two_proc, which refuses more
@@ -62,6 +63,31 @@ static int enum_value(const char *name, const char *item) {
     return -1;
 }
 
+/* MPICH: the value of algorithm `item` of the variable, which is the
+ * entry's position in its description ("auto - ...", "brucks    - ...", ...;
+ * MPI_T gives no enumeration), or -1. Each entry before it has one " - ". */
+static int described_value(const char *name, const char *item) {
+    int index = cvar_index(name), verbosity, binding, scope;
+    char vname[256], desc[4096];
+    int vlen = sizeof vname, dlen = sizeof desc;
+    MPI_Datatype type;
+    MPI_T_enum e;
+    if (index < 0 ||
+        MPI_T_cvar_get_info(index, vname, &vlen, &verbosity, &type, &e, desc, &dlen, &binding, &scope) != MPI_SUCCESS)
+        return -1;
+    size_t n = strlen(item);
+    for (const char *at = strstr(desc, item); at; at = strstr(at + 1, item)) {
+        const char *end = at + n;
+        while (*end == ' ') end++;
+        if (*end != '-') continue;
+        int value = 0;
+        for (const char *p = desc + 1; p + 1 < at; p++)
+            if (p[-1] == ' ' && p[0] == '-' && p[1] == ' ') value++;
+        return value;
+    }
+    return -1;
+}
+
 static int alltoall(MPI_Comm comm) {
     int s[64], r[64];
     for (int i = 0; i < 64; i++) s[i] = rank;
@@ -88,7 +114,7 @@ int main(int argc, char **argv) {
     int (*call)(MPI_Comm);
     if (cvar_index("MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM") >= 0) {
         variable = "MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM";
-        value = 4; /* pairwise_sendrecv_replace */
+        value = described_value(variable, "pairwise_sendrecv_replace");
         call = alltoall;
         fallback = write_int("MPIR_CVAR_COLLECTIVE_FALLBACK", 0) == MPI_SUCCESS;
     } else {

@@ -17,6 +17,9 @@ pub struct MpiFlags {
     /// How it was found, for messages.
     pub source: String,
     pub include_dirs: Vec<PathBuf>,
+    /// `-D` definitions, as `NAME` or `NAME=VALUE`: MPICH's `mpicc_abi`
+    /// selects the MPI-5 standard ABI header with `-DMPI_ABI`.
+    pub defines: Vec<String>,
     pub lib_dirs: Vec<PathBuf>,
     pub libs: Vec<String>,
 }
@@ -29,6 +32,8 @@ fn parse_flags(source: String, line: &str) -> MpiFlags {
     for token in line.split_whitespace() {
         if let Some(dir) = token.strip_prefix("-I") {
             flags.include_dirs.push(dir.into());
+        } else if let Some(define) = token.strip_prefix("-D") {
+            flags.defines.push(define.into());
         } else if let Some(dir) = token.strip_prefix("-L") {
             flags.lib_dirs.push(dir.into());
         } else if let Some(lib) = token.strip_prefix("-l") {
@@ -136,13 +141,20 @@ pub fn flavor(flags: &MpiFlags) -> &'static str {
 }
 
 /// The launcher that goes with the compiler wrapper: `mpicc.mpich` ->
-/// `mpiexec.mpich`, `/opt/x/bin/mpicc` -> `/opt/x/bin/mpiexec`.
+/// `mpiexec.mpich`, `/opt/x/bin/mpicc` -> `/opt/x/bin/mpiexec`, and
+/// MPICH's standard-ABI wrapper `/opt/x/bin/mpicc_abi` -> `/opt/x/bin/mpiexec`
+/// (there is no `mpiexec_abi`: one launcher runs both ABIs).
 pub fn mpiexec_beside(source: &str) -> String {
     let wrapper = source.split_whitespace().next().unwrap_or("mpicc");
     if wrapper == "pkg-config" {
         return "mpiexec".into();
     }
-    wrapper.replacen("mpicc", "mpiexec", 1)
+    let (dir, file) = match wrapper.rfind('/') {
+        Some(i) => wrapper.split_at(i + 1),
+        None => ("", wrapper),
+    };
+    let file = file.strip_suffix("_abi").unwrap_or(file);
+    format!("{dir}{}", file.replacen("mpicc", "mpiexec", 1))
 }
 
 /// For a crate depending on mpit-sys: declares
@@ -173,5 +185,35 @@ pub fn link_library(kinds: &[&str], missing: &str) {
         println!("cargo:rustc-link-arg-{kind}=-Wl,--no-as-needed");
         println!("cargo:rustc-link-arg-{kind}={library}");
         println!("cargo:rustc-link-arg-{kind}=-Wl,--as-needed");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrapper_flags_keep_definitions() {
+        // `mpicc_abi -show` of the MPICH 5.0.2 registry wheel.
+        let flags = parse_flags(
+            "mpicc_abi -show".into(),
+            "cc -DMPI_ABI -I/v/include -L/v/lib -Wl,-rpath -Wl,/v/lib -Wl,--enable-new-dtags -lmpi_abi",
+        );
+        assert_eq!(flags.defines, ["MPI_ABI"]);
+        assert_eq!(flags.include_dirs, [PathBuf::from("/v/include")]);
+        assert_eq!(flags.lib_dirs, [PathBuf::from("/v/lib")]);
+        assert_eq!(flags.libs, ["mpi_abi"]);
+    }
+
+    #[test]
+    fn launchers_beside_wrappers() {
+        assert_eq!(mpiexec_beside("mpicc.mpich -show"), "mpiexec.mpich");
+        assert_eq!(mpiexec_beside("/v/bin/mpicc -show"), "/v/bin/mpiexec");
+        assert_eq!(mpiexec_beside("/v/bin/mpicc_abi -show"), "/v/bin/mpiexec");
+        assert_eq!(
+            mpiexec_beside("/opt/mpicc-5/bin/mpicc -show"),
+            "/opt/mpicc-5/bin/mpiexec"
+        );
+        assert_eq!(mpiexec_beside("pkg-config mpich"), "mpiexec");
     }
 }

@@ -93,6 +93,74 @@ fn the_witness_says_when_a_written_algorithm_takes_effect() {
     assert!(out.contains("default back accepted, then ok"), "{out}");
 }
 
+/// The witness again under the registry wheels of issue 14 (MPICH 5.0.2,
+/// in its own ABI and in the MPI-5 standard ABI, and Open MPI 5.0.11),
+/// whatever library this build is for: the facts behind `support()` and
+/// `mpich5_algorithms` for those versions. The wheels are found through
+/// the variables `scripts/mpi-wheels.sh` prints; without them the case is
+/// skipped and says why.
+#[test]
+fn the_witness_under_the_mpi5_wheels() {
+    let cases = [
+        (
+            "MPICH 5.0.2",
+            "MPIT_MPICH5_MPICC",
+            "MPIT_MPICH5_MPIEXEC",
+            "coll_witness: MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM: next call",
+        ),
+        (
+            "MPICH 5.0.2, MPI-5 standard ABI",
+            "MPIT_MPICH5_MPICC_ABI",
+            "MPIT_MPICH5_MPIEXEC",
+            "coll_witness: MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM: next call",
+        ),
+        (
+            "Open MPI 5.0.11",
+            "MPIT_OMPI5_MPICC",
+            "MPIT_OMPI5_MPIEXEC",
+            "coll_witness: coll_tuned_allgather_algorithm: next communicator",
+        ),
+    ];
+    let tmp = tempdir();
+    for (name, cc, exec, expected) in cases {
+        let (Some(cc), Some(exec)) = (std::env::var_os(cc), std::env::var_os(exec)) else {
+            eprintln!(
+                "skipped {name}: {cc} and {exec} are not set (eval \"$(bash scripts/mpi-wheels.sh)\")"
+            );
+            continue;
+        };
+        let program = tmp.path().join(format!("coll_witness-{}", name.len()));
+        let status = std::process::Command::new(&cc)
+            .arg("-o")
+            .arg(&program)
+            .arg(repo_root().join("examples/c/coll_witness.c"))
+            .status()
+            .unwrap_or_else(|e| panic!("{name}: cannot run {cc:?}: {e}"));
+        assert!(status.success(), "{name}: {cc:?} failed");
+        let mut cmd = std::process::Command::new("timeout");
+        cmd.arg(mpit_testkit::timeout().to_string())
+            .arg(&exec)
+            .args(["-n", "3"])
+            .arg(&program)
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            // Open MPI 5's launcher (PRRTE) ignores OMPI_MCA_rmaps_*.
+            .env("PRTE_MCA_rmaps_default_mapping_policy", ":oversubscribe")
+            .env("OMPI_MCA_coll_tuned_use_dynamic_rules", "1")
+            // The wheels' programs find their library through RUNPATH.
+            .env_remove("LD_LIBRARY_PATH");
+        clean_env(&mut cmd);
+        let job = mpit_testkit::run(cmd);
+        job.assert_success();
+        let out = job.stdout();
+        assert!(out.contains(expected), "{name}: {out}\n{}", job.stderr());
+        assert!(
+            out.contains("default back accepted, then ok"),
+            "{name}: {out}"
+        );
+    }
+}
+
 #[cfg(mpi_flavor = "mpich")]
 #[test]
 fn every_result_is_right_under_the_most_aggressive_tuning() {

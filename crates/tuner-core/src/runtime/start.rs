@@ -455,7 +455,12 @@ fn tune_collectives(
                 own.set_finalize_on_drop(false);
                 let own: &'static MpiT = Box::leak(Box::new(own));
                 for (c, _) in &plan {
-                    let (c, cvar) = match tune::algorithms(catalogue, info.library, *c) {
+                    let (c, cvar) = match tune::algorithms(
+                        catalogue,
+                        info.library,
+                        &info.library_version,
+                        *c,
+                    ) {
                         Ok((cvar, _)) => (*c, cvar),
                         Err(e) => {
                             log.record(&tune::note(0.0, "skipped", e));
@@ -474,7 +479,13 @@ fn tune_collectives(
                         ));
                         continue;
                     };
-                    match Target::measured(catalogue, info.library, c, start_value) {
+                    match Target::measured(
+                        catalogue,
+                        info.library,
+                        &info.library_version,
+                        c,
+                        start_value,
+                    ) {
                         Ok((t, all)) => {
                             log.record(&tune::algorithms_record(&t, &all));
                             targets.push(t);
@@ -496,7 +507,8 @@ fn tune_collectives(
                     let own: &'static MpiT = Box::leak(Box::new(own));
                     for (c, names) in &plan {
                         let c = *c;
-                        let known = tune::mpich4_algorithms(c);
+                        let known =
+                            tune::mpich_algorithms(&info.library_version, c).unwrap_or_default();
                         let mut wanted = Vec::new();
                         for n in names {
                             if known.iter().any(|k| k.eq_ignore_ascii_case(n)) {
@@ -522,7 +534,7 @@ fn tune_collectives(
                             .and_then(|v| v.read().ok())
                             .and_then(|v| v.as_i64())
                             .unwrap_or(0);
-                        match Target::find(catalogue, c, default, &wanted) {
+                        match Target::find(catalogue, c, known, default, &wanted) {
                             Ok(t) => targets.push(t),
                             Err(e) => log.record(&tune::note(0.0, "skipped", e)),
                         }

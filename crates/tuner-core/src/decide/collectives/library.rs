@@ -74,12 +74,100 @@ pub fn mpich4_algorithms(c: Collective) -> &'static [&'static str] {
     }
 }
 
+/// MPICH 5.0's algorithm names of `c`, in value order (0 is `auto`).
+///
+/// Measured on MPICH 5.0.2 (the registry wheel) by reading each
+/// `MPIR_CVAR_<COLL>_INTRA_ALGORITHM` with `MPI_T_cvar_get_info`: still no
+/// enumeration (`MPI_T_ENUM_NULL`), type MPI_INT, scope ALL_EQ, and a
+/// description that now keeps its line breaks. The value of an entry is its
+/// position: `examples/c/coll_witness.c` writes alltoall's
+/// `pairwise_sendrecv_replace` (5 here, 4 in 4.0) and the next call fails as
+/// only that algorithm makes it fail; a value past the list (7) aborts the
+/// process at the next call. Against 4.0-4.1: reduce and
+/// reduce_scatter_block are unchanged; bcast appends `pipelined_tree`,
+/// `tree`; allreduce inserts `recursive_multiplying` at 4 (so
+/// `reduce_scatter_allgather` moves from 4 to 5) and appends five more;
+/// allgather and alltoall insert `k_brucks` at 2 (everything after moves
+/// up one); barrier's `dissemination` became `k_dissemination` and
+/// `recexch` was added.
+pub fn mpich5_algorithms(c: Collective) -> &'static [&'static str] {
+    match c {
+        Collective::Allreduce => &[
+            "auto",
+            "nb",
+            "smp",
+            "recursive_doubling",
+            "recursive_multiplying",
+            "reduce_scatter_allgather",
+            "tree",
+            "recexch",
+            "ring",
+            "k_reduce_scatter_allgather",
+            "ccl",
+        ],
+        Collective::Bcast => &[
+            "auto",
+            "binomial",
+            "nb",
+            "smp",
+            "scatter_recursive_doubling_allgather",
+            "scatter_ring_allgather",
+            "pipelined_tree",
+            "tree",
+        ],
+        Collective::Reduce => &["auto", "binomial", "nb", "smp", "reduce_scatter_gather"],
+        Collective::Allgather => &[
+            "auto",
+            "brucks",
+            "k_brucks",
+            "nb",
+            "recursive_doubling",
+            "ring",
+            "recexch_doubling",
+            "recexch_halving",
+        ],
+        Collective::Alltoall => &[
+            "auto",
+            "brucks",
+            "k_brucks",
+            "nb",
+            "pairwise",
+            "pairwise_sendrecv_replace",
+            "scattered",
+        ],
+        Collective::ReduceScatterBlock => &[
+            "auto",
+            "noncommutative",
+            "recursive_doubling",
+            "pairwise",
+            "recursive_halving",
+            "nb",
+        ],
+        Collective::Barrier => &["auto", "nb", "smp", "k_dissemination", "recexch"],
+    }
+}
+
+/// The algorithm names of `c`, in value order, in the MPICH whose
+/// `MPI_Get_library_version` text is `version`: the table of its series
+/// where one was measured (4.0-4.1, 5.0), `None` for any other, since the
+/// lists change between series and a name at the wrong value would run
+/// another algorithm than the one reported.
+pub fn mpich_algorithms(version: &str, c: Collective) -> Option<&'static [&'static str]> {
+    match mpich_major_minor(version)? {
+        (4, 0 | 1) => Some(mpich4_algorithms(c)),
+        (5, 0) => Some(mpich5_algorithms(c)),
+        _ => None,
+    }
+}
+
 /// When a value written through MPI_T after `MPI_Init` takes effect.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Support {
     /// At the library's next call (MPICH 4.0.2, measured: `MPIR_<Coll>_impl`
     /// switches on the variable at every call; a 1 MiB allreduce on 4 ranks
-    /// halves its time at the call after the write).
+    /// halves its time at the call after the write; MPICH 5.0.2, measured
+    /// with `examples/c/coll_witness.c`: the call after the write, on the
+    /// same communicator, uses the written alltoall algorithm).
     NextCall,
     /// Only when set before start (environment or pre-init write): the
     /// online mode cannot tune this library; the reason says what can.
@@ -93,29 +181,60 @@ pub enum Support {
 pub fn support(library: Library, version: &str) -> Support {
     match library {
         Library::Mpich => match mpich_major_minor(version) {
-            Some((4, 0 | 1)) => Support::NextCall,
+            Some((4, 0 | 1) | (5, 0)) => Support::NextCall,
             Some((major, minor)) => Support::Unknown(format!(
-                "MPICH {major}.{minor} is not measured yet (online collective tuning is known to work on MPICH 4.0 and 4.1)"
+                "MPICH {major}.{minor} is not measured yet (online collective tuning is known to work on MPICH 4.0, 4.1 and 5.0)"
             )),
             None => Support::Unknown("the MPICH version could not be read".into()),
         },
-        Library::OpenMpi => Support::StartOnly(
-            "Open MPI accepts a write of coll_tuned_<coll>_algorithm after MPI_Init and reads it back, \
-             but a communicator keeps the algorithm chosen when it was created: a write reaches only \
-             communicators created after it (measured on 4.1.4 with examples/c/coll_witness.c); \
-             choose algorithms before start instead (OMPI_MCA_coll_tuned_use_dynamic_rules=1 and \
-             OMPI_MCA_coll_tuned_<coll>_algorithm, or a dynamic rules file)"
-                .into(),
-        ),
+        Library::OpenMpi => match open_mpi_major_minor(version) {
+            Some((4, 1)) => Support::StartOnly(
+                "Open MPI accepts a write of coll_tuned_<coll>_algorithm after MPI_Init and reads it back, \
+                 but a communicator keeps the algorithm chosen when it was created: a write reaches only \
+                 communicators created after it (measured on 4.1.4 with examples/c/coll_witness.c); \
+                 choose algorithms before start instead (OMPI_MCA_coll_tuned_use_dynamic_rules=1 and \
+                 OMPI_MCA_coll_tuned_<coll>_algorithm, or a dynamic rules file)"
+                    .into(),
+            ),
+            // Measured on 5.0.11 (registry wheel), 3 ranks, with
+            // examples/c/coll_witness.c and a variant that writes
+            // coll_tuned_use_dynamic_rules through MPI_T (scope ALL; before
+            // or after MPI_Init, the write succeeds and reads back): the
+            // running communicators keep their algorithm, a communicator
+            // created after the writes uses the written one.
+            Some((5, 0)) => Support::StartOnly(
+                "Open MPI 5.0 accepts coll_tuned_use_dynamic_rules and coll_tuned_<coll>_algorithm \
+                 through MPI_T, before or after MPI_Init, but a communicator keeps the algorithm chosen \
+                 when it was created: a write reaches only communicators created after it, never the \
+                 running ones (measured on 5.0.11 with examples/c/coll_witness.c); choose algorithms \
+                 before start instead (OMPI_MCA_coll_tuned_use_dynamic_rules=1 and \
+                 OMPI_MCA_coll_tuned_<coll>_algorithm, or a dynamic rules file)"
+                    .into(),
+            ),
+            Some((major, minor)) => Support::Unknown(format!(
+                "Open MPI {major}.{minor} is not measured (a written algorithm reaches only communicators \
+                 created later on 4.1 and 5.0; choose algorithms before start)"
+            )),
+            None => Support::Unknown("the Open MPI version could not be read".into()),
+        },
         Library::Mvapich2 => Support::StartOnly(
             "MVAPICH2 2.3.7 accepts a write of MPIR_CVAR_<COLL>_COLLECTIVE_ALGORITHM after MPI_Init \
              and keeps the algorithm chosen at start (measured); set it in the environment instead"
                 .into(),
         ),
         _ => Support::Unknown(format!(
-            "{library:?} is not measured (online collective tuning is known to work on MPICH 4.0 and 4.1)"
+            "{library:?} is not measured (online collective tuning is known to work on MPICH 4.0, 4.1 and 5.0)"
         )),
     }
+}
+
+/// `(5, 0)` from "Open MPI v5.0.11, package: ...".
+fn open_mpi_major_minor(version: &str) -> Option<(u32, u32)> {
+    let rest = version.split("Open MPI v").nth(1)?;
+    let mut parts = rest
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|s| !s.is_empty());
+    Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
 }
 
 /// `(4, 0)` from "MPICH Version:      4.0.2 ...".
@@ -146,10 +265,11 @@ impl Target {
     pub fn measured(
         catalogue: &Catalogue,
         library: Library,
+        version: &str,
         collective: Collective,
         default: i64,
     ) -> Result<(Target, Vec<(String, i64)>), String> {
-        let (cvar, list) = algorithms(catalogue, library, collective)?;
+        let (cvar, list) = algorithms(catalogue, library, version, collective)?;
         let name = list
             .iter()
             .find(|(_, v)| *v == default)
@@ -164,13 +284,15 @@ impl Target {
         ))
     }
 
-    /// The target for `collective` in this library, with the candidates
-    /// `wanted` (names; empty: every algorithm the library lists), after
-    /// `default` (the variable's value at start). An error names the
-    /// variable and says why it cannot be tuned.
+    /// The target for `collective` in this library, whose algorithms are
+    /// `names` in value order (from [`mpich_algorithms`]), with the
+    /// candidates `wanted` (names; empty: every algorithm the library
+    /// lists), after `default` (the variable's value at start). An error
+    /// names the variable and says why it cannot be tuned.
     pub fn find(
         catalogue: &Catalogue,
         collective: Collective,
+        names: &'static [&'static str],
         default: i64,
         wanted: &[String],
     ) -> Result<Target, String> {
@@ -187,9 +309,8 @@ impl Target {
         if !matches!(info.datatype, Datatype::Int | Datatype::Unsigned) {
             return Err(format!("{name} is not an integer variable"));
         }
-        let names = mpich4_algorithms(collective);
         check_description(&info.description, names).map_err(|missing| {
-            format!("{name}'s description does not list `{missing}` where MPICH 4.0 does: this library's algorithms are not the ones known here")
+            format!("{name}'s description does not list `{missing}` where the table of this MPICH version does: this library's algorithms are not the ones known here")
         })?;
         let mut candidates = vec![(
             names
@@ -229,6 +350,7 @@ impl Target {
 pub fn algorithms(
     catalogue: &Catalogue,
     library: Library,
+    version: &str,
     collective: Collective,
 ) -> Result<(CvarInfo, Vec<(String, i64)>), String> {
     let name = match library {
@@ -252,9 +374,11 @@ pub fn algorithms(
     }
     let list = match (library, &info.enumeration) {
         (Library::Mpich, _) => {
-            let names = mpich4_algorithms(collective);
+            let names = mpich_algorithms(version, collective).ok_or_else(|| {
+                format!("{name}: the algorithm names of this MPICH version are not known here (MPICH 4.0, 4.1 and 5.0 are)")
+            })?;
             check_description(&info.description, names).map_err(|missing| {
-                format!("{name}'s description does not list `{missing}` where MPICH 4.0 does: this library's algorithms are not the ones known here")
+                format!("{name}'s description does not list `{missing}` where the names known for this version do: this library's algorithms are not the ones known here")
             })?;
             names
                 .iter()
@@ -272,24 +396,32 @@ pub fn algorithms(
     Ok((info.clone(), list))
 }
 
-/// Checks that `names` appear in `desc` in this order (the description
-/// lost its line breaks, so each name may be glued to the text before it).
-/// Returns the first name that does not.
+/// Checks that the entries of `desc` are exactly `names`, in this order
+/// (the value of an algorithm is its position). Each entry reads
+/// "<name><padding>- <text>"; MPICH 4.0 loses the line breaks, so a name
+/// may be glued to the text before it, but never to a `_` (that would be
+/// the end of a longer name: 5.0's `k_dissemination` is not 4.0's
+/// `dissemination`). Returns the first name that does not match, or `"..."`
+/// when the description lists more algorithms than `names`.
 fn check_description(desc: &str, names: &[&'static str]) -> Result<(), &'static str> {
-    let mut rest = desc;
+    let mut entries = desc.split(" - ");
     for name in names {
-        // Each entry reads "<name><padding>- <text>".
-        let found = rest.match_indices(name).find(|(i, _)| {
-            rest[i + name.len()..]
-                .trim_start_matches(' ')
-                .starts_with('-')
-        });
-        match found {
-            Some((i, _)) => rest = &rest[i + name.len()..],
-            None => return Err(name),
+        let before = entries.next().ok_or(*name)?;
+        let before = before.trim_end_matches(' ');
+        let glued_to_name = before
+            .strip_suffix(name)
+            .map(|head| head.ends_with('_'))
+            .unwrap_or(true);
+        if glued_to_name {
+            return Err(name);
         }
     }
-    Ok(())
+    // The text of the last entry follows; any further " - " is another
+    // entry this table does not know.
+    match (entries.next(), entries.next()) {
+        (Some(_), None) => Ok(()),
+        _ => Err("..."),
+    }
 }
 
 #[cfg(test)]
@@ -298,15 +430,66 @@ mod tests {
 
     const ALLREDUCE: &str = "Variable to select allreduce algorithmauto - Internal algorithm selection (can be overridden with MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE)nb                       - Force nonblocking algorithmsmp                      - Force smp algorithmrecursive_doubling       - Force recursive doubling algorithmreduce_scatter_allgather - Force reduce scatter allgather algorithm";
 
+    /// MPICH 5.0.2's descriptions, as `MPI_T_cvar_get_info` returns them
+    /// (the registry wheel): line breaks kept.
+    const ALLREDUCE_5_0: &str = "Variable to select allreduce algorithm\nauto - Internal algorithm selection (can be overridden with MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE)\nnb                       - Force nonblocking algorithm\nsmp                      - Force smp algorithm\nrecursive_doubling       - Force recursive doubling algorithm\nrecursive_multiplying    - Force recursive multiplying algorithm\nreduce_scatter_allgather - Force reduce scatter allgather algorithm\ntree                     - Force pipelined tree algorithm\nrecexch                  - Force generic transport recursive exchange algorithm\nring                     - Force ring algorithm\nk_reduce_scatter_allgather - Force reduce scatter allgather algorithm\nccl                      - Force CCL algorithm";
+    const BARRIER_5_0: &str = "Variable to select barrier algorithm\nauto - Internal algorithm selection (can be overridden with MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE)\nnb            - Force nonblocking algorithm\nsmp           - Force smp algorithm\nk_dissemination - Force high radix dissemination algorithm\nrecexch       - Force recursive exchange algorithm";
+
     #[test]
     fn mpich_descriptions_are_checked_in_order() {
         let names = mpich4_algorithms(Collective::Allreduce);
         assert_eq!(check_description(ALLREDUCE, names), Ok(()));
         assert_eq!(
             check_description(ALLREDUCE, &["auto", "recursive_doubling", "smp"]),
-            Err("smp")
+            Err("recursive_doubling")
         );
         assert_eq!(check_description(ALLREDUCE, &["auto", "ring"]), Err("ring"));
+        // A table shorter than the description is refused too.
+        assert_eq!(check_description(ALLREDUCE, &names[..4]), Err("..."));
+    }
+
+    /// The 4.0 table would put 5.0's algorithms at the wrong values:
+    /// allreduce's `reduce_scatter_allgather` is 4 in 4.0 and 5 in 5.0,
+    /// barrier's `dissemination` is `k_dissemination` in 5.0.
+    #[test]
+    fn each_mpich_series_has_its_own_table() {
+        let v4 = "MPICH Version:      4.0.2\nMPICH Release date: ...";
+        let v5 = "MPICH Version:      5.0.2\nMPICH Release date: Fri Sep 25";
+        for (desc, c) in [
+            (ALLREDUCE_5_0, Collective::Allreduce),
+            (BARRIER_5_0, Collective::Barrier),
+        ] {
+            assert_eq!(
+                check_description(desc, mpich5_algorithms(c)),
+                Ok(()),
+                "{c:?}"
+            );
+            assert!(
+                check_description(desc, mpich4_algorithms(c)).is_err(),
+                "{c:?}"
+            );
+            assert_eq!(mpich_algorithms(v5, c), Some(mpich5_algorithms(c)));
+            assert_eq!(mpich_algorithms(v4, c), Some(mpich4_algorithms(c)));
+        }
+        assert_eq!(
+            check_description(ALLREDUCE, mpich5_algorithms(Collective::Allreduce)),
+            Err("recursive_multiplying")
+        );
+        assert_eq!(
+            mpich5_algorithms(Collective::Alltoall)
+                .iter()
+                .position(|n| *n == "pairwise_sendrecv_replace"),
+            Some(5),
+            "the value examples/c/coll_witness.c writes on 5.0.2"
+        );
+        assert_eq!(
+            mpich_algorithms("MPICH Version: 4.3.2", Collective::Bcast),
+            None
+        );
+        assert_eq!(
+            mpich_algorithms("Open MPI v5.0.11", Collective::Bcast),
+            None
+        );
     }
 
     #[test]
@@ -321,9 +504,32 @@ mod tests {
             support(Library::Mpich, "MPICH Version: 4.0.2"),
             Support::NextCall
         );
+        assert_eq!(
+            support(
+                Library::Mpich,
+                "MPICH Version:      5.0.2\nMPICH Release date: Fri Sep 25"
+            ),
+            Support::NextCall
+        );
+        assert!(matches!(
+            support(Library::Mpich, "MPICH Version: 4.3.2"),
+            Support::Unknown(_)
+        ));
         assert!(matches!(
             support(Library::OpenMpi, "Open MPI v4.1.4"),
             Support::StartOnly(_)
+        ));
+        assert_eq!(
+            open_mpi_major_minor("Open MPI v5.0.11, package: Open MPI user@localhost Distribution"),
+            Some((5, 0))
+        );
+        assert!(matches!(
+            support(Library::OpenMpi, "Open MPI v5.0.11, package: ..."),
+            Support::StartOnly(why) if why.contains("5.0.11")
+        ));
+        assert!(matches!(
+            support(Library::OpenMpi, "Open MPI v6.0.0"),
+            Support::Unknown(_)
         ));
     }
 
@@ -332,6 +538,7 @@ mod tests {
         for c in COLLECTIVES {
             assert_eq!(Collective::parse(c.name()), Some(c));
             assert_eq!(mpich4_algorithms(c)[0], "auto");
+            assert_eq!(mpich5_algorithms(c)[0], "auto");
         }
         assert_eq!(
             mpich_cvar(Collective::ReduceScatterBlock),

@@ -31,8 +31,8 @@ pub mod search;
 mod table;
 
 pub use library::{
-    algorithms, mpich4_algorithms, mpich_cvar, mvapich2_cvar, support, Collective, Support, Target,
-    COLLECTIVES,
+    algorithms, mpich4_algorithms, mpich5_algorithms, mpich_algorithms, mpich_cvar, mvapich2_cvar,
+    support, Collective, Support, Target, COLLECTIVES,
 };
 pub use search::{Agreed, Event, Params, Search, State};
 pub use table::{
