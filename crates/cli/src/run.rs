@@ -165,11 +165,6 @@ pub fn preload(lib: Option<&Path>) -> Result<(OsString, OsString)> {
     Ok(("LD_PRELOAD".into(), preload))
 }
 
-/// Whether the launcher is Open MPI's (by name or `--version`).
-pub fn launcher_is_open_mpi(launcher: &OsStr) -> bool {
-    is_open_mpi(launcher)
-}
-
 /// The variables to set in the launcher's environment, options validated.
 fn environment(args: &RunArgs) -> Result<Vec<(OsString, OsString)>> {
     let mut env: Vec<(OsString, OsString)> = Vec::new();
@@ -281,7 +276,7 @@ fn find_library(explicit: Option<&Path>) -> Result<PathBuf> {
 
 /// Whether the launcher is Open MPI's, which forwards only the variables
 /// named with `-x`.
-fn is_open_mpi(launcher: &OsStr) -> bool {
+pub fn is_open_mpi(launcher: &OsStr) -> bool {
     let name = Path::new(launcher)
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

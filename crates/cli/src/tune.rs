@@ -15,7 +15,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -161,7 +161,7 @@ pub fn run(args: &TuneArgs) -> Result<ExitCode> {
     let dir = std::path::absolute(&dir).with_context(|| format!("{}", dir.display()))?;
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let preload = crate::run::preload(args.lib.as_deref())?;
-    let open_mpi = crate::run::launcher_is_open_mpi(&args.command[0]);
+    let open_mpi = crate::run::is_open_mpi(&args.command[0]);
 
     let mut runs = Vec::new();
     eprintln!("mpit-tuner tune: run 0, the library's defaults");
@@ -323,6 +323,19 @@ fn setting(
     }
 }
 
+/// `settings` with what makes them count: Open MPI's coll/tuned reads a
+/// forced algorithm only with dynamic rules on.
+fn with_dynamic_rules(mut settings: Vec<(String, String)>) -> Vec<(String, String)> {
+    const SWITCH: &str = "OMPI_MCA_coll_tuned_use_dynamic_rules";
+    let forced = settings
+        .iter()
+        .any(|(k, _)| k.starts_with("OMPI_MCA_coll_tuned_") && k != SWITCH);
+    if forced && !settings.iter().any(|(k, _)| k == SWITCH) {
+        settings.insert(0, (SWITCH.into(), "1".into()));
+    }
+    settings
+}
+
 /// One measured run: the job under the tuner in measure mode, with
 /// `choice` (collective, algorithm, environment setting) set.
 fn measure(
@@ -350,14 +363,10 @@ fn measure(
         ("MPIT_TUNER_POLICY".into(), "none".into()),
         ("MPIT_TUNER_QUIET".into(), "1".into()),
     ];
-    if let Some((_, _, (k, v))) = &choice {
-        if k.starts_with("OMPI_MCA_coll_tuned") {
-            env.push((
-                "OMPI_MCA_coll_tuned_use_dynamic_rules".into(),
-                OsStr::new("1").into(),
-            ));
+    if let Some((_, _, s)) = &choice {
+        for (k, v) in with_dynamic_rules(vec![s.clone()]) {
+            env.push((k.into(), v.into()));
         }
-        env.push((k.into(), v.into()));
     }
     let status = crate::run::launch(&args.command, &env)?;
     let measured = read_measured(&run_dir).unwrap_or_else(|e| {
@@ -556,23 +565,11 @@ fn single_settings(
                         .find(|(n, _)| n == algorithm)
                         .map_or(0, |(_, v)| *v);
                     out.push(setting(library, open_mpi, var, algorithm, value));
-                    if out
-                        .last()
-                        .is_some_and(|(k, _)| k.starts_with("OMPI_MCA_coll_tuned"))
-                        && !out
-                            .iter()
-                            .any(|(k, _)| k == "OMPI_MCA_coll_tuned_use_dynamic_rules")
-                    {
-                        out.insert(
-                            0,
-                            ("OMPI_MCA_coll_tuned_use_dynamic_rules".into(), "1".into()),
-                        );
-                    }
                 }
             }
         }
     }
-    out
+    with_dynamic_rules(out)
 }
 
 fn print_table(choices: &[Choice], settings: &[(String, String)]) {

@@ -204,11 +204,6 @@ impl Shared {
         }
         true
     }
-
-    /// How many samples the helper took.
-    pub fn ticks(&self) -> u64 {
-        self.ticks.load(Relaxed)
-    }
 }
 
 /// The name serde gives a unit variant (`openmpi`, `MULTIPLE`).

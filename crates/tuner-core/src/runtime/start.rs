@@ -450,10 +450,8 @@ fn tune_collectives(
         );
     } else if measure {
         // Nothing is switched: every library can be measured.
-        match MpiT::init() {
-            Ok(mut own) => {
-                own.set_finalize_on_drop(false);
-                let own: &'static MpiT = Box::leak(Box::new(own));
+        match own_mpit() {
+            Ok(own) => {
                 for (c, _) in &plan {
                     let (c, cvar) = match tune::algorithms(
                         catalogue,
@@ -499,12 +497,8 @@ fn tune_collectives(
         }
     } else {
         match tune::support(info.library, &info.library_version) {
-            Support::NextCall => match MpiT::init() {
-                Ok(mut own) => {
-                    // The tuner's handles live as long as the process; this
-                    // reference on MPI_T is never finalized by the tool.
-                    own.set_finalize_on_drop(false);
-                    let own: &'static MpiT = Box::leak(Box::new(own));
+            Support::NextCall => match own_mpit() {
+                Ok(own) => {
                     for (c, names) in &plan {
                         let c = *c;
                         let known =
@@ -594,6 +588,14 @@ fn tune_collectives(
     if rank == 0 {
         mpit::say!("mpit-tuner: collective tuning is off: {why_not}");
     }
+}
+
+/// The collective tuner's own reference on MPI_T: its handles live as long
+/// as the process, so this reference is never finalized by the tool.
+fn own_mpit() -> Result<&'static MpiT> {
+    let mut own = MpiT::init()?;
+    own.set_finalize_on_drop(false);
+    Ok(Box::leak(Box::new(own)))
 }
 
 /// Tries every candidate of every target once on this rank (write, read

@@ -298,7 +298,7 @@ impl Search {
         }
         self.in_window += 1;
         let length = match self.state {
-            State::Decided { .. } => self.check_length(),
+            State::Decided { .. } => self.check_interval(),
             _ => u64::from(self.params.window),
         };
         (self.in_window >= length).then(|| {
@@ -311,13 +311,8 @@ impl Search {
     }
 
     /// Calls between two check points while decided.
-    fn check_length(&self) -> u64 {
-        u64::from(self.params.window) * u64::from(self.params.check_every) * u64::from(self.backoff)
-    }
-
-    /// Calls between two check points now (for the log and the tests).
     pub fn check_interval(&self) -> u64 {
-        self.check_length()
+        u64::from(self.params.window) * u64::from(self.params.check_every) * u64::from(self.backoff)
     }
 
     fn reset_window(&mut self) {
