@@ -1,6 +1,7 @@
 //! MPI jobs for the application-level benchmark commands
-//! (`src/bin/collectives.rs`): building what they run, running one job
-//! under `mpiexec` with a timeout, and describing the machine.
+//! (`src/bin/overhead.rs`, `src/bin/collectives.rs`): building what they
+//! run, running one job under `mpiexec` with a timeout, and describing the
+//! machine.
 
 use std::io::Read as _;
 use std::os::unix::process::CommandExt as _;

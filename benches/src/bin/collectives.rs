@@ -41,7 +41,7 @@ use vocab::record::Record;
 
 const USAGE: &str = "\
 usage: collectives [--short] [--reps N] [--mpi mpich,openmpi] [--ranks 2,4]
-                   [--cases LIST] [--no-build]
+                   [--cases LIST] [--scale F] [--no-build]
 
   --short       CI mode: 1 repetition of short runs on 2 ranks (unless
                 --ranks); checks that every variant ran and that online
@@ -51,6 +51,8 @@ usage: collectives [--short] [--reps N] [--mpi mpich,openmpi] [--ranks 2,4]
   --ranks LIST  job sizes, comma-separated (default 2,4; --short 2)
   --cases LIST  cases, comma-separated, from allreduce-8, allreduce-64k,
                 allreduce-1m, bcast-1m, mixed (default all)
+  --scale F     multiply every run's calls by F (default 1): a longer run
+                spreads online tuning's exploration over more calls
   --no-build    use what target/<library> already holds";
 
 /// The collective a case measures.
@@ -259,6 +261,7 @@ struct Options {
     flavors: Vec<String>,
     ranks: Vec<u32>,
     cases: Vec<usize>,
+    scale: f64,
     build: bool,
 }
 
@@ -274,6 +277,7 @@ fn parse_args() -> Result<Options, String> {
         flavors: vec!["mpich".into(), "openmpi".into()],
         ranks: vec![2, 4],
         cases: (0..CASES.len()).collect(),
+        scale: 1.0,
         build: true,
     };
     let mut ranks_given = false;
@@ -313,6 +317,13 @@ fn parse_args() -> Result<Options, String> {
                             .ok_or_else(|| format!("--cases: unknown case `{k}`"))
                     })
                     .collect::<Result<_, _>>()?
+            }
+            "--scale" => {
+                o.scale = args
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .filter(|&f: &f64| f.is_finite() && f > 0.0)
+                    .ok_or("--scale needs a number > 0")?
             }
             "-h" | "--help" => {
                 println!("{USAGE}");
@@ -503,7 +514,9 @@ fn measure(opts: &Options, flavor: &str) -> Measured {
             m.data.insert(
                 (ranks, ci),
                 CaseData {
-                    iters: iterations(flavor, ranks, ci, opts.short),
+                    iters: ((iterations(flavor, ranks, ci, opts.short) as f64 * opts.scale).round()
+                        as u64)
+                        .max(1),
                     times: vec![vec![None; opts.reps]; vs.len()],
                     variants: vs,
                     tuned: Vec::new(),
@@ -683,11 +696,16 @@ fn tables(m: &Measured, opts: &Options) -> String {
     let mut t = String::new();
     let _ = writeln!(
         t,
-        "### {} ({}), {} repetitions{}: {} runs took {:.0} s (build {:.0} s)\n",
+        "### {} ({}), {} repetitions{}{}: {} runs took {:.0} s (build {:.0} s)\n",
         m.flavor,
         m.version,
         opts.reps,
         if opts.short { ", --short" } else { "" },
+        if opts.scale == 1.0 {
+            String::new()
+        } else {
+            format!(", --scale {}", opts.scale)
+        },
         m.runs,
         m.wall.as_secs_f64(),
         m.build.as_secs_f64()

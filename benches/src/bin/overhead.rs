@@ -26,11 +26,11 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::io::Read as _;
-use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode, Stdio};
+use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
+
+use mpit_tuner_benches::jobs::{self, field, machine, median, root, run_checked, Job};
 
 const USAGE: &str = "\
 usage: overhead [--short] [--reps N] [--mpi mpich,openmpi] [--no-build]
@@ -91,14 +91,6 @@ fn parse_args() -> Result<Options, String> {
         o.reps = if o.short { 2 } else { 7 };
     }
     Ok(o)
-}
-
-/// The repository's top directory.
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("benches/ has a parent")
-        .to_path_buf()
 }
 
 /// The tuner's configuration in one variant, or `None` for no tuner.
@@ -167,22 +159,10 @@ const SIZES: &[u32] = &[0, 8, 1024];
 /// Per library: where things are.
 struct Setup {
     flavor: String,
-    mpiexec: String,
     preload: PathBuf,
     pingpong: PathBuf,
     stencil: PathBuf,
     scratch: tempfile::TempDir,
-}
-
-fn run_checked(cmd: &mut Command, what: &str) -> Result<(), String> {
-    let status = cmd
-        .status()
-        .map_err(|e| format!("{what}: cannot run: {e}"))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!("{what} failed ({status})"))
-    }
 }
 
 fn prepare(flavor: &str, build: bool) -> Result<Setup, String> {
@@ -216,7 +196,6 @@ fn prepare(flavor: &str, build: bool) -> Result<Setup, String> {
     }
     let setup = Setup {
         flavor: flavor.to_string(),
-        mpiexec: format!("mpiexec.{flavor}"),
         preload: target.join("release").join("libmpit_tuner.so"),
         pingpong: examples.join("pingpong"),
         stencil: target.join("release").join("stencil3d"),
@@ -252,7 +231,6 @@ fn run(
     timeout: Duration,
     seq: usize,
 ) -> Result<RunOutput, String> {
-    let mut cmd = Command::new(&setup.mpiexec);
     let mut env: Vec<(String, String)> = Vec::new();
     let dir = setup.scratch.path().join(format!("run-{seq}"));
     if let Some(t) = tool {
@@ -266,89 +244,31 @@ fn run(
             env.push(("MPIT_TUNER_POLICY".into(), "none".into()));
         }
     }
-    // Only the ranks get the tuner's variables, not the launcher.
-    for (k, v) in &env {
-        if setup.flavor == "openmpi" {
-            cmd.arg("-x").arg(format!("{k}={v}"));
-        } else {
-            cmd.arg("-genv").arg(k).arg(v);
-        }
-    }
-    cmd.args(["-n", "2"]).arg(program).args(args);
-    // The tuner's variables must not leak in from the caller's environment.
-    for k in [
-        "LD_PRELOAD",
-        "MPIT_TUNER",
-        "MPIT_TUNER_DIR",
-        "MPIT_TUNER_INTERVAL",
-        "MPIT_TUNER_POLICY",
-        "MPIT_TUNER_PVARS",
-        "MPIT_TUNER_QUIET",
-    ] {
-        cmd.env_remove(k);
-    }
-    cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    let what = format!("{} {}", program.display(), args.join(" "));
-    let start = Instant::now();
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| format!("cannot run {}: {e}", setup.mpiexec))?;
-    let mut stdout = child.stdout.take().expect("piped stdout");
-    let mut stderr = child.stderr.take().expect("piped stderr");
-    let out_reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stdout.read_to_string(&mut s);
-        s
-    });
-    let err_reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stderr.read_to_string(&mut s);
-        s
-    });
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break Ok(status),
-            Ok(None) if start.elapsed() > timeout => {
-                // The launcher and its ranks are in their own process group.
-                let pgid = child.id() as libc::pid_t;
-                // SAFETY: kill(2) on a process group this command created.
-                unsafe { libc::kill(-pgid, libc::SIGKILL) };
-                let _ = child.wait();
-                break Err(format!("timed out after {timeout:?}"));
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
-            Err(e) => break Err(format!("wait failed: {e}")),
-        }
-    };
-    let elapsed = start.elapsed();
-    let stdout = out_reader.join().unwrap_or_default();
-    let stderr = err_reader.join().unwrap_or_default();
-    let fail = |why: String| {
-        let tail: Vec<&str> = stderr.lines().rev().take(5).collect();
-        let tail: Vec<&str> = tail.into_iter().rev().collect();
-        Err(format!(
-            "{what}: {why}\n  stderr: {}",
-            tail.join("\n  stderr: ")
-        ))
-    };
-    match status {
-        Ok(s) if s.success() => {}
-        Ok(s) => return fail(format!("exited with {s}")),
-        Err(why) => return fail(why),
-    }
+    let out = jobs::run(&Job {
+        flavor: &setup.flavor,
+        ranks: 2,
+        env,
+        program,
+        args: args.to_vec(),
+        timeout,
+    })?;
     if tool.is_some() {
         if let Err(why) = check_tuner_ran(&dir) {
-            return fail(why);
+            let tail: Vec<&str> = out.stderr.lines().rev().take(5).collect();
+            let tail: Vec<&str> = tail.into_iter().rev().collect();
+            return Err(format!(
+                "{} {}: {why}\n  stderr: {}",
+                program.display(),
+                args.join(" "),
+                tail.join("\n  stderr: ")
+            ));
         }
         let _ = std::fs::remove_dir_all(&dir);
     }
-    Ok(RunOutput { stdout, elapsed })
+    Ok(RunOutput {
+        stdout: out.stdout,
+        elapsed: out.elapsed,
+    })
 }
 
 /// The tuner's log of rank 0 exists, has a header and closes after at
@@ -371,35 +291,6 @@ fn check_tuner_ran(dir: &Path) -> Result<(), String> {
         return Err(format!("the tuner took no sample ({})", log.display()));
     }
     Ok(())
-}
-
-/// The number after `"key":` in a JSON line, or after `key=` in a text line.
-fn field(line: &str, key: &str) -> Option<f64> {
-    let start = line
-        .find(&format!("\"{key}\":"))
-        .map(|i| i + key.len() + 3)
-        .or_else(|| line.find(&format!("{key}=")).map(|i| i + key.len() + 1))?;
-    let rest = &line[start..];
-    let end = rest
-        .find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | '-' | '+' | 'e' | 'E')))
-        .unwrap_or(rest.len());
-    rest[..end].parse().ok()
-}
-
-/// The library version from the header of a tuner log (first line).
-fn library_version(setup: &Setup) -> String {
-    let out = match setup.flavor.as_str() {
-        "mpich" => Command::new("mpichversion").output(),
-        _ => Command::new("ompi_info").arg("--version").output(),
-    };
-    out.ok()
-        .and_then(|o| String::from_utf8(o.stdout).ok())
-        .and_then(|s| {
-            s.lines()
-                .find(|l| !l.trim().is_empty())
-                .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
-        })
-        .unwrap_or_else(|| "unknown version".into())
 }
 
 /// Samples of one measured quantity: values per variant, in repetition
@@ -473,7 +364,7 @@ fn measure(opts: &Options, flavor: &str) -> Measured {
     };
     m.build = started.elapsed();
     let started = Instant::now();
-    m.version = library_version(&setup);
+    m.version = jobs::library_version(&setup.flavor);
     let sz = sizes(opts.short);
     let pp_args: Vec<String> = std::iter::once(sz.pingpong_iters.to_string())
         .chain(SIZES.iter().map(u32::to_string))
@@ -548,17 +439,6 @@ fn measure(opts: &Options, flavor: &str) -> Measured {
     m
 }
 
-fn median(v: &[f64]) -> f64 {
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    match n {
-        0 => f64::NAN,
-        _ if n % 2 == 1 => v[n / 2],
-        _ => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
-}
-
 /// Per-repetition ratios of `variant` to the baseline (variant 0) of the
 /// same quantity: (median, min, max), or `None` without data.
 fn ratios(samples: &Samples, q: usize, variant: usize) -> Option<(f64, f64, f64)> {
@@ -571,26 +451,6 @@ fn ratios(samples: &Samples, q: usize, variant: usize) -> Option<(f64, f64, f64)
     let min = r.iter().copied().fold(f64::INFINITY, f64::min);
     let max = r.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     Some((median(&r), min, max))
-}
-
-fn machine() -> String {
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, v)| v.trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown CPU".into());
-    let nproc = std::thread::available_parallelism().map_or(0, |n| n.get());
-    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_default();
-    let load = std::fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_default();
-    format!("{nproc} cores (nproc), {cpu}, Linux {kernel}, load average {load}")
 }
 
 fn table(m: &Measured, opts: &Options) -> String {
