@@ -15,6 +15,104 @@ pub fn mpich_cvar(c: Collective) -> String {
     )
 }
 
+/// Open MPI's algorithm variable of `c` (component `coll/tuned`; an
+/// MPI_T enumeration gives its algorithms).
+pub fn openmpi_cvar(c: Collective) -> String {
+    format!("coll_tuned_{}_algorithm", c.name())
+}
+
+/// The algorithm variable of `c` in `library`, if it has one known here.
+pub fn algorithm_cvar(library: Library, c: Collective) -> Option<String> {
+    match library {
+        Library::Mpich => Some(mpich_cvar(c)),
+        Library::OpenMpi => Some(openmpi_cvar(c)),
+        Library::Mvapich2 => mvapich2_cvar(c),
+        _ => None,
+    }
+}
+
+/// The algorithm variable of `c` in `library` and its algorithms as
+/// (name, value), in value order: for MPICH the names of
+/// [`mpich4_algorithms`], checked against the variable's description (MPI_T
+/// gives no enumeration there); otherwise the variable's MPI_T enumeration.
+/// The one mapping from names to values, for the runtime and for `mpit-tuner
+/// check --against-mpi`. An error names the variable and says why.
+pub fn algorithms(
+    catalogue: &Catalogue,
+    library: Library,
+    c: Collective,
+) -> Result<(&CvarInfo, Vec<(String, i64)>), String> {
+    let name = algorithm_cvar(library, c).ok_or_else(|| {
+        format!(
+            "no algorithm variable of {} is known for {}",
+            c.name(),
+            library.name()
+        )
+    })?;
+    let info = catalogue
+        .cvar(&name)
+        .ok_or_else(|| format!("this MPI library has no {name}"))?;
+    if let Some(e) = &info.enumeration {
+        return Ok((
+            info,
+            e.items
+                .iter()
+                .map(|i| (i.name.clone(), i64::from(i.value)))
+                .collect(),
+        ));
+    }
+    if library != Library::Mpich {
+        return Err(format!(
+            "{name} has no MPI_T enumeration, so its algorithms' names are not known"
+        ));
+    }
+    let names = mpich4_algorithms(c);
+    check_description(&info.description, names).map_err(|missing| {
+        format!("{name}'s description does not list `{missing}` where MPICH 4.0 does: this library's algorithms are not the ones known here")
+    })?;
+    Ok((
+        info,
+        names
+            .iter()
+            .enumerate()
+            .map(|(v, n)| (n.to_string(), v as i64))
+            .collect(),
+    ))
+}
+
+/// [`algorithms`] of the running library, as `mpit-tuner check
+/// --against-mpi` asks for them.
+#[derive(Debug, Clone, Copy)]
+pub struct LibraryAlgorithms<'c> {
+    /// The library.
+    pub library: Library,
+    /// Its variables.
+    pub catalogue: &'c Catalogue,
+}
+
+impl policies::AlgorithmLookup for LibraryAlgorithms<'_> {
+    fn library(&self) -> &str {
+        self.library.name()
+    }
+
+    fn algorithms(&self, collective: Collective) -> Result<policies::Algorithms, String> {
+        let (info, names) = algorithms(self.catalogue, self.library, collective)?;
+        Ok(policies::Algorithms {
+            variable: info.name.clone(),
+            names: names.into_iter().map(|(n, _)| n).collect(),
+        })
+    }
+
+    fn known(&self, library: &str, collective: Collective) -> Option<Vec<String>> {
+        (library == Library::Mpich.name()).then(|| {
+            mpich4_algorithms(collective)
+                .iter()
+                .map(|n| n.to_string())
+                .collect()
+        })
+    }
+}
+
 /// MVAPICH2's algorithm variable of `c` (2.3.7 has one for allreduce,
 /// bcast, reduce, allgather and alltoall among the collectives tuned here;
 /// `None` for the others).
@@ -146,14 +244,13 @@ impl Target {
     /// variable and says why it cannot be tuned.
     pub fn find(
         catalogue: &Catalogue,
+        library: Library,
         collective: Collective,
         default: i64,
         wanted: &[String],
     ) -> Result<Target, String> {
-        let name = mpich_cvar(collective);
-        let info = catalogue
-            .cvar(&name)
-            .ok_or_else(|| format!("this MPI library has no {name}"))?;
+        let (info, names) = algorithms(catalogue, library, collective)?;
+        let name = &info.name;
         if !matches!(info.scope, Scope::AllEq | Scope::All | Scope::Local) {
             return Err(format!(
                 "{name} cannot be written after MPI_Init (scope {})",
@@ -163,26 +260,24 @@ impl Target {
         if !matches!(info.datatype, Datatype::Int | Datatype::Unsigned) {
             return Err(format!("{name} is not an integer variable"));
         }
-        let names = mpich4_algorithms(collective);
-        check_description(&info.description, names).map_err(|missing| {
-            format!("{name}'s description does not list `{missing}` where MPICH 4.0 does: this library's algorithms are not the ones known here")
-        })?;
         let mut candidates = vec![(
             names
-                .get(usize::try_from(default).unwrap_or(usize::MAX))
-                .map_or_else(|| default.to_string(), |n| n.to_string()),
+                .iter()
+                .find(|(_, v)| *v == default)
+                .map_or_else(|| default.to_string(), |(n, _)| n.clone()),
             default,
         )];
         for w in wanted {
-            if !names.iter().any(|n| n.eq_ignore_ascii_case(w)) {
+            if !names.iter().any(|(n, _)| n.eq_ignore_ascii_case(w)) {
+                let all: Vec<&str> = names.iter().map(|(n, _)| n.as_str()).collect();
                 return Err(format!(
                     "`{w}` is not an algorithm of {name} (it has {})",
-                    names.join(", ")
+                    all.join(", ")
                 ));
             }
         }
-        for (value, n) in names.iter().enumerate() {
-            let value = value as i64;
+        for (n, value) in &names {
+            let value = *value;
             let chosen = wanted.is_empty() || wanted.iter().any(|w| w.eq_ignore_ascii_case(n));
             if value != default && chosen && candidates.len() < super::search::MAX_CANDIDATES {
                 candidates.push((n.to_string(), value));

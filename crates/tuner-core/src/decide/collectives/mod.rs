@@ -31,7 +31,8 @@ pub mod search;
 mod table;
 
 pub use library::{
-    mpich4_algorithms, mpich_cvar, mvapich2_cvar, support, Collective, Support, Target, COLLECTIVES,
+    algorithm_cvar, algorithms, mpich4_algorithms, mpich_cvar, mvapich2_cvar, openmpi_cvar,
+    support, Collective, LibraryAlgorithms, Support, Target, COLLECTIVES,
 };
 pub use search::{Agreed, Event, Params, Search, State};
 pub use table::{
