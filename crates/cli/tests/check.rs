@@ -205,17 +205,6 @@ fn against_open_mpi_names_and_suggestions() {
     );
 }
 
-/// Runs `check --against-mpi FILES` with `env` added.
-#[cfg(mpi_flavor = "openmpi")]
-fn against_mpi_with(files: &[&str], env: &[(&str, &str)]) -> mpit_testkit::Job {
-    let mut args = vec!["check".to_string(), "--against-mpi".to_string()];
-    args.extend(files.iter().map(|f| fixture(f).display().to_string()));
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let mut cmd = common::command(&args);
-    cmd.envs(env.iter().copied());
-    mpit_testkit::run(cmd)
-}
-
 /// Asserts that `out` holds `line` (after the fixtures' directory).
 #[track_caller]
 fn says(out: &str, line: &str) {
@@ -308,19 +297,4 @@ fn collectives_against_open_mpi() {
          algorithms are: ignore,",
     );
     says(&out, "collectives-other-library.toml: failed (1 error)");
-
-    // Without the coll/tuned component, no collective has a variable.
-    let job = against_mpi_with(&["collectives-good.toml"], &[("OMPI_MCA_coll", "^tuned")]);
-    assert_eq!(code(&job), Some(1), "{}", printed(&job));
-    let out = job.stdout();
-    says(
-        &out,
-        "collectives-good.toml:10:1: missing: in [collectives]: `allreduce` has no algorithm \
-         variable the tuner can switch in this MPI library (openmpi): this MPI library has no \
-         coll_tuned_allreduce_algorithm",
-    );
-    says(
-        &out,
-        "collectives-good.toml: failed (2 missing from this MPI library)",
-    );
 }

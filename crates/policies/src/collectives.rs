@@ -396,6 +396,46 @@ allreduce = ["ring"]
         assert!(set.policies().is_empty());
     }
 
+    /// A library whose only algorithm variable is allreduce's. (MPICH 4.0
+    /// and Open MPI 4.1 have one for every collective the tuner switches,
+    /// so the CLI's tests against them cannot show this case.)
+    struct OnlyAllreduce;
+
+    impl AlgorithmLookup for OnlyAllreduce {
+        fn library(&self) -> &str {
+            "mpich"
+        }
+        fn algorithms(&self, c: Collective) -> Result<Algorithms, String> {
+            match c {
+                Collective::Allreduce => Ok(Algorithms {
+                    variable: "A".into(),
+                    names: vec!["auto".into(), "ring".into()],
+                }),
+                _ => Err(format!("this MPI library has no {}", c.name())),
+            }
+        }
+        fn known(&self, _: &str, _: Collective) -> Option<Vec<String>> {
+            None
+        }
+    }
+
+    #[test]
+    fn a_collective_without_a_variable_is_missing() {
+        let set = PolicySet::parse(
+            "[collectives]\n[collectives.algorithms.mpich]\nallreduce = [\"ring\"]\nbarrier = [\"x\"]\n",
+            "m.toml",
+        )
+        .unwrap();
+        let d = set.collectives().unwrap().check(&OnlyAllreduce);
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(d[0].severity, Severity::Missing);
+        assert_eq!(
+            d[0].to_string(),
+            "m.toml:4:1: missing: in [collectives]: `barrier` has no algorithm variable the tuner \
+             can switch in this MPI library (mpich): this MPI library has no barrier"
+        );
+    }
+
     #[test]
     fn mistakes_are_named_with_their_place() {
         let err = PolicySet::parse(
