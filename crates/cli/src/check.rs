@@ -84,7 +84,7 @@ struct Checked {
 enum Outcome {
     Unreadable(String),
     Broken(policies::PolicyErrors),
-    Parsed(PolicySet, Vec<Diagnostic>),
+    Parsed(Box<PolicySet>, Vec<Diagnostic>),
 }
 
 /// Runs `mpit-tuner check`.
@@ -102,7 +102,7 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
                 },
                 Ok(source) => {
                     let outcome = match PolicySet::parse(&source, &name) {
-                        Ok(set) => Outcome::Parsed(set, Vec::new()),
+                        Ok(set) => Outcome::Parsed(Box::new(set), Vec::new()),
                         Err(e) => Outcome::Broken(e),
                     };
                     Checked {
@@ -297,7 +297,7 @@ mod tests {
             name: name.into(),
             source: source.into(),
             outcome: match PolicySet::parse(source, name) {
-                Ok(set) => Outcome::Parsed(set, Vec::new()),
+                Ok(set) => Outcome::Parsed(Box::new(set), Vec::new()),
                 Err(e) => Outcome::Broken(e),
             },
         }

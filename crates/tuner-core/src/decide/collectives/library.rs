@@ -41,7 +41,7 @@ pub fn algorithms(
     catalogue: &Catalogue,
     library: Library,
     c: Collective,
-) -> Result<(&CvarInfo, Vec<(String, i64)>), String> {
+) -> Result<(&CvarInfo, Named), String> {
     let name = algorithm_cvar(library, c).ok_or_else(|| {
         format!(
             "no algorithm variable of {} is known for {}",
@@ -79,6 +79,9 @@ pub fn algorithms(
             .collect(),
     ))
 }
+
+/// Algorithms as (name, value), in value order.
+pub type Named = Vec<(String, i64)>;
 
 /// [`algorithms`] of the running library, as `mpit-tuner check
 /// --against-mpi` asks for them.
