@@ -627,6 +627,12 @@ pub fn tuner() -> Option<&'static Tuner> {
     ON.load(Acquire).then(|| TUNER.get()).flatten()
 }
 
+/// The tuner started in this process, running or stopped (names of the
+/// events drained after [`stop`]).
+pub fn started() -> Option<&'static Tuner> {
+    TUNER.get()
+}
+
 /// Events since the last call (the helper logs them on its tick).
 pub fn events() -> impl Iterator<Item = TuneEvent> {
     TUNER.get().into_iter().flat_map(|t| t.rx.try_iter())
