@@ -11,6 +11,18 @@
 //! and `MPIT_TUNER_QUIET=1`, so the tuner runs as in an application: helper
 //! thread sampling, default policies, object table.
 //!
+//! Collective tuning: MPI is initialised with online collective tuning of
+//! `MPI_Allreduce` on (`MPIT_TUNER_COLLECTIVES=allreduce` and a policy
+//! file whose only content is a `[collectives]` table: communicators of
+//! one rank tuned, a margin no candidate can beat, so the search keeps the
+//! default). The 8-byte allreduce is called until its search has ended,
+//! then measured in steady state (`allreduce_8B(world), tuning on`: a
+//! lookup and a compare per call, and the drift check's timed window now
+//! and then), then tuning is stopped and every case below runs with
+//! today's wrapper, tuning off. The last `hot_path:` line compares the
+//! two. Where the library does not take algorithm changes at run time
+//! (Open MPI), tuning does not start and the bench says so.
+//!
 //! Adding a case: write a [`Case`] in [`cases`] with the MPI functions it
 //! calls (`symbols`), a wrapped and a direct closure doing the same calls.
 //! A case whose functions the interposer does not (yet) wrap still runs,
@@ -23,6 +35,7 @@ use mpit_sys::{MPI_Comm, MPI_Datatype, MPI_Op, MPI_Status};
 use mpit_tuner_benches::paired;
 use std::ffi::{c_char, c_int, c_void, CString};
 use std::hint::black_box;
+use tuner_core::decide::collectives;
 use tuner_core::sample::toolmetrics;
 
 // Link the interposer into this binary (its exports are what we call).
@@ -303,16 +316,97 @@ fn cases(k: Consts) -> Vec<Case> {
     ]
 }
 
+/// The policy file of this bench: collective tuning only, the default
+/// always kept (a candidate would have to be 99% faster), windows of 64
+/// calls, communicators of one rank tuned.
+const TUNING: &str = r#"
+[collectives]
+window = 64
+windows = 1
+margin = 0.99
+min_comm_size = 1
+[collectives.algorithms.mpich]
+allreduce = ["recursive_doubling"]
+"#;
+
+/// Measures the 8-byte allreduce with collective tuning on, in steady
+/// state; returns the paired added time per call (seconds), `None` when
+/// tuning does not run in this process.
+fn tuned_allreduce(c: &mut Criterion, k: Consts) -> Option<f64> {
+    if !collectives::on() {
+        println!(
+            "hot_path: allreduce_8B(world), tuning on: collective tuning did not start with this \
+             library (see the run directory's log): no row"
+        );
+        return None;
+    }
+    let mut case = cases(k)
+        .into_iter()
+        .find(|c| c.name == "allreduce_8B(world)")
+        .expect("the allreduce case");
+    // Until the search has ended: warm-up, the default's and the
+    // candidate's window, with room to spare.
+    for _ in 0..20_000 {
+        (case.wrapped)();
+    }
+    let mut group = c.benchmark_group("hot_path/allreduce_8B(world), tuning on");
+    group.bench_function("wrapped", |b| b.iter(&mut case.wrapped));
+    group.bench_function("direct", |b| b.iter(&mut case.direct));
+    group.finish();
+    let p = paired::compare(100, 2_000, &mut case.wrapped, &mut case.direct);
+    let added = p.a.as_secs_f64() - p.b.as_secs_f64();
+    println!(
+        "hot_path: allreduce_8B(world), collective tuning on, steady state: wrapped/direct {p}; \
+         added {:+.1} ns per iteration",
+        added * 1e9
+    );
+    Some(added)
+}
+
+/// The `collective` decisions in the run directory's logs, as text.
+fn decisions(run: &std::path::Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(run).into_iter().flatten().flatten() {
+        let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+        for line in text.lines() {
+            let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+                continue;
+            };
+            if v["type"] == "collective" && v["event"] == "decision" {
+                out.push(format!(
+                    "{} {} kept {} ({:.3} us per call)",
+                    v["comm"].as_str().unwrap_or("?"),
+                    v["collective"].as_str().unwrap_or("?"),
+                    v["algorithm"].as_str().unwrap_or("?"),
+                    v["time_us"].as_f64().unwrap_or(f64::NAN)
+                ));
+            }
+        }
+    }
+    out
+}
+
 fn main() {
-    // The tuner as an application gets it, logging into a scratch directory.
+    // The tuner as an application gets it, logging into a scratch
+    // directory, with collective tuning of MPI_Allreduce on.
     let dir = tempfile::tempdir().expect("a temporary directory");
+    let policy = dir.path().join("tuning.toml");
+    std::fs::write(&policy, TUNING).expect("writing the policy file");
     std::env::set_var("MPIT_TUNER_DIR", dir.path().join("run"));
     std::env::set_var("MPIT_TUNER_QUIET", "1");
+    std::env::set_var("MPIT_TUNER_POLICY", &policy);
+    std::env::set_var("MPIT_TUNER_COLLECTIVES", "allreduce");
     // SAFETY: MPI_Init with no arguments, once, before any other MPI call.
     ok(unsafe { MPI_Init(std::ptr::null_mut(), std::ptr::null_mut()) });
     let k = Consts::read();
 
     let mut c = Criterion::default().configure_from_args();
+    let tuned = tuned_allreduce(&mut c, k);
+    // Today's wrapper from here on: tuning off (the default written back).
+    for m in collectives::stop() {
+        println!("hot_path: stopping collective tuning: {m}");
+    }
+    let mut untuned = None;
     for mut case in cases(k) {
         let wrapped: Vec<&str> = case
             .symbols
@@ -350,12 +444,26 @@ fn main() {
                 case.name,
                 added * 1e9
             );
+            if case.name == "allreduce_8B(world)" && concurrent == serial {
+                untuned = Some(added);
+            }
         }
         toolmetrics::set_concurrent_callers(!serial);
     }
     c.final_summary();
+    if let (Some(on), Some(off)) = (tuned, untuned) {
+        println!(
+            "hot_path: allreduce_8B(world): collective tuning on (steady state) adds {:+.1} ns \
+             per call over today's wrapper with tuning off (target: within 10 ns)",
+            (on - off) * 1e9
+        );
+    }
     // SAFETY: every MPI object this bench created is freed; once.
     ok(unsafe { MPI_Finalize() });
-    let logs = std::fs::read_dir(dir.path().join("run")).map_or(0, |d| d.count());
+    let run = dir.path().join("run");
+    let logs = std::fs::read_dir(&run).map_or(0, |d| d.count());
     println!("hot_path: the tuner ran and wrote {logs} files in its run directory");
+    for d in decisions(&run) {
+        println!("hot_path: collective tuning decided: {d}");
+    }
 }

@@ -13,7 +13,11 @@
 //! during `MPI_Init`), and checks every variable and every write against the
 //! linked library: existence (with the closest known names), scope (no
 //! CONSTANT/READONLY writes, no per-rank writes of ALL_EQ/GROUP_EQ CVARs
-//! while the job runs), type, enumeration items, array lengths.
+//! while the job runs), type, enumeration items, array lengths; and the
+//! `[collectives]` table: every collective listed for this library has an
+//! algorithm variable here, every algorithm name is one of its algorithms
+//! (the names and values the runtime uses, from
+//! `tuner_core::decide::collectives::algorithms`).
 
 use anyhow::{Context, Result};
 use clap::Args;
@@ -23,6 +27,7 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use tuner_core::decide::collectives::LibraryAlgorithms;
 use tuner_core::decide::CatalogueView;
 
 const AFTER_HELP: &str = "\
@@ -41,7 +46,15 @@ the library does not export (with the closest known names; the runtime \
 would disable that policy), `error` for writes that cannot work or are \
 unsafe (CONSTANT/READONLY CVARs, ALL_EQ/GROUP_EQ CVARs written per rank \
 while the job runs, wrong types, unknown enumeration items, array lengths), \
-`warning` for legal but doubtful uses. Under a launcher, rank 0 prints.
+`warning` for legal but doubtful uses. The [collectives] table too: each \
+collective of this library's table (`algorithms.mpich` on MPICH, \
+`algorithms.openmpi` on Open MPI) must have an algorithm variable here \
+(`missing` otherwise), each name must be one of its algorithms (`error`, \
+with the closest names and the full list: MPICH's from the variable's \
+description in value order, Open MPI's from its MPI_T enumeration); MPICH's \
+table is also checked on other libraries against the names known for \
+MPICH 4.0-4.1, and the table of another library is otherwise not checked \
+(`warning`). Under a launcher, rank 0 prints.
 
 Exit status: 0 if every file is fine (warnings allowed), 1 if a file has \
 an error or (with --against-mpi) a missing variable, 2 if a file cannot be \
@@ -71,7 +84,7 @@ struct Checked {
 enum Outcome {
     Unreadable(String),
     Broken(policies::PolicyErrors),
-    Parsed(PolicySet, Vec<Diagnostic>),
+    Parsed(Box<PolicySet>, Vec<Diagnostic>),
 }
 
 /// Runs `mpit-tuner check`.
@@ -89,7 +102,7 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
                 },
                 Ok(source) => {
                     let outcome = match PolicySet::parse(&source, &name) {
-                        Ok(set) => Outcome::Parsed(set, Vec::new()),
+                        Ok(set) => Outcome::Parsed(Box::new(set), Vec::new()),
                         Err(e) => Outcome::Broken(e),
                     };
                     Checked {
@@ -134,18 +147,27 @@ fn check_against_mpi(files: &mut [Checked]) -> Result<Option<String>> {
     catalogue
         .refresh(&mpit)
         .context("cannot list the variables MPI_Init added")?;
+    let library = mpit
+        .library_version()
+        .context("MPI_Get_library_version failed")?;
     let view = CatalogueView::new(&mpit, &catalogue);
+    let algorithms = LibraryAlgorithms {
+        library: mpit::Library::from_version(&library),
+        version: &library,
+        catalogue: &catalogue,
+    };
     for file in files.iter_mut() {
         if let Outcome::Parsed(set, diagnostics) = &mut file.outcome {
             *diagnostics = set.check(&view);
+            if let Some(spec) = set.collectives() {
+                diagnostics.extend(spec.check(&algorithms));
+                diagnostics.sort_by_key(|d| (d.location.line, d.location.column, d.severity));
+            }
         }
     }
     if mpi.rank() != 0 {
         return Ok(None);
     }
-    let library = mpit
-        .library_version()
-        .context("MPI_Get_library_version failed")?;
     Ok(Some(format!(
         "{} ({} CVARs, {} PVARs)",
         library
@@ -276,7 +298,7 @@ mod tests {
             name: name.into(),
             source: source.into(),
             outcome: match PolicySet::parse(source, name) {
-                Ok(set) => Outcome::Parsed(set, Vec::new()),
+                Ok(set) => Outcome::Parsed(Box::new(set), Vec::new()),
                 Err(e) => Outcome::Broken(e),
             },
         }

@@ -204,3 +204,97 @@ fn against_open_mpi_names_and_suggestions() {
         "{out}"
     );
 }
+
+/// Asserts that `out` holds `line` (after the fixtures' directory).
+#[track_caller]
+fn says(out: &str, line: &str) {
+    assert!(out.contains(line), "expected {line:?} in:\n{out}");
+}
+
+#[cfg(mpi_flavor = "mpich")]
+#[test]
+fn collectives_against_mpich() {
+    // Good: MPICH's table passes; Open MPI's cannot be checked here.
+    let job = against_mpi(&["collectives-good.toml"]);
+    assert_eq!(code(&job), Some(0), "{}", printed(&job));
+    let out = job.stdout();
+    says(
+        &out,
+        "collectives-good.toml:9:25: warning: in [collectives]: the algorithm names for `openmpi` \
+         are not checked: this MPI library is mpich (check this file with an mpit-tuner built \
+         against openmpi)",
+    );
+    says(
+        &out,
+        "collectives-good.toml: ok (0 policies, every variable exported, 1 warning)",
+    );
+
+    // A misspelt name: the variable, the nearest name, every name in value order.
+    let job = against_mpi(&["collectives-misspelt.toml"]);
+    assert_eq!(code(&job), Some(1), "{}", printed(&job));
+    let out = job.stdout();
+    says(
+        &out,
+        "collectives-misspelt.toml:6:36: error: in [collectives]: `recursive_doubing` is not an \
+         algorithm of MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM (did you mean `recursive_doubling`?); \
+         its algorithms are: auto, nb, smp, recursive_doubling, reduce_scatter_allgather\n  \
+         | allreduce = [\"recursive_doubling\", \"recursive_doubing\"]\n  \
+         |                                    ^",
+    );
+    says(
+        &out,
+        "collectives-misspelt.toml: failed (1 error, 1 warning)",
+    );
+
+    // Names for the other library only: not checkable here, not an error.
+    let job = against_mpi(&["collectives-other-library.toml"]);
+    assert_eq!(code(&job), Some(0), "{}", printed(&job));
+    says(
+        &job.stdout(),
+        "collectives-other-library.toml:5:25: warning: in [collectives]: the algorithm names for \
+         `openmpi` are not checked: this MPI library is mpich",
+    );
+}
+
+#[cfg(mpi_flavor = "openmpi")]
+#[test]
+fn collectives_against_open_mpi() {
+    // Good: Open MPI's names from its MPI_T enumerations, MPICH's from the
+    // list the runtime uses.
+    let job = against_mpi(&["collectives-good.toml"]);
+    assert_eq!(code(&job), Some(0), "{}", printed(&job));
+    says(
+        &job.stdout(),
+        "collectives-good.toml: ok (0 policies, every variable exported)\n",
+    );
+
+    let job = against_mpi(&["collectives-misspelt.toml"]);
+    assert_eq!(code(&job), Some(1), "{}", printed(&job));
+    let out = job.stdout();
+    says(
+        &out,
+        "collectives-misspelt.toml:6:36: error: in [collectives]: `recursive_doubing` is not one \
+         of mpich's algorithms for allreduce (did you mean `recursive_doubling`?); they are: auto, \
+         nb, smp, recursive_doubling, reduce_scatter_allgather",
+    );
+    says(
+        &out,
+        "collectives-misspelt.toml:9:14: error: in [collectives]: `rign` is not an algorithm of \
+         coll_tuned_allreduce_algorithm (did you mean `ring`?); its algorithms are: ignore, \
+         basic_linear, nonoverlapping, recursive_doubling, ring, segmented_ring",
+    );
+    says(&out, "collectives-misspelt.toml: failed (2 errors)");
+
+    // MPICH's name in Open MPI's table.
+    let job = against_mpi(&["collectives-other-library.toml"]);
+    assert_eq!(code(&job), Some(1), "{}", printed(&job));
+    let out = job.stdout();
+    says(
+        &out,
+        "collectives-other-library.toml:6:14: error: in [collectives]: `reduce_scatter_allgather` \
+         is not an algorithm of coll_tuned_allreduce_algorithm (`reduce_scatter_allgather` is \
+         mpich's name: mpich's algorithms go under [collectives.algorithms.mpich]); its \
+         algorithms are: ignore,",
+    );
+    says(&out, "collectives-other-library.toml: failed (1 error)");
+}

@@ -88,11 +88,74 @@ fn tune_collectives_reaches_every_rank() {
             log[0]
         );
     }
-    // The report's section says what was kept, or why nothing was tuned.
-    let report = mpit_tuner(&["report", dir.to_str().unwrap(), "--no-plots"]);
+    // summary.json: per (communicator, collective, bin), the outcome of
+    // the searches, as rank 0's log tells them.
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
+    let outcomes = summary["collectives"]
+        .as_array()
+        .expect("a collectives list");
+    let log = read_jsonl(&dir.join("rank-00000.jsonl"));
+    let decisions: Vec<&serde_json::Value> = log
+        .iter()
+        .filter(|r| r["type"] == "collective" && r["event"] == "decision")
+        .collect();
+    if cfg!(mpi_flavor = "mpich") {
+        assert!(!outcomes.is_empty(), "{summary}");
+        let mut searches = 0;
+        for o in outcomes {
+            let last = decisions.iter().rev().find(|d| {
+                d["comm"] == o["comm"] && d["collective"] == o["collective"] && d["bin"] == o["bin"]
+            });
+            // A search still running at the end: its trials so far.
+            let Some(last) = last else {
+                assert!(o["chosen"].is_null(), "{o}");
+                assert_eq!(o["searches"], 0, "{o}");
+                assert!(!o["candidates"].as_array().unwrap().is_empty(), "{o}");
+                continue;
+            };
+            assert_eq!(o["chosen"], last["algorithm"], "{o}");
+            assert_eq!(o["chosen_us"], last["time_us"], "{o}");
+            assert_eq!(o["default_us"], last["default_us"], "{o}");
+            assert_eq!(o["default"], "auto", "{o}");
+            assert_eq!(o["comm_size"], 2, "{o}");
+            let names: Vec<&str> = o["candidates"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c["algorithm"].as_str().unwrap())
+                .collect();
+            assert_eq!(names[0], "auto", "{o}");
+            assert!(names.contains(&o["chosen"].as_str().unwrap()), "{o}");
+            searches += o["searches"].as_u64().unwrap();
+        }
+        assert!(searches > 0, "{summary}");
+        assert_eq!(searches, decisions.len() as u64, "{summary}");
+    } else {
+        assert_eq!(outcomes.len(), 0, "{summary}");
+    }
+    // The report's section says what was kept, or why nothing was tuned,
+    // and its plot shows each candidate's time per call.
+    let plots = tmp.path().join("plots");
+    let report = mpit_tuner(&[
+        "report",
+        dir.to_str().unwrap(),
+        "--plots",
+        plots.to_str().unwrap(),
+    ]);
     assert_eq!(code(&report), Some(0), "{}", printed(&report));
     let text = report.stdout();
     assert!(text.contains("Collective tuning"), "{text}");
+    let svg = std::fs::read_to_string(plots.join("collective-tuning.svg")).unwrap();
+    assert!(plots.join("collective-tuning.png").is_file());
+    if cfg!(mpi_flavor = "mpich") {
+        // A panel per (communicator, collective, bin), largest gain first.
+        assert!(svg.contains(" c0."), "{svg}");
+        assert!(svg.contains(" ranks, gain "), "{svg}");
+        assert!(svg.contains("<rect"), "{svg}");
+    } else {
+        assert!(svg.contains("no candidate was measured"), "{svg}");
+    }
     if cfg!(mpi_flavor = "mpich") {
         assert!(
             text.contains("start: tuning allreduce (auto, nb, smp, recursive_doubling, reduce_scatter_allgather); bcast (auto"),

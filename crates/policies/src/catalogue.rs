@@ -150,16 +150,18 @@ impl fmt::Display for Severity {
 
 /// A finding of [`PolicySet::check`](crate::PolicySet::check).
 ///
-/// Displays as `file:line:col: error: policy "name": message`.
+/// Displays as `file:line:col: error: policy "name": message`, or
+/// `file:line:col: error: in [collectives]: message` for that table.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Diagnostic {
     /// How serious it is.
     pub severity: Severity,
     /// Where in the policy file.
     pub location: Location,
-    /// Index of the policy concerned in [`PolicySet::policies`](crate::PolicySet::policies).
+    /// Index of the policy concerned in [`PolicySet::policies`](crate::PolicySet::policies);
+    /// `usize::MAX` for the `[collectives]` table.
     pub policy: usize,
-    /// Name of that policy.
+    /// Name of that policy; empty for the `[collectives]` table.
     pub policy_name: String,
     /// The variable concerned, if any.
     pub slot: Option<VarSlot>,
@@ -169,6 +171,9 @@ pub struct Diagnostic {
 
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.policy_name.is_empty() {
+            return write!(f, "{}: {}: {}", self.location, self.severity, self.message);
+        }
         write!(
             f,
             "{}: {}: policy {:?}: {}",

@@ -11,6 +11,9 @@ use serde::Deserialize;
 use toml::Spanned;
 use vocab::collective::{Collective, COLLECTIVES};
 
+use crate::catalogue::{Diagnostic, Severity};
+use crate::error::{Location, SourceMap};
+
 /// The libraries a file can name algorithms for.
 pub const LIBRARIES: [&str; 4] = ["mpich", "openmpi", "mvapich2", "intelmpi"];
 
@@ -39,6 +42,41 @@ pub struct CollectiveSpec {
     /// the candidate algorithms of each, by the library's names. A library
     /// not listed: every collective, every algorithm.
     pub algorithms: BTreeMap<String, Vec<(Collective, Vec<String>)>>,
+    /// Where each entry of `algorithms` is written in the file (same keys,
+    /// same order), for the messages of [`CollectiveSpec::check`].
+    pub places: BTreeMap<String, LibraryPlaces>,
+}
+
+/// Where a library's table of algorithms is written in the policy file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LibraryPlaces {
+    /// The table's key (`mpich` in `[collectives.algorithms.mpich]`).
+    pub table: Location,
+    /// Per collective, in the order of the spec: its key and each name.
+    pub collectives: Vec<(Location, Vec<Location>)>,
+}
+
+/// A collective's algorithm variable in an MPI library and the names of
+/// its algorithms, in value order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Algorithms {
+    /// The variable's name (`MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM`).
+    pub variable: String,
+    /// The algorithms' names.
+    pub names: Vec<String>,
+}
+
+/// What an MPI library lets the tuner switch, as [`CollectiveSpec::check`]
+/// sees it; the runtime implements it over the library's MPI_T variables.
+pub trait AlgorithmLookup {
+    /// The library, as policy files name it (one of [`LIBRARIES`]).
+    fn library(&self) -> &str;
+    /// The algorithm variable of `collective` in this library and its
+    /// algorithms; `Err` says why it has none the tuner can use.
+    fn algorithms(&self, collective: Collective) -> Result<Algorithms, String>;
+    /// The algorithm names of `collective` known for another `library`
+    /// without asking it (`None`: not known here).
+    fn known(&self, library: &str, collective: Collective) -> Option<Vec<String>>;
 }
 
 impl CollectiveSpec {
@@ -46,6 +84,111 @@ impl CollectiveSpec {
     /// algorithm, else the listed collectives with their candidates.
     pub fn for_library(&self, library: &str) -> Option<&[(Collective, Vec<String>)]> {
         self.algorithms.get(library).map(Vec::as_slice)
+    }
+
+    /// Checks `algorithms` against an MPI library, sorted by position:
+    /// - [`Severity::Missing`] for a collective of this library's table
+    ///   that has no algorithm variable here (the runtime does not tune it);
+    /// - [`Severity::Error`] for a name that is not one of the variable's
+    ///   algorithms (with the closest names; the runtime drops it), and for
+    ///   names in another library's table that are not that library's,
+    ///   where its names are known without asking it (MPICH's);
+    /// - [`Severity::Warning`] for another library's table that cannot be
+    ///   checked here.
+    ///
+    /// The diagnostics belong to no policy: [`Diagnostic::policy`] is
+    /// `usize::MAX` and the name empty.
+    pub fn check(&self, lookup: &dyn AlgorithmLookup) -> Vec<Diagnostic> {
+        let here = lookup.library();
+        let mut out = Vec::new();
+        let mut diag = |severity, location: &Location, message: String| {
+            out.push(Diagnostic {
+                severity,
+                location: location.clone(),
+                policy: usize::MAX,
+                policy_name: String::new(),
+                slot: None,
+                message: format!("in [collectives]: {message}"),
+            });
+        };
+        for (library, list) in &self.algorithms {
+            let Some(places) = self.places.get(library) else {
+                continue;
+            };
+            let mut unchecked = 0;
+            for ((collective, names), (at, names_at)) in list.iter().zip(&places.collectives) {
+                let coll = collective.name();
+                if library == here {
+                    let algos = match lookup.algorithms(*collective) {
+                        Ok(a) => a,
+                        Err(why) => {
+                            diag(
+                                Severity::Missing,
+                                at,
+                                format!("`{coll}` has no algorithm variable the tuner can switch in this MPI library ({here}): {why}"),
+                            );
+                            continue;
+                        }
+                    };
+                    for (name, name_at) in names.iter().zip(names_at) {
+                        if algos.names.iter().any(|n| n.eq_ignore_ascii_case(name)) {
+                            continue;
+                        }
+                        let elsewhere = LIBRARIES
+                            .iter()
+                            .filter(|l| **l != here)
+                            .find(|l| {
+                                lookup.known(l, *collective).is_some_and(|k| {
+                                    k.iter().any(|n| n.eq_ignore_ascii_case(name))
+                                })
+                            })
+                            .map(|l| format!(" (`{name}` is {l}'s name: {l}'s algorithms go under [collectives.algorithms.{l}])"))
+                            .unwrap_or_default();
+                        diag(
+                            Severity::Error,
+                            name_at,
+                            format!(
+                                "`{name}` is not an algorithm of {}{}{elsewhere}; its algorithms are: {}",
+                                algos.variable,
+                                hint(name, &algos.names.iter().map(String::as_str).collect::<Vec<_>>()),
+                                algos.names.join(", ")
+                            ),
+                        );
+                    }
+                } else if let Some(known) = lookup.known(library, *collective) {
+                    for (name, name_at) in names.iter().zip(names_at) {
+                        if !known.iter().any(|n| n.eq_ignore_ascii_case(name)) {
+                            diag(
+                                Severity::Error,
+                                name_at,
+                                format!(
+                                    "`{name}` is not one of {library}'s algorithms for {coll}{}; they are: {}",
+                                    hint(name, &known.iter().map(String::as_str).collect::<Vec<_>>()),
+                                    known.join(", ")
+                                ),
+                            );
+                        }
+                    }
+                } else {
+                    unchecked += 1;
+                }
+            }
+            if unchecked > 0 {
+                diag(
+                    Severity::Warning,
+                    &places.table,
+                    format!("the algorithm names for `{library}` are not checked: this MPI library is {here} (check this file with an mpit-tuner built against {library})"),
+                );
+            }
+        }
+        out.sort_by(|a, b| {
+            (a.location.line, a.location.column, a.severity).cmp(&(
+                b.location.line,
+                b.location.column,
+                b.severity,
+            ))
+        });
+        out
     }
 }
 
@@ -67,7 +210,10 @@ pub(crate) struct RawCollectives {
 type RawLibrary = BTreeMap<Spanned<String>, Spanned<Vec<Spanned<String>>>>;
 
 /// Compiles the table; errors are (place in the file, message).
-pub(crate) fn compile(raw: RawCollectives) -> Result<CollectiveSpec, Vec<(Range<usize>, String)>> {
+pub(crate) fn compile(
+    raw: RawCollectives,
+    map: &SourceMap<'_>,
+) -> Result<CollectiveSpec, Vec<(Range<usize>, String)>> {
     let mut errors = Vec::new();
     let mut spec = CollectiveSpec {
         tune: raw.tune.map(Spanned::into_inner).unwrap_or(false),
@@ -144,6 +290,10 @@ pub(crate) fn compile(raw: RawCollectives) -> Result<CollectiveSpec, Vec<(Range<
                 continue;
             }
             let mut list = Vec::new();
+            let mut places = LibraryPlaces {
+                table: map.location(library.span().start),
+                collectives: Vec::new(),
+            };
             for (coll, names) in table.into_inner() {
                 let Some(c) = Collective::parse(coll.get_ref()) else {
                     let all: Vec<&str> = COLLECTIVES.iter().map(|c| c.name()).collect();
@@ -159,6 +309,7 @@ pub(crate) fn compile(raw: RawCollectives) -> Result<CollectiveSpec, Vec<(Range<
                     continue;
                 };
                 let mut algos: Vec<String> = Vec::new();
+                let mut at = Vec::new();
                 for n in names.get_ref() {
                     let a = n.get_ref().trim();
                     if a.is_empty() {
@@ -167,11 +318,16 @@ pub(crate) fn compile(raw: RawCollectives) -> Result<CollectiveSpec, Vec<(Range<
                         errors.push((n.span(), format!("`{a}` is listed twice")));
                     } else {
                         algos.push(a.to_string());
+                        at.push(map.location(n.span().start));
                     }
                 }
                 list.push((c, algos));
+                places
+                    .collectives
+                    .push((map.location(coll.span().start), at));
             }
             spec.algorithms.insert(name.to_string(), list);
+            spec.places.insert(name.to_string(), places);
         }
     }
     if errors.is_empty() {
@@ -238,6 +394,46 @@ allreduce = ["ring"]
         assert_eq!(mpich[1], (Collective::Bcast, vec!["binomial".into()]));
         assert!(spec.for_library("mvapich2").is_none());
         assert!(set.policies().is_empty());
+    }
+
+    /// A library whose only algorithm variable is allreduce's. (MPICH 4.0
+    /// and Open MPI 4.1 have one for every collective the tuner switches,
+    /// so the CLI's tests against them cannot show this case.)
+    struct OnlyAllreduce;
+
+    impl AlgorithmLookup for OnlyAllreduce {
+        fn library(&self) -> &str {
+            "mpich"
+        }
+        fn algorithms(&self, c: Collective) -> Result<Algorithms, String> {
+            match c {
+                Collective::Allreduce => Ok(Algorithms {
+                    variable: "A".into(),
+                    names: vec!["auto".into(), "ring".into()],
+                }),
+                _ => Err(format!("this MPI library has no {}", c.name())),
+            }
+        }
+        fn known(&self, _: &str, _: Collective) -> Option<Vec<String>> {
+            None
+        }
+    }
+
+    #[test]
+    fn a_collective_without_a_variable_is_missing() {
+        let set = PolicySet::parse(
+            "[collectives]\n[collectives.algorithms.mpich]\nallreduce = [\"ring\"]\nbarrier = [\"x\"]\n",
+            "m.toml",
+        )
+        .unwrap();
+        let d = set.collectives().unwrap().check(&OnlyAllreduce);
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(d[0].severity, Severity::Missing);
+        assert_eq!(
+            d[0].to_string(),
+            "m.toml:4:1: missing: in [collectives]: `barrier` has no algorithm variable the tuner \
+             can switch in this MPI library (mpich): this MPI library has no barrier"
+        );
     }
 
     #[test]

@@ -85,7 +85,7 @@ pub use catalogue::{
     CvarInfo, CvarType, Diagnostic, MemoryCatalogue, PvarClass, PvarInfo, Scope, Severity,
     VariableLookup,
 };
-pub use collectives::{CollectiveSpec, LIBRARIES};
+pub use collectives::{AlgorithmLookup, Algorithms, CollectiveSpec, LibraryPlaces, LIBRARIES};
 pub use duration::{parse_duration, DurationError};
 pub use error::{Location, PolicyError, PolicyErrors};
 pub use expr::program::EvalError;

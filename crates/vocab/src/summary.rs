@@ -33,6 +33,56 @@ pub struct SummaryFile {
     /// What the policies told the job (`kind`: `recommendation`, `note`,
     /// `disabled`, ...).
     pub messages: Vec<Message>,
+    /// What online collective tuning found, per communicator, collective
+    /// and message-size bin searched, on the communicators rank 0 belongs
+    /// to (empty when tuning did not run; absent in older files).
+    #[serde(default)]
+    pub collectives: Vec<CollectiveOutcome>,
+}
+
+/// Online collective tuning's outcome for one (communicator, collective,
+/// message-size bin): the same on every rank of the communicator, whose
+/// ranks agree on every number (the `collective` records of the logs).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CollectiveOutcome {
+    /// The communicator's label (`c<world rank of its rank 0>.<n>`).
+    pub comm: String,
+    /// Its size.
+    pub comm_size: Option<i32>,
+    /// The collective (`allreduce`, ...).
+    pub collective: String,
+    /// The message-size bin, `[lo, hi)` bytes (`hi` null for the last).
+    pub bin: Option<(u64, Option<u64>)>,
+    /// The library's default algorithm (the value at start).
+    pub default: Option<String>,
+    /// The algorithm kept by the last search that ended (`None`: none ended).
+    pub chosen: Option<String>,
+    /// The default's agreed time per call in that search (microseconds).
+    pub default_us: Option<f64>,
+    /// The kept algorithm's agreed time per call (microseconds).
+    pub chosen_us: Option<f64>,
+    /// `default_us / chosen_us`.
+    pub gain: Option<f64>,
+    /// What every search cost over the run (time spent in candidates
+    /// slower than the default), microseconds.
+    pub cost_us: f64,
+    /// Searches that ended.
+    pub searches: u32,
+    /// Each candidate tried: its last agreed time per call.
+    pub candidates: Vec<CandidateTime>,
+}
+
+/// A candidate algorithm as a search last measured it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CandidateTime {
+    /// The algorithm's name in the library.
+    pub algorithm: String,
+    /// Its agreed time per call in its last trial (microseconds).
+    pub time_us: Option<f64>,
+    /// Calls it ran, over all its trials.
+    pub calls: u64,
+    /// Dropped after its first window in its last trial (too slow).
+    pub dropped: bool,
 }
 
 /// A message of the summary.

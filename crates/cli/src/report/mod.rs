@@ -42,7 +42,9 @@ counted.
 Plots (SVG and PNG, in RUN_DIR/report/ unless --plots says otherwise): \
 over-time-VAR (a variable across ranks over time, one line per rank; by \
 default the one with the largest spread across ranks), rank-histograms, \
-message-sizes, cvar-changes. PNG text uses DejaVu Sans or another system \
+message-sizes, cvar-changes, and collective-tuning (the time per call of \
+each candidate algorithm per tuned communicator, collective and size) when \
+collective tuning ran. PNG text uses DejaVu Sans or another system \
 font (MPIT_TUNER_FONT=file.ttf to choose); without any font the PNGs have \
 no text.
 

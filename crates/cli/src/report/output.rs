@@ -66,7 +66,7 @@ fn link(path: &Path, from: Option<&Path>) -> String {
 }
 
 /// Draws the plots (the variables `vars` over time, cross-rank histograms,
-/// message sizes, CVAR changes) into `dir`, each as SVG and PNG, and
+/// message sizes, CVAR changes, collective tuning when it ran) into `dir`, each as SVG and PNG, and
 /// records them, or why one failed, in `outputs`.
 pub(super) fn draw(
     run: &Run,
@@ -116,6 +116,13 @@ pub(super) fn draw(
         "CVAR changes over time".into(),
         plots::cvar_changes(&a.writes, run.size, a.facts.duration),
     ));
+    if run.ranks.iter().any(|r| !r.collectives.is_empty()) {
+        jobs.push((
+            "collective-tuning".into(),
+            "collective tuning: time per call of each candidate".into(),
+            plots::collective_tuning(&super::document::collective_outcomes(run)),
+        ));
+    }
     for (stem, title, svg) in jobs {
         match svg.and_then(|svg| painter.save(dir, &stem, &title, &svg)) {
             Ok(p) => outputs.plots.push((

@@ -160,6 +160,7 @@ impl Runtime {
                     text: text.clone(),
                 })
                 .collect(),
+            collectives: crate::decide::collectives::logged(),
         };
         let written = serde_json::to_vec_pretty(&doc)
             .map_err(std::io::Error::other)

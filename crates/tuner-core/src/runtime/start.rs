@@ -528,7 +528,14 @@ fn tune_collectives(
                             .and_then(|v| v.read().ok())
                             .and_then(|v| v.as_i64())
                             .unwrap_or(0);
-                        match Target::find(catalogue, c, known, default, &wanted) {
+                        match Target::find(
+                            catalogue,
+                            info.library,
+                            &info.library_version,
+                            c,
+                            default,
+                            &wanted,
+                        ) {
                             Ok(t) => targets.push(t),
                             Err(e) => log.record(&tune::note(0.0, "skipped", e)),
                         }

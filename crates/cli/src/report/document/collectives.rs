@@ -6,7 +6,28 @@
 use crate::report::reading::Run;
 use crate::report::tables::{Block, Section};
 use std::collections::BTreeMap;
+use tuner_core::decide::collectives::{OutcomeKey, Outcomes};
 use vocab::record::CollectiveTuning;
+use vocab::summary::CollectiveOutcome;
+
+/// What the searches found, per (communicator, collective, bin), from the
+/// logs: each rank's records folded as the tuner folds them for
+/// summary.json, a communicator's outcome taken from the first rank that
+/// has it (its ranks log the same). Empty when no log has a search.
+pub(crate) fn outcomes(run: &Run) -> Vec<CollectiveOutcome> {
+    let mut all: BTreeMap<OutcomeKey, CollectiveOutcome> = BTreeMap::new();
+    for log in &run.ranks {
+        let mut mine = Outcomes::default();
+        for r in &log.collectives {
+            mine.add(r);
+        }
+        for o in mine.to_vec() {
+            all.entry((o.comm.clone(), o.collective.clone(), o.bin))
+                .or_insert(o);
+        }
+    }
+    all.into_values().collect()
+}
 
 /// The section, or `None` when no log has a `collective` record.
 pub(super) fn collectives(run: &Run) -> Option<Section> {

@@ -10,6 +10,8 @@
 
 mod changes;
 mod collectives;
+
+pub(crate) use collectives::outcomes as collective_outcomes;
 mod facts;
 mod messages;
 mod policies;

@@ -7,7 +7,9 @@
 //!   variables that differ most across ranks (summary.json's histograms);
 //! - `message-sizes`: message-size distribution per MPI call family;
 //! - `cvar-changes`: the CVAR writes of every rank over time, a marker per
-//!   outcome.
+//!   outcome;
+//! - `collective-tuning`: per tuned (communicator, collective, size bin),
+//!   the time per call of each candidate algorithm.
 //!
 //! Each chart has its file ([`over_time`], [`histograms`] for the rank
 //! histograms and message sizes, [`cvar_changes`]); this one holds the
@@ -18,10 +20,12 @@
 //! font at all the PNGs are drawn without text (the SVGs keep theirs) and
 //! the report says so.
 
+mod collectives;
 mod cvar_changes;
 mod histograms;
 mod over_time;
 
+pub use collectives::collective_tuning;
 pub use cvar_changes::cvar_changes;
 pub use histograms::{message_sizes, rank_histograms};
 pub use over_time::over_time;

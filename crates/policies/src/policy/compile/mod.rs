@@ -105,7 +105,7 @@ impl<'m, 's> Compiler<'m, 's> {
                 return None;
             }
         };
-        match crate::collectives::compile(raw) {
+        match crate::collectives::compile(raw, self.map) {
             Ok(spec) => Some(spec),
             Err(errors) => {
                 for (at, message) in errors {

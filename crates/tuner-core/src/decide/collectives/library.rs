@@ -15,6 +15,74 @@ pub fn mpich_cvar(c: Collective) -> String {
     )
 }
 
+/// Open MPI's algorithm variable of `c` (component `coll/tuned`; an
+/// MPI_T enumeration gives its algorithms).
+pub fn openmpi_cvar(c: Collective) -> String {
+    format!("coll_tuned_{}_algorithm", c.name())
+}
+
+/// The algorithm variable of `c` in `library`, if it has one known here.
+pub fn algorithm_cvar(library: Library, c: Collective) -> Option<String> {
+    match library {
+        Library::Mpich => Some(mpich_cvar(c)),
+        Library::OpenMpi => Some(openmpi_cvar(c)),
+        Library::Mvapich2 => mvapich2_cvar(c),
+        _ => None,
+    }
+}
+
+/// Algorithms as (name, value), in value order.
+pub type Named = Vec<(String, i64)>;
+
+/// [`algorithms`] of the running library, as `mpit-tuner check
+/// --against-mpi` asks for them.
+#[derive(Debug, Clone, Copy)]
+pub struct LibraryAlgorithms<'c> {
+    /// The library.
+    pub library: Library,
+    /// Its version string (`MPI_Get_library_version`).
+    pub version: &'c str,
+    /// Its variables.
+    pub catalogue: &'c Catalogue,
+}
+
+impl policies::AlgorithmLookup for LibraryAlgorithms<'_> {
+    fn library(&self) -> &str {
+        self.library.name()
+    }
+
+    fn algorithms(&self, collective: Collective) -> Result<policies::Algorithms, String> {
+        let (info, names) = algorithms(self.catalogue, self.library, self.version, collective)?;
+        if names.is_empty() {
+            return Err(format!(
+                "{} has no MPI_T enumeration, so its algorithms' names are not known",
+                info.name
+            ));
+        }
+        Ok(policies::Algorithms {
+            variable: info.name.clone(),
+            names: names.into_iter().map(|(n, _)| n).collect(),
+        })
+    }
+
+    /// MPICH's names of `collective` in any version known here (4.0-4.1 or
+    /// 5.0), for an MPICH table checked while another library runs.
+    fn known(&self, library: &str, collective: Collective) -> Option<Vec<String>> {
+        (library == Library::Mpich.name()).then(|| {
+            let mut names: Vec<String> = Vec::new();
+            for n in mpich4_algorithms(collective)
+                .iter()
+                .chain(mpich5_algorithms(collective))
+            {
+                if !names.iter().any(|k| k == n) {
+                    names.push(n.to_string());
+                }
+            }
+            names
+        })
+    }
+}
+
 /// MVAPICH2's algorithm variable of `c` (2.3.7 has one for allreduce,
 /// bcast, reduce, allgather and alltoall among the collectives tuned here;
 /// `None` for the others).
@@ -268,7 +336,7 @@ impl Target {
         version: &str,
         collective: Collective,
         default: i64,
-    ) -> Result<(Target, Vec<(String, i64)>), String> {
+    ) -> Result<(Target, Named), String> {
         let (cvar, list) = algorithms(catalogue, library, version, collective)?;
         let name = list
             .iter()
@@ -284,22 +352,20 @@ impl Target {
         ))
     }
 
-    /// The target for `collective` in this library, whose algorithms are
-    /// `names` in value order (from [`mpich_algorithms`]), with the
+    /// The target for `collective` in `library` (of `version`), with the
     /// candidates `wanted` (names; empty: every algorithm the library
     /// lists), after `default` (the variable's value at start). An error
     /// names the variable and says why it cannot be tuned.
     pub fn find(
         catalogue: &Catalogue,
+        library: Library,
+        version: &str,
         collective: Collective,
-        names: &'static [&'static str],
         default: i64,
         wanted: &[String],
     ) -> Result<Target, String> {
-        let name = mpich_cvar(collective);
-        let info = catalogue
-            .cvar(&name)
-            .ok_or_else(|| format!("this MPI library has no {name}"))?;
+        let (info, names) = algorithms(catalogue, library, version, collective)?;
+        let name = &info.name;
         if !matches!(info.scope, Scope::AllEq | Scope::All | Scope::Local) {
             return Err(format!(
                 "{name} cannot be written after MPI_Init (scope {})",
@@ -309,25 +375,29 @@ impl Target {
         if !matches!(info.datatype, Datatype::Int | Datatype::Unsigned) {
             return Err(format!("{name} is not an integer variable"));
         }
-        check_description(&info.description, names).map_err(|missing| {
-            format!("{name}'s description does not list `{missing}` where the table of this MPICH version does: this library's algorithms are not the ones known here")
-        })?;
+        if names.is_empty() {
+            return Err(format!(
+                "{name} has no MPI_T enumeration, so its algorithms' names are not known"
+            ));
+        }
         let mut candidates = vec![(
             names
-                .get(usize::try_from(default).unwrap_or(usize::MAX))
-                .map_or_else(|| default.to_string(), |n| n.to_string()),
+                .iter()
+                .find(|(_, v)| *v == default)
+                .map_or_else(|| default.to_string(), |(n, _)| n.clone()),
             default,
         )];
         for w in wanted {
-            if !names.iter().any(|n| n.eq_ignore_ascii_case(w)) {
+            if !names.iter().any(|(n, _)| n.eq_ignore_ascii_case(w)) {
+                let all: Vec<&str> = names.iter().map(|(n, _)| n.as_str()).collect();
                 return Err(format!(
                     "`{w}` is not an algorithm of {name} (it has {})",
-                    names.join(", ")
+                    all.join(", ")
                 ));
             }
         }
-        for (value, n) in names.iter().enumerate() {
-            let value = value as i64;
+        for (n, value) in &names {
+            let value = *value;
             let chosen = wanted.is_empty() || wanted.iter().any(|w| w.eq_ignore_ascii_case(n));
             if value != default && chosen && candidates.len() < super::search::MAX_CANDIDATES {
                 candidates.push((n.to_string(), value));
@@ -335,7 +405,7 @@ impl Target {
         }
         Ok(Target {
             collective,
-            cvar: info.clone(),
+            cvar: info,
             candidates,
         })
     }
@@ -352,18 +422,14 @@ pub fn algorithms(
     library: Library,
     version: &str,
     collective: Collective,
-) -> Result<(CvarInfo, Vec<(String, i64)>), String> {
-    let name = match library {
-        Library::Mpich => mpich_cvar(collective),
-        Library::OpenMpi => format!("coll_tuned_{}_algorithm", collective.name()),
-        Library::Mvapich2 => mvapich2_cvar(collective).ok_or_else(|| {
-            format!(
-                "MVAPICH2 has no algorithm variable for {}",
-                collective.name()
-            )
-        })?,
-        other => return Err(format!("{other:?}: its algorithm variables are not known")),
-    };
+) -> Result<(CvarInfo, Named), String> {
+    let name = algorithm_cvar(library, collective).ok_or_else(|| {
+        format!(
+            "no algorithm variable of {} is known for {}",
+            collective.name(),
+            library.name()
+        )
+    })?;
     let info = catalogue.cvar(&name).ok_or_else(|| {
         format!(
             "this MPI library has no {name} (for Open MPI: is the coll/tuned component loaded?)"

@@ -31,20 +31,118 @@ pub mod search;
 mod table;
 
 pub use library::{
-    algorithms, mpich4_algorithms, mpich5_algorithms, mpich_algorithms, mpich_cvar, mvapich2_cvar,
-    support, Collective, Support, Target, COLLECTIVES,
+    algorithm_cvar, algorithms, mpich4_algorithms, mpich5_algorithms, mpich_algorithms, mpich_cvar,
+    mvapich2_cvar, openmpi_cvar, support, Collective, LibraryAlgorithms, Support, Target,
+    COLLECTIVES,
 };
 pub use search::{Agreed, Event, Params, Search, State};
 pub use table::{
-    activate, after, before, comm_freeing, events, installed, on, prepare, stop, tuner, Bins,
-    Ticket, TuneEvent, Tuner, What, MAX_COMMS,
+    activate, after, before, comm_freeing, events, on, prepare, started, stop, tuner, Bins, Ticket,
+    TuneEvent, Tuner, What, MAX_COMMS,
 };
 
+use std::collections::BTreeMap;
+use std::sync::Mutex;
 use vocab::record::{CollectiveTuning, Record};
+use vocab::summary::{CandidateTime, CollectiveOutcome};
 
-/// The log record of `event` (names from the running tuner).
+/// What this process logged so far, folded (for summary.json).
+static LOGGED: Mutex<Outcomes> = Mutex::new(Outcomes {
+    map: BTreeMap::new(),
+});
+
+/// An outcome's key: (communicator, collective, size bin).
+pub type OutcomeKey = (String, String, Option<(u64, Option<u64>)>);
+
+/// `collective` records folded, in log order, into the outcome of each
+/// (communicator, collective, size bin) searched: what summary.json and
+/// `mpit-tuner report` say about collective tuning.
+#[derive(Debug, Default)]
+pub struct Outcomes {
+    map: BTreeMap<OutcomeKey, CollectiveOutcome>,
+}
+
+impl Outcomes {
+    /// Folds one record in (records other than trials and decisions are
+    /// ignored).
+    pub fn add(&mut self, r: &CollectiveTuning) {
+        if r.event != "trial" && r.event != "decision" {
+            return;
+        }
+        let Some(collective) = &r.collective else {
+            return;
+        };
+        let o = self
+            .map
+            .entry((r.comm.clone(), collective.clone(), r.bin))
+            .or_insert_with(|| CollectiveOutcome {
+                comm: r.comm.clone(),
+                comm_size: r.comm_size,
+                collective: collective.clone(),
+                bin: r.bin,
+                default: None,
+                chosen: None,
+                default_us: None,
+                chosen_us: None,
+                gain: None,
+                cost_us: 0.0,
+                searches: 0,
+                candidates: Vec::new(),
+            });
+        let algorithm = r.algorithm.clone().unwrap_or_default();
+        if r.event == "trial" {
+            // A search measures the default first.
+            o.default.get_or_insert_with(|| algorithm.clone());
+            match o.candidates.iter_mut().find(|c| c.algorithm == algorithm) {
+                Some(c) => {
+                    c.time_us = r.time_us;
+                    c.calls += r.calls.unwrap_or(0);
+                    c.dropped = r.dropped;
+                }
+                None => o.candidates.push(CandidateTime {
+                    algorithm,
+                    time_us: r.time_us,
+                    calls: r.calls.unwrap_or(0),
+                    dropped: r.dropped,
+                }),
+            }
+        } else {
+            o.chosen = Some(algorithm);
+            o.default_us = r.default_us;
+            o.chosen_us = r.time_us;
+            o.gain = match (r.default_us, r.time_us) {
+                (Some(d), Some(c)) if c > 0.0 => Some(d / c),
+                _ => None,
+            };
+            o.cost_us += r.cost_us.unwrap_or(0.0);
+            o.searches += 1;
+        }
+    }
+
+    /// The outcomes, by communicator, collective and bin.
+    pub fn to_vec(&self) -> Vec<CollectiveOutcome> {
+        self.map.values().cloned().collect()
+    }
+}
+
+/// The outcomes of the records this process logged so far (through
+/// [`record`]).
+pub fn logged() -> Vec<CollectiveOutcome> {
+    LOGGED.lock().unwrap_or_else(|e| e.into_inner()).to_vec()
+}
+
+/// The log record of `event` (names from the tuner this process started),
+/// folded into what this process [`logged`].
 pub fn record(event: &TuneEvent) -> Record<'static> {
-    let t = installed();
+    let r = make_record(event);
+    if let Record::Collective(c) = &r {
+        LOGGED.lock().unwrap_or_else(|e| e.into_inner()).add(c);
+    }
+    r
+}
+
+fn make_record(event: &TuneEvent) -> Record<'static> {
+    let t = started();
     let name = |i: usize| {
         event
             .collective

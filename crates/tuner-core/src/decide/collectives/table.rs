@@ -646,9 +646,9 @@ pub fn tuner() -> Option<&'static Tuner> {
     ON.load(Acquire).then(|| TUNER.get()).flatten()
 }
 
-/// The tuner, if one was started, also after [`stop`] (for the names and
-/// bins of the last events).
-pub fn installed() -> Option<&'static Tuner> {
+/// The tuner started in this process, running or stopped (names of the
+/// events drained after [`stop`]).
+pub fn started() -> Option<&'static Tuner> {
     TUNER.get()
 }
 
