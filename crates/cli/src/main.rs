@@ -10,7 +10,9 @@
 //! the tuner), `check` (validate policy files, optionally against the MPI
 //! library), `replay` (try a policy file on recorded logs) and `report`
 //! (what a finished run did, from its run directory: tables, Markdown, CSV,
-//! plots), `schema` (the JSON Schema of the logs and summary.json). Adding one is a variant of [`Command`] and a module with its
+//! plots), `schema` (the JSON Schema of the logs and summary.json),
+//! `export` (what collective tuning learned, as files the MPI libraries
+//! read without the tool). Adding one is a variant of [`Command`] and a module with its
 //! `Args` and `run`.
 //!
 //! Exit status: 2 for every error of the command itself; `check` exits 1
@@ -22,6 +24,7 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 mod check;
+mod export;
 mod list;
 mod replay;
 mod report;
@@ -91,6 +94,16 @@ enum Command {
     /// (generated from the types the tool writes them with), or check a
     /// run directory against the format with --check.
     Schema(schema::Args),
+
+    /// Export what a run's collective tuning learned, for runs without the
+    /// tool: an Open MPI dynamic rules file, an MPICH selection JSON, a
+    /// pre-init policy.
+    ///
+    /// Reads the `collective` decision records of RUN_DIR (per communicator
+    /// size, collective and message-size bin) and writes the formats that
+    /// fit the library the run was made with, into RUN_DIR/export/ unless
+    /// -o says where.
+    Export(export::Args),
 }
 
 fn main() -> ExitCode {
@@ -115,6 +128,7 @@ fn run() -> Result<ExitCode> {
         Command::Replay(args) => replay::run(&args).map(|()| ExitCode::SUCCESS),
         Command::Report(args) => report::run(&args),
         Command::Schema(args) => schema::run(&args),
+        Command::Export(args) => export::run(&args).map(|()| ExitCode::SUCCESS),
     }
 }
 

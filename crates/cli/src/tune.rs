@@ -66,6 +66,11 @@ pub struct TuneArgs {
     #[arg(long, value_name = "FRACTION", default_value_t = 0.05)]
     margin: f64,
 
+    /// Runs per setting (the default's included), in interleaved rounds;
+    /// the median time per call of a setting's runs is what is compared.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    reps: u32,
+
     /// The preload library (default: MPIT_TUNER_LIB, else libmpit_tuner.so
     /// next to mpit-tuner).
     #[arg(long, value_name = "PATH")]
@@ -102,12 +107,14 @@ struct Variable {
 }
 
 /// One run.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 struct RunResult {
     dir: PathBuf,
     /// `None` for the default run.
     collective: Option<&'static str>,
     algorithm: Option<String>,
+    /// The round (1 to --reps).
+    round: u32,
     setting: Option<(String, String)>,
     exit_status: Option<i32>,
     ok: bool,
@@ -147,6 +154,9 @@ pub fn run(args: &TuneArgs) -> Result<ExitCode> {
     if !(0.0..1.0).contains(&args.margin) {
         bail!("--margin {}: a fraction from 0 to 1", args.margin);
     }
+    if args.reps == 0 {
+        bail!("--reps 0: at least one run per setting");
+    }
     let wanted = match &args.collectives {
         Some(list) => parse_list(list)?,
         None => Vec::new(),
@@ -165,7 +175,7 @@ pub fn run(args: &TuneArgs) -> Result<ExitCode> {
 
     let mut runs = Vec::new();
     eprintln!("mpit-tuner tune: run 0, the library's defaults");
-    let first = measure(args, &dir, 0, &preload, None)?;
+    let first = measure(args, &dir, 0, 1, &preload, None)?;
     if !first.ok {
         eprintln!(
             "mpit-tuner tune: the run with the library's defaults failed (status {:?}; logs in {}): nothing to tune",
@@ -176,7 +186,7 @@ pub fn run(args: &TuneArgs) -> Result<ExitCode> {
             first.exit_status.map_or(1, |c| (c & 0xff) as u8).max(1),
         ));
     }
-    let (library, variables) = read_variables(&first.dir)?;
+    let (library, version, variables) = read_variables(&first.dir)?;
     if first.measured.is_empty() {
         eprintln!(
             "mpit-tuner tune: the run with the library's defaults measured no collective: a collective is measured in windows of 8 calls after 2 warm-up calls, on communicators of 2 ranks or more; nothing to tune (logs in {})",
@@ -209,7 +219,8 @@ pub fn run(args: &TuneArgs) -> Result<ExitCode> {
         }
     }
     runs.push(first);
-    let mut n = 1;
+    // Every setting: (collective, algorithm, environment setting).
+    let mut plan: Vec<(Collective, String, (String, String))> = Vec::new();
     for c in &todo {
         let Some(var) = variables.get(c.name()) else {
             eprintln!(
@@ -230,28 +241,53 @@ pub fn run(args: &TuneArgs) -> Result<ExitCode> {
             if *value == var.start.1 {
                 continue;
             }
-            let setting = setting(&library, open_mpi, var, name, *value);
+            plan.push((
+                *c,
+                name.clone(),
+                setting(&library, open_mpi, var, name, *value),
+            ));
+        }
+    }
+    // Interleaved rounds: a slow phase of the machine hits every setting
+    // alike rather than one.
+    for round in 1..=args.reps {
+        if round > 1 {
             eprintln!(
-                "mpit-tuner tune: run {n}, {} = {name} ({}={})",
+                "mpit-tuner tune: round {round} of {}, the library's defaults",
+                args.reps
+            );
+            let r = measure(args, &dir, 0, round, &preload, None)?;
+            report_failure(&r, 0);
+            runs.push(r);
+        }
+        for (i, (c, name, setting)) in plan.iter().enumerate() {
+            let n = i + 1;
+            eprintln!(
+                "mpit-tuner tune: run {n}{}, {} = {name} ({}={})",
+                if args.reps > 1 {
+                    format!(" round {round}")
+                } else {
+                    String::new()
+                },
                 c.name(),
                 setting.0,
                 setting.1
             );
-            let r = measure(args, &dir, n, &preload, Some((*c, name.clone(), setting)))?;
-            if !r.ok {
-                eprintln!(
-                    "mpit-tuner tune: run {n} ({} = {name}) failed (status {:?}): left out; its logs are in {}",
-                    c.name(),
-                    r.exit_status,
-                    r.dir.display()
-                );
-            }
+            let r = measure(
+                args,
+                &dir,
+                n,
+                round,
+                &preload,
+                Some((*c, name.clone(), setting.clone())),
+            )?;
+            report_failure(&r, n);
             runs.push(r);
-            n += 1;
         }
     }
-    let choices = choose(&runs, &variables, args.margin);
-    let settings = single_settings(&runs, &variables, &library, open_mpi, args.margin);
+    let combined = combine(&runs);
+    let choices = choose(&combined, &variables, args.margin);
+    let settings = single_settings(&combined, &variables, &library, open_mpi, args.margin);
     print_table(&choices, &settings);
     let json = TuneJson {
         library: library.clone(),
@@ -285,7 +321,149 @@ pub fn run(args: &TuneArgs) -> Result<ExitCode> {
     std::fs::write(&path, env).with_context(|| format!("cannot write {}", path.display()))?;
     println!("results: {}", dir.join("tune.json").display());
     println!("settings: {}", path.display());
+    export_choices(&json.choices, &variables, &library, &version, &dir);
     Ok(ExitCode::SUCCESS)
+}
+
+/// Says so when run `n` failed (it is left out).
+fn report_failure(r: &RunResult, n: usize) {
+    if !r.ok {
+        eprintln!(
+            "mpit-tuner tune: run {n}{} ({}) failed (status {:?}): left out; its logs are in {}",
+            if r.round > 1 {
+                format!(" round {}", r.round)
+            } else {
+                String::new()
+            },
+            match (&r.collective, &r.algorithm) {
+                (Some(c), Some(a)) => format!("{c} = {a}"),
+                _ => "the library's defaults".to_string(),
+            },
+            r.exit_status,
+            r.dir.display()
+        );
+    }
+}
+
+/// One result per setting (the default first, then in run order): per
+/// key, the median time per call over the setting's runs that worked and
+/// measured it (the mean of the middle two for an even count).
+fn combine(runs: &[RunResult]) -> Vec<RunResult> {
+    let mut out: Vec<RunResult> = Vec::new();
+    let mut times: Vec<BTreeMap<Key, Vec<(f64, u64)>>> = Vec::new();
+    for r in runs {
+        let i = match out
+            .iter()
+            .position(|o| o.collective == r.collective && o.algorithm == r.algorithm)
+        {
+            Some(i) => i,
+            None => {
+                let mut first = r.clone();
+                first.ok = false;
+                first.measured = Measured::new();
+                out.push(first);
+                times.push(BTreeMap::new());
+                out.len() - 1
+            }
+        };
+        if !r.ok {
+            continue;
+        }
+        out[i].ok = true;
+        for (key, &m) in &r.measured {
+            times[i].entry(*key).or_default().push(m);
+        }
+    }
+    for (o, t) in out.iter_mut().zip(times) {
+        for (key, mut list) in t {
+            list.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let n = list.len();
+            let median = if n % 2 == 1 {
+                list[n / 2].0
+            } else {
+                (list[n / 2 - 1].0 + list[n / 2].0) / 2.0
+            };
+            o.measured.insert(key, (median, list[0].1));
+        }
+    }
+    out
+}
+
+/// Writes what `choices` found as the files of `mpit-tuner export`
+/// (DIR/export/: an Open MPI rules file, an MPICH selection JSON, a
+/// pre-init policy, those that apply to the library); says why not where
+/// none applies.
+fn export_choices(
+    choices: &[Choice],
+    variables: &BTreeMap<&'static str, Variable>,
+    library: &str,
+    version: &str,
+    dir: &Path,
+) {
+    let family = match library {
+        "mpich" => crate::export::Family::Mpich,
+        "openmpi" => crate::export::Family::OpenMpi,
+        other => {
+            println!(
+                "export: not written: the export formats know MPICH and Open MPI, not {other}"
+            );
+            return;
+        }
+    };
+    let mut learned = crate::export::Learned {
+        family,
+        version: version.lines().next().unwrap_or("").trim().to_string(),
+        source: dir.display().to_string(),
+        choices: BTreeMap::new(),
+        notes: Vec::new(),
+    };
+    for ch in choices {
+        let (Some(c), Some(var)) = (
+            Collective::parse(ch.collective),
+            variables.get(ch.collective),
+        ) else {
+            continue;
+        };
+        let value = var
+            .algorithms
+            .iter()
+            .find(|(n, _)| *n == ch.chosen)
+            .map(|(_, v)| *v);
+        learned
+            .choices
+            .entry((c, ch.comm_size))
+            .or_default()
+            .push(crate::export::Choice {
+                lo: ch.bin.0,
+                hi: ch.bin.1,
+                algorithm: ch.chosen.clone(),
+                value,
+                default: family.is_default(value, &ch.chosen),
+                default_us: ch.default_us,
+                time_us: ch.chosen_us,
+                comm: format!("communicators of {} ranks", ch.comm_size),
+            });
+    }
+    for list in learned.choices.values_mut() {
+        list.sort_by_key(|c| c.lo);
+    }
+    match crate::export::write(
+        &learned,
+        crate::export::Format::All,
+        None,
+        &dir.join("export"),
+        None,
+    ) {
+        Ok((written, skipped)) => {
+            for p in written {
+                println!("export: {}", p.display());
+            }
+            for s in skipped {
+                println!("export: not written: {s}");
+            }
+        }
+        Err(e) => println!("export: nothing written: {e:#}"),
+    }
 }
 
 fn parse_list(list: &str) -> Result<Vec<Collective>> {
@@ -342,13 +520,17 @@ fn measure(
     args: &TuneArgs,
     dir: &Path,
     n: usize,
+    round: u32,
     preload: &(OsString, OsString),
     choice: Option<(Collective, String, (String, String))>,
 ) -> Result<RunResult> {
-    let label = match &choice {
+    let mut label = match &choice {
         Some((c, name, _)) => format!("run-{n:03}-{}-{name}", c.name()),
         None => format!("run-{n:03}-default"),
     };
+    if args.reps > 1 {
+        label.push_str(&format!("-r{round}"));
+    }
     let run_dir = dir.join(&label);
     if run_dir.exists() {
         std::fs::remove_dir_all(&run_dir)
@@ -377,6 +559,7 @@ fn measure(
         dir: run_dir,
         collective: choice.as_ref().map(|(c, _, _)| c.name()),
         algorithm: choice.as_ref().map(|(_, a, _)| a.clone()),
+        round,
         setting: choice.map(|(_, _, s)| s),
         exit_status: status.code(),
         ok: status.success(),
@@ -426,17 +609,21 @@ fn read_measured(dir: &Path) -> Result<Measured> {
 
 /// The library and each collective's variable, from rank 0 of the
 /// default run.
-fn read_variables(dir: &Path) -> Result<(String, BTreeMap<&'static str, Variable>)> {
+fn read_variables(dir: &Path) -> Result<(String, String, BTreeMap<&'static str, Variable>)> {
     let files = vocab::read::rank_files(dir).with_context(|| format!("{}", dir.display()))?;
     let Some(first) = files.first() else {
         bail!("{}: no rank log: did the tuner start?", dir.display());
     };
     let mut library = String::new();
+    let mut version = String::new();
     let mut vars = BTreeMap::new();
     let mut why_off = None;
     for (_, record) in vocab::read::records(&first.path)?.flatten() {
         match record {
-            Record::Header(h) => library = h.library.clone(),
+            Record::Header(h) => {
+                library = h.library.clone();
+                version = h.library_version.clone();
+            }
             Record::Collective(r) if r.event == "algorithms" => {
                 let Some(c) = r.collective.as_deref().and_then(Collective::parse) else {
                     continue;
@@ -468,7 +655,7 @@ fn read_variables(dir: &Path) -> Result<(String, BTreeMap<&'static str, Variable
             why_off.map_or_else(String::new, |w| format!(": {w}"))
         );
     }
-    Ok((library, vars))
+    Ok((library, version, vars))
 }
 
 /// The best algorithm per key.

@@ -6,10 +6,18 @@
 
 mod common;
 
-use common::{code, command, example, launcher, mpit_tuner, preload_lib, printed};
+use common::{code, command, command_within, example, launcher, mpit_tuner, preload_lib, printed};
 use serde_json::Value;
 
 fn tune(dir: &std::path::Path, extra_env: &[(&str, &str)]) -> Value {
+    tune_with(dir, &[], extra_env).0
+}
+
+fn tune_with(
+    dir: &std::path::Path,
+    options: &[&str],
+    extra_env: &[(&str, &str)],
+) -> (Value, String) {
     preload_lib();
     let bench = example("coll_bench");
     let mut args = vec![
@@ -18,20 +26,112 @@ fn tune(dir: &std::path::Path, extra_env: &[(&str, &str)]) -> Value {
         dir.to_str().unwrap(),
         "--collectives",
         "alltoall",
-        "--",
     ];
+    args.extend(options);
+    args.push("--");
     let launch = launcher(2);
     args.extend(launch.iter().map(String::as_str));
     // 4 KiB per rank, 40 calls: 4 windows of 8 after the warm-up.
     args.extend([bench.to_str().unwrap(), "alltoall", "4096", "40"]);
-    let mut cmd = command(&args);
+    // One job per run: the default and five algorithms per round; each
+    // gets the time of one test job.
+    let mut cmd = command_within(12 * mpit_testkit::timeout(), &args);
     for (k, v) in extra_env {
         cmd.env(k, v);
     }
     let job = mpit_testkit::run(cmd);
     assert_eq!(code(&job), Some(0), "{}", printed(&job));
     let text = std::fs::read_to_string(dir.join("tune.json")).expect("tune.json");
-    serde_json::from_str(&text).expect("tune.json parses")
+    (
+        serde_json::from_str(&text).expect("tune.json parses"),
+        job.stdout(),
+    )
+}
+
+/// The time per call rank 0 measured for alltoall of 4 KiB per rank on 2
+/// ranks in one run directory.
+fn measured_4k(run: &std::path::Path) -> f64 {
+    let log = common::read_jsonl(&run.join("rank-00000.jsonl"));
+    log.iter()
+        .find(|r| {
+            r["event"] == "measured"
+                && r["collective"] == "alltoall"
+                && r["bin"][0] == 4096
+                && r["comm_size"] == 2
+        })
+        .and_then(|r| r["time_us"].as_f64())
+        .unwrap_or_else(|| panic!("no measurement of alltoall 4 KiB in {}", run.display()))
+}
+
+#[test]
+fn repetitions_are_interleaved_the_median_is_compared_and_export_files_written() {
+    let tmp = common::tempdir();
+    let dir = tmp.path().join("tune");
+    let (json, stdout) = tune_with(
+        &dir,
+        &["--reps", "2"],
+        &[("MPIR_CVAR_COLLECTIVE_FALLBACK", "error")],
+    );
+    let runs = json["runs"].as_array().expect("runs");
+    // Round 1 (the default, then every algorithm), then round 2 in the
+    // same order.
+    let settings = runs.len() / 2;
+    assert_eq!(runs.len(), 2 * settings, "{json:#}");
+    for (i, r) in runs.iter().enumerate() {
+        let round = if i < settings { 1 } else { 2 };
+        assert_eq!(r["round"], round, "{r}");
+        assert_eq!(r["algorithm"], runs[i % settings]["algorithm"], "{json:#}");
+        let dir = r["dir"].as_str().unwrap();
+        assert!(dir.ends_with(&format!("-r{round}")), "{dir}");
+    }
+    // The default's time compared is the median (here: the mean) of its
+    // two runs' measurements.
+    let c = json["choices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["collective"] == "alltoall" && c["bin"][0] == 4096)
+        .unwrap_or_else(|| panic!("no choice for alltoall 4 KiB: {json:#}"))
+        .clone();
+    let d1 = measured_4k(std::path::Path::new(runs[0]["dir"].as_str().unwrap()));
+    let d2 = measured_4k(std::path::Path::new(
+        runs[settings]["dir"].as_str().unwrap(),
+    ));
+    let default_us = c["default_us"].as_f64().unwrap();
+    assert!(
+        (default_us - (d1 + d2) / 2.0).abs() <= 1e-9 * default_us.max(1.0),
+        "default {default_us} from runs {d1} and {d2}"
+    );
+    // The export files of what was chosen, as `mpit-tuner export` writes
+    // them; the pre-init policy is one `mpit-tuner check` accepts.
+    let export = dir.join("export");
+    let policy = export.join("collectives-pre-init.toml");
+    assert!(policy.is_file(), "{stdout}");
+    assert!(
+        stdout.contains(&format!("export: {}", policy.display())),
+        "{stdout}"
+    );
+    let own = if cfg!(mpi_flavor = "mpich") {
+        "mpich-coll-selection.json"
+    } else {
+        "coll-tuned-rules.conf"
+    };
+    let other = if cfg!(mpi_flavor = "mpich") {
+        "coll-tuned-rules.conf"
+    } else {
+        "mpich-coll-selection.json"
+    };
+    assert!(
+        stdout.contains(&format!("export: not written: {other}")),
+        "{stdout}"
+    );
+    // The library's own format: written, or left out with the reason.
+    assert!(
+        export.join(own).is_file() || stdout.contains(&format!("export: not written: {own}")),
+        "{stdout}"
+    );
+    let check = mpit_testkit::run(command(&["check", policy.to_str().unwrap()]));
+    assert_eq!(code(&check), Some(0), "{}", printed(&check));
 }
 
 #[test]

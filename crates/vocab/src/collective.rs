@@ -1,8 +1,11 @@
 //! The blocking collectives whose algorithm the tuner can choose: their
 //! names in policy files, settings and logs, defined once.
 
-/// The blocking collectives the tuner can switch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+/// The blocking collectives the tuner can switch (ordered as
+/// [`COLLECTIVES`] lists them).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 #[repr(usize)]
 pub enum Collective {

@@ -86,9 +86,14 @@ pub fn example(name: &str) -> PathBuf {
 /// or tuner settings from the caller's environment, with what MPI jobs need
 /// here (Open MPI as root, oversubscription).
 pub fn command(args: &[&str]) -> Command {
+    command_within(timeout(), args)
+}
+
+/// [`command`] with `secs` seconds to run (a command that runs several
+/// jobs, one after the other).
+pub fn command_within(secs: u64, args: &[&str]) -> Command {
     let mut cmd = Command::new("timeout");
-    cmd.args(["-k", "10", &timeout().to_string(), BIN])
-        .args(args);
+    cmd.args(["-k", "10", &secs.to_string(), BIN]).args(args);
     clean_env(&mut cmd);
     launcher_env(&mut cmd);
     cmd

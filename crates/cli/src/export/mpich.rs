@@ -1,0 +1,416 @@
+//! The MPICH collective selection table (MPICH 4.0-4.1, read by
+//! `src/mpi/coll/src/csel.c` from `MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE`
+//! when `MPIR_CVAR_<COLL>_INTRA_ALGORITHM` is `auto`): nested JSON objects
+//! whose keys are conditions (`collective=allreduce`, `comm_type=intra`,
+//! `comm_size<=4`, `avg_msg_size<65536`, `total_msg_size<N`, `...=any`),
+//! tried in file order among siblings, down to a leaf
+//! `"algorithm=MPIR_Allreduce_intra_recursive_doubling": {}`.
+//!
+//! The file replaces the library's whole table, and a collective without an
+//! entry makes MPICH fail an assertion at its first call. So the table
+//! written is the library's own default one, read from the MPICH library
+//! itself (`maint/tuning/coll/mpir/generic.json`, compiled into libmpich as
+//! a string), with the intra-communicator subtree of each collective the run
+//! tuned replaced: per communicator size learned, one condition per size
+//! bin with the algorithm kept; every other size and bin goes to the
+//! library's default subtree. Every algorithm written is checked to be a
+//! name the library's selection code knows.
+
+use super::{segments, Choice, Family, Learned};
+use anyhow::{anyhow, bail, Context, Result};
+use serde::de::{MapAccess, Visitor};
+use serde::ser::SerializeMap;
+use std::path::{Path, PathBuf};
+use vocab::collective::Collective;
+
+/// A selection tree: an object whose keys keep their order (MPICH tries
+/// siblings in file order; `serde_json::Map` would sort them).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Tree(pub Vec<(String, Tree)>);
+
+impl Tree {
+    /// The subtree under `key`.
+    #[cfg(test)]
+    pub fn get(&self, key: &str) -> Option<&Tree> {
+        self.0.iter().find(|(k, _)| k == key).map(|(_, t)| t)
+    }
+
+    fn get_mut(&mut self, key: &str) -> Option<&mut Tree> {
+        self.0.iter_mut().find(|(k, _)| k == key).map(|(_, t)| t)
+    }
+
+    /// A leaf choosing `algorithm` (`MPIR_...`).
+    fn leaf(algorithm: &str) -> Tree {
+        Tree(vec![(format!("algorithm={algorithm}"), Tree::default())])
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Tree {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Tree, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Tree;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object (MPICH's selection tree has only objects)")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Tree, A::Error> {
+                let mut out = Vec::new();
+                while let Some((k, v)) = map.next_entry::<String, Tree>()? {
+                    out.push((k, v));
+                }
+                Ok(Tree(out))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+impl serde::Serialize for Tree {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
+}
+
+/// MPICH's selection-code name of algorithm `name` (a value name of
+/// `MPIR_CVAR_<COLL>_INTRA_ALGORITHM`) of `c`: `MPIR_Allreduce_intra_smp`,
+/// `MPIR_Bcast_allcomm_nb`.
+pub fn algorithm_name(c: Collective, name: &str) -> String {
+    let coll = c.name();
+    let cap = format!("{}{}", coll[..1].to_ascii_uppercase(), &coll[1..]);
+    if name == "nb" {
+        format!("MPIR_{cap}_allcomm_nb")
+    } else {
+        format!("MPIR_{cap}_intra_{name}")
+    }
+}
+
+/// The size condition of a bin ending before `hi` bytes (as the tuner
+/// measures the call) on `size` ranks: `avg_msg_size` (count times datatype
+/// size) where MPICH defines it, `total_msg_size` (times the communicator
+/// size) for allgather and reduce_scatter_block; `None` for barrier.
+fn size_key(c: Collective, hi: Option<u64>, size: i32) -> Option<String> {
+    let total = |b: u64| b.saturating_mul(u64::try_from(size).unwrap_or(1));
+    match (c, hi) {
+        (Collective::Barrier, _) => None,
+        (Collective::Allgather | Collective::ReduceScatterBlock, Some(hi)) => {
+            Some(format!("total_msg_size<{}", total(hi)))
+        }
+        (Collective::Allgather | Collective::ReduceScatterBlock, None) => {
+            Some("total_msg_size=any".into())
+        }
+        (_, Some(hi)) => Some(format!("avg_msg_size<{hi}")),
+        (_, None) => Some("avg_msg_size=any".into()),
+    }
+}
+
+/// The intra-communicator subtree for one communicator size: per bin the
+/// algorithm kept, or the library's `default` subtree.
+fn by_size(c: Collective, size: i32, choices: &[Choice], default: &Tree) -> Tree {
+    let pick = |choice: Option<&Choice>| match choice {
+        Some(ch) if !ch.default => Tree::leaf(&algorithm_name(c, &ch.algorithm)),
+        _ => default.clone(),
+    };
+    let segs = segments(choices);
+    if c == Collective::Barrier {
+        return pick(segs.first().and_then(|s| s.2));
+    }
+    Tree(
+        segs.into_iter()
+            .map(|(_, hi, choice)| {
+                (
+                    size_key(c, hi, size).expect("sizes for all but barrier"),
+                    pick(choice),
+                )
+            })
+            .collect(),
+    )
+}
+
+/// `table` (the library's default) with the choices of `learned` in place.
+/// Errors name the collective the table lacks.
+pub fn apply(table: &Tree, learned: &Learned) -> Result<Tree, String> {
+    let mut out = table.clone();
+    for c in vocab::collective::COLLECTIVES {
+        let sizes: Vec<(i32, &Vec<Choice>)> = learned
+            .choices
+            .iter()
+            .filter(|((coll, _), list)| *coll == c && list.iter().any(|ch| !ch.default))
+            .map(|((_, size), list)| (*size, list))
+            .collect();
+        if sizes.is_empty() {
+            continue;
+        }
+        let key = format!("collective={}", c.name());
+        let intra = out
+            .get_mut(&key)
+            .and_then(|t| t.get_mut("comm_type=intra"))
+            .ok_or_else(|| {
+                format!(
+                    "the MPICH library's default table has no `{key}` / `comm_type=intra` entry"
+                )
+            })?;
+        let default = intra.clone();
+        let mut new = Vec::new();
+        for (size, list) in sizes {
+            new.push((format!("comm_size<{size}"), default.clone()));
+            new.push((
+                format!("comm_size<={size}"),
+                by_size(c, size, list, &default),
+            ));
+        }
+        new.push(("comm_size=any".into(), default));
+        *intra = Tree(new);
+    }
+    Ok(out)
+}
+
+/// The leaves `algorithm=...` of `tree`.
+fn algorithms(tree: &Tree, out: &mut Vec<String>) {
+    for (k, v) in &tree.0 {
+        if let Some(a) = k.strip_prefix("algorithm=") {
+            if !out.iter().any(|x| x == a) {
+                out.push(a.to_string());
+            }
+        }
+        algorithms(v, out);
+    }
+}
+
+/// The MPICH selection JSON for `learned`, with the default table of the
+/// MPICH library at `lib` (or found), or why there is none.
+pub fn selection(learned: &Learned, lib: Option<&Path>) -> Result<String> {
+    if learned.family != Family::Mpich {
+        bail!(
+            "{} was made with {}: its algorithms are Open MPI's coll/tuned ones, which have no defined \
+             equivalent among MPICH's; nothing to export as an MPICH selection table",
+            learned.source,
+            learned.version
+        );
+    }
+    let lib = match lib {
+        Some(p) => p.to_path_buf(),
+        None => find_libmpich().ok_or_else(|| {
+            anyhow!("cannot find the MPICH library (libmpich.so.12) to read its default selection table from: name it with --mpich-lib")
+        })?,
+    };
+    let bytes = std::fs::read(&lib).with_context(|| format!("cannot read {}", lib.display()))?;
+    let table = default_table(&bytes).ok_or_else(|| {
+        anyhow!(
+            "{} holds no MPICH collective selection table (MPICH 4.0 or 4.1's libmpich has one): is it an MPICH library?",
+            lib.display()
+        )
+    })?;
+    let table: Tree = serde_json::from_str(&table).with_context(|| {
+        format!(
+            "the selection table in {} is not the JSON expected",
+            lib.display()
+        )
+    })?;
+    if let Some(v) = version_number(&learned.version) {
+        if !contains(&bytes, v.as_bytes()) {
+            eprintln!(
+                "mpit-tuner: export: warning: the run was made with MPICH {v}, and {} does not look like MPICH {v}: the table written keeps that library's defaults",
+                lib.display()
+            );
+        }
+    }
+    let tree = apply(&table, learned).map_err(anyhow::Error::msg)?;
+    let mut names = Vec::new();
+    algorithms(&tree, &mut names);
+    for name in names {
+        if !contains(&bytes, format!("algorithm={name}\0").as_bytes()) {
+            bail!(
+                "{} does not know the algorithm {name} (its selection code has no `algorithm={name}`): not written",
+                lib.display()
+            );
+        }
+    }
+    let mut text = serde_json::to_string_pretty(&tree).context("writing the JSON")?;
+    text.push('\n');
+    Ok(text)
+}
+
+/// `4.0.2` from "MPICH Version: 4.0.2 ...".
+fn version_number(version: &str) -> Option<String> {
+    let rest = version.split("Version:").nth(1)?.trim_start();
+    let v: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
+    (!v.is_empty()).then_some(v)
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    memchr::memmem::find(hay, needle).is_some()
+}
+
+/// The MPIR-level default table in a libmpich image: the NUL-terminated
+/// string starting `{"collective=` whose algorithms are `MPIR_` ones (the
+/// library also holds its device's tables, whose names start `MPIDI_`).
+pub fn default_table(bytes: &[u8]) -> Option<String> {
+    let start = b"{\"collective=";
+    let mut at = 0;
+    while let Some(i) = memchr::memmem::find(&bytes[at..], start).map(|i| i + at) {
+        let end = memchr::memchr(0, &bytes[i..]).map_or(bytes.len(), |e| i + e);
+        let text = &bytes[i..end];
+        if contains(text, b"\"algorithm=MPIR_") && !contains(text, b"MPIDI_") {
+            return String::from_utf8(text.to_vec()).ok();
+        }
+        at = end;
+    }
+    None
+}
+
+/// libmpich.so.12 as `ldconfig -p` lists it, else in the usual directories.
+fn find_libmpich() -> Option<PathBuf> {
+    if let Ok(out) = std::process::Command::new("ldconfig").arg("-p").output() {
+        let text = String::from_utf8_lossy(&out.stdout);
+        for line in text.lines() {
+            if line.trim_start().starts_with("libmpich.so.12 ") {
+                if let Some(path) = line.split("=>").nth(1) {
+                    let p = PathBuf::from(path.trim());
+                    if p.is_file() {
+                        return Some(p);
+                    }
+                }
+            }
+        }
+    }
+    [
+        "/usr/lib/x86_64-linux-gnu",
+        "/usr/lib/aarch64-linux-gnu",
+        "/usr/lib64",
+        "/usr/lib",
+        "/usr/local/lib",
+    ]
+    .iter()
+    .map(|d| Path::new(d).join("libmpich.so.12"))
+    .find(|p| p.is_file())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{decision, learned};
+    use super::*;
+
+    /// A default table in MPICH's shape (two collectives, an intra and an
+    /// inter subtree each).
+    const TABLE: &str = r#"{"collective=allreduce":{"comm_type=intra":{"avg_msg_size<=8":{"algorithm=MPIR_Allreduce_intra_recursive_doubling":{}},"avg_msg_size=any":{"algorithm=MPIR_Allreduce_intra_reduce_scatter_allgather":{}}},"comm_type=inter":{"algorithm=MPIR_Allreduce_inter_reduce_exchange_bcast":{}}},"collective=allgather":{"comm_type=intra":{"algorithm=MPIR_Allgather_intra_ring":{}}},"collective=barrier":{"comm_type=intra":{"algorithm=MPIR_Barrier_intra_dissemination":{}}}}"#;
+
+    #[test]
+    fn order_is_kept_through_parse_and_write() {
+        let t: Tree = serde_json::from_str(TABLE).unwrap();
+        assert_eq!(serde_json::to_string(&t).unwrap(), TABLE);
+        assert!(serde_json::from_str::<Tree>(r#"{"a": 1}"#).is_err());
+    }
+
+    #[test]
+    fn tuned_sizes_get_their_bins_and_the_rest_keeps_the_default() {
+        let records = [
+            decision("c0.0", 4, "allreduce", (0, Some(256)), "auto", 0, 100.0),
+            decision("c0.0", 4, "allreduce", (256, Some(4096)), "nb", 1, 50.0),
+            decision(
+                "c0.0",
+                4,
+                "allreduce",
+                (1 << 20, None),
+                "recursive_doubling",
+                3,
+                50.0,
+            ),
+            decision("c0.0", 4, "allgather", (0, Some(256)), "brucks", 1, 50.0),
+            decision("c0.0", 4, "barrier", (0, Some(256)), "smp", 2, 50.0),
+        ];
+        let table: Tree = serde_json::from_str(TABLE).unwrap();
+        let out = apply(&table, &learned(Family::Mpich, &records)).unwrap();
+        let default = table
+            .get("collective=allreduce")
+            .unwrap()
+            .get("comm_type=intra")
+            .unwrap();
+        let intra = out
+            .get("collective=allreduce")
+            .unwrap()
+            .get("comm_type=intra")
+            .unwrap();
+        let keys: Vec<&str> = intra.0.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(keys, ["comm_size<4", "comm_size<=4", "comm_size=any"]);
+        assert_eq!(intra.get("comm_size<4"), Some(default));
+        assert_eq!(intra.get("comm_size=any"), Some(default));
+        let bins = intra.get("comm_size<=4").unwrap();
+        let keys: Vec<&str> = bins.0.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(
+            keys,
+            [
+                "avg_msg_size<256",
+                "avg_msg_size<4096",
+                "avg_msg_size<1048576",
+                "avg_msg_size=any"
+            ]
+        );
+        assert_eq!(bins.get("avg_msg_size<256"), Some(default));
+        assert_eq!(
+            bins.get("avg_msg_size<4096"),
+            Some(&Tree::leaf("MPIR_Allreduce_allcomm_nb"))
+        );
+        assert_eq!(bins.get("avg_msg_size<1048576"), Some(default));
+        assert_eq!(
+            bins.get("avg_msg_size=any"),
+            Some(&Tree::leaf("MPIR_Allreduce_intra_recursive_doubling"))
+        );
+        // The inter subtree is untouched.
+        assert_eq!(
+            out.get("collective=allreduce")
+                .unwrap()
+                .get("comm_type=inter"),
+            table
+                .get("collective=allreduce")
+                .unwrap()
+                .get("comm_type=inter")
+        );
+        // Allgather: total sizes (per block x 4 ranks); barrier: no size.
+        let ag = out
+            .get("collective=allgather")
+            .unwrap()
+            .get("comm_type=intra")
+            .unwrap();
+        let ag4 = ag.get("comm_size<=4").unwrap();
+        assert_eq!(ag4.0[0].0, "total_msg_size<1024");
+        assert_eq!(ag4.0[0].1, Tree::leaf("MPIR_Allgather_intra_brucks"));
+        let b = out
+            .get("collective=barrier")
+            .unwrap()
+            .get("comm_type=intra")
+            .unwrap();
+        assert_eq!(
+            b.get("comm_size<=4"),
+            Some(&Tree::leaf("MPIR_Barrier_intra_smp"))
+        );
+    }
+
+    #[test]
+    fn a_collective_missing_from_the_table_is_an_error() {
+        let records = [decision("c0.0", 2, "bcast", (0, None), "binomial", 1, 5.0)];
+        let table: Tree = serde_json::from_str(TABLE).unwrap();
+        let err = apply(&table, &learned(Family::Mpich, &records)).unwrap_err();
+        assert!(err.contains("collective=bcast"), "{err}");
+    }
+
+    #[test]
+    fn the_table_is_found_among_the_library_strings() {
+        let mut image =
+            b"\x7fELF junk\0{\"collective=bcast\":{\"algorithm=MPIDI_x\":{}}}\0".to_vec();
+        image.extend_from_slice(TABLE.as_bytes());
+        image.extend_from_slice(b"\0more");
+        assert_eq!(default_table(&image).as_deref(), Some(TABLE));
+        assert_eq!(default_table(b"nothing here"), None);
+        assert_eq!(
+            version_number("MPICH Version:\t4.0.2"),
+            Some("4.0.2".into())
+        );
+    }
+}

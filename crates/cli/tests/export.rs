@@ -1,0 +1,383 @@
+//! `mpit-tuner export` on real runs: the files it writes are accepted by
+//! the real MPI library, and the algorithm they choose is the one in use
+//! when the application runs with them and without the tool, shown by a
+//! deterministic witness (`examples/c/coll_fingerprint.c`: the lengths a
+//! user-defined reduction is handed, or a call the chosen algorithm
+//! refuses), never by timing. Bad run directories get a clear message and
+//! exit status 2.
+//!
+//! The decisions come from a real run's logs (header, start records,
+//! communicator labels) with one decision record per rank added: which
+//! algorithm a real search keeps depends on timing, and the test must not.
+
+mod common;
+
+use common::{code, example, launcher, mpit_tuner, preload_lib, printed};
+use mpit_testkit::Job;
+use serde_json::{json, Value as Json};
+use std::path::Path;
+
+/// A real run of `coll_fingerprint` under the tuner (`extra` options of
+/// `mpit-tuner run`), its run directory `dir`.
+fn tuned_run(dir: &Path, ranks: u32, extra: &[&str]) {
+    preload_lib();
+    let fp = example("coll_fingerprint");
+    let mut args = vec!["run", "--dir", dir.to_str().unwrap()];
+    args.extend(extra);
+    args.push("--");
+    let launch = launcher(ranks);
+    args.extend(launch.iter().map(String::as_str));
+    args.push(fp.to_str().unwrap());
+    let job = mpit_tuner(&args);
+    assert_eq!(code(&job), Some(0), "{}", printed(&job));
+}
+
+/// Adds `record` before the close record of every rank's log.
+fn add_record(dir: &Path, record: &Json) {
+    for rank in 0..vocab::rank_files(dir).unwrap().len() {
+        let path = dir.join(format!("rank-{rank:05}.jsonl"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+        let close = lines.len() - 1;
+        assert!(lines[close].contains("\"close\""), "{}", lines[close]);
+        lines.insert(close, record.to_string());
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    }
+}
+
+/// Rewrites every rank's header with `f`.
+fn edit_headers(dir: &Path, f: impl Fn(&mut Json)) {
+    for rank in 0..2 {
+        let path = dir.join(format!("rank-{rank:05}.jsonl"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+        let mut header: Json = serde_json::from_str(&lines[0]).unwrap();
+        f(&mut header);
+        lines[0] = header.to_string();
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    }
+}
+
+/// `coll_fingerprint` on 2 ranks without the tool, with `env`.
+fn fingerprint(env: &[(&str, &str)]) -> Job {
+    fingerprint_on(2, env)
+}
+
+/// `coll_fingerprint` on `ranks` ranks without the tool, with `env`.
+fn fingerprint_on(ranks: u32, env: &[(&str, &str)]) -> Job {
+    let fp = example("coll_fingerprint");
+    let mut cmd = mpit_testkit::mpiexec(ranks, &fp);
+    common::clean_env(&mut cmd);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    mpit_testkit::run(cmd)
+}
+
+fn export(args: &[&str]) -> Job {
+    let mut all = vec!["export"];
+    all.extend(args);
+    mpit_tuner(&all)
+}
+
+/// MPICH: the selection JSON is accepted and makes allreduce run
+/// reduce-scatter-allgather (MPICH's own assertion in that algorithm's
+/// file fires for a user-defined operation, where the default runs
+/// recursive doubling), and the pre-init settings select it too (with
+/// fallbacks made errors, MPICH refuses the call: that algorithm takes
+/// built-in operations only, which proves the setting reached the
+/// library).
+#[test]
+fn mpich_exports_are_accepted_and_in_use() {
+    if !cfg!(mpi_flavor = "mpich") {
+        eprintln!("skipped: the MPICH selection JSON is tried on the MPICH build");
+        return;
+    }
+    let tmp = common::tempdir();
+    let dir = tmp.path().join("run");
+    tuned_run(&dir, 2, &["--tune-collectives=allreduce"]);
+    // 1024 ints: 4 KiB, the bin [4 KiB, 64 KiB) of the default bins.
+    add_record(
+        &dir,
+        &json!({"type": "collective", "t": 0.5, "event": "decision", "comm": "c0.0",
+                "comm_size": 2, "collective": "allreduce", "bin": [4096, 65536],
+                "algorithm": "reduce_scatter_allgather", "value": 4, "time_us": 10.0,
+                "default_us": 20.0, "calls": 8, "cost_us": 3.0}),
+    );
+    let job = export(&[dir.to_str().unwrap()]);
+    assert_eq!(code(&job), Some(0), "{}", printed(&job));
+    let out = job.stdout();
+    assert!(out.contains("mpich-coll-selection.json"), "{out}");
+    assert!(out.contains("collectives-pre-init.toml"), "{out}");
+    assert!(
+        out.contains("not written: coll-tuned-rules.conf:")
+            && out.contains("no defined equivalent among Open MPI"),
+        "{out}"
+    );
+    let json_file = dir.join("export/mpich-coll-selection.json");
+    let text = std::fs::read_to_string(&json_file).unwrap();
+    assert!(
+        text.contains("\"algorithm=MPIR_Allreduce_intra_reduce_scatter_allgather\""),
+        "{text}"
+    );
+
+    // Without the file: recursive doubling, each rank reduces the whole vector.
+    let plain = fingerprint(&[]);
+    assert!(plain.success(), "{}", plain.stderr());
+    assert!(
+        plain
+            .stdout()
+            .contains("allreduce ok; op lengths: 1024 | 1024\n"),
+        "{}",
+        plain.stdout()
+    );
+    // With it: accepted, and reduce-scatter-allgather runs. That algorithm
+    // takes built-in operations only: with MPI_SUM every result is right;
+    // with the user-defined operation MPICH's own assertion in that
+    // algorithm's source file stops the job (the CVAR path would have
+    // refused the algorithm, the table path does not check).
+    let with_file = [(
+        "MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE",
+        json_file.to_str().unwrap(),
+    )];
+    let fp = example("coll_fingerprint");
+    let mut cmd = mpit_testkit::mpiexec(2, &fp);
+    cmd.args(["1024", "builtin"]);
+    common::clean_env(&mut cmd);
+    cmd.envs(with_file);
+    let tuned = mpit_testkit::run(cmd);
+    assert!(tuned.success(), "{}\n{}", tuned.stdout(), tuned.stderr());
+    let said = tuned.stdout();
+    assert!(said.contains("allreduce ok;"), "{said}");
+    assert!(said.contains("allgather ok"), "{said}");
+    assert!(said.contains("all results correct"), "{said}");
+    let witness = fingerprint(&with_file);
+    assert!(!witness.success(), "{}", witness.stdout());
+    assert!(
+        witness
+            .stderr()
+            .contains("allreduce_intra_reduce_scatter_allgather.c"),
+        "{}\n{}",
+        witness.stdout(),
+        witness.stderr()
+    );
+
+    // The pre-init policy: it checks, and its settings, set by hand, are
+    // the ones the library uses.
+    let policy = dir.join("export/collectives-pre-init.toml");
+    let check = mpit_tuner(&["check", policy.to_str().unwrap()]);
+    assert_eq!(code(&check), Some(0), "{}", printed(&check));
+    let text = std::fs::read_to_string(&policy).unwrap();
+    let settings: Vec<(String, String)> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("#   "))
+        .filter_map(|l| l.split_once('='))
+        .filter(|(k, _)| k.starts_with("MPIR_CVAR_"))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    assert_eq!(
+        settings,
+        [(
+            "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM".to_string(),
+            "reduce_scatter_allgather".to_string()
+        )],
+        "{text}"
+    );
+    let fallback = ("MPIR_CVAR_COLLECTIVE_FALLBACK", "error");
+    let control = fingerprint(&[fallback]);
+    assert!(
+        control.stdout().contains("allreduce ok;"),
+        "{}",
+        control.stdout()
+    );
+    let set = fingerprint(&[fallback, (&settings[0].0, &settings[0].1)]);
+    assert!(
+        set.stdout().contains("allreduce fails;"),
+        "{}",
+        set.stdout()
+    );
+
+    // Asking for Open MPI rules from an MPICH run: no guess, a reason.
+    let job = export(&[dir.to_str().unwrap(), "--format", "openmpi-rules"]);
+    assert_eq!(code(&job), Some(2), "{}", printed(&job));
+    assert!(
+        job.stderr()
+            .contains("its algorithms are MPICH's (MPIR_CVAR_<COLL>_INTRA_ALGORITHM)"),
+        "{}",
+        printed(&job)
+    );
+}
+
+/// Open MPI: the rules file choosing allgather `two_proc` for
+/// communicators of 3 ranks is read (dynamic rules on), and the algorithm
+/// is in use: it refuses more than two processes, so the call fails on 3
+/// ranks and not on 2 (whose communicators keep the library's choice).
+/// Open MPI 4.1 cannot switch online, so the decision is added to a real
+/// Open MPI run; its value is Open MPI's own enumeration item, as
+/// `ompi_info` lists it.
+#[test]
+fn openmpi_rules_are_accepted_and_in_use() {
+    if !cfg!(mpi_flavor = "openmpi") {
+        eprintln!("skipped: the Open MPI rules file is tried on the Open MPI build");
+        return;
+    }
+    let info = std::process::Command::new("ompi_info")
+        .args(["--param", "coll", "tuned", "--level", "9"])
+        .env("OMPI_MCA_coll_tuned_use_dynamic_rules", "1")
+        .output()
+        .expect("ompi_info runs");
+    let info = String::from_utf8_lossy(&info.stdout);
+    let line = info
+        .lines()
+        .skip_while(|l| !l.contains("\"coll_tuned_allgather_algorithm\""))
+        .find(|l| l.contains("Valid values:"))
+        .expect("ompi_info lists allgather's algorithms");
+    let two_proc: i64 = line
+        .split(',')
+        .find(|item| item.contains("\"two_proc\""))
+        .and_then(|item| item.split(':').rev().nth(1))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no two_proc in {line}"));
+    let tmp = common::tempdir();
+    let dir = tmp.path().join("run");
+    tuned_run(&dir, 3, &["--tune-collectives"]);
+    add_record(
+        &dir,
+        &json!({"type": "collective", "t": 0.5, "event": "decision", "comm": "c0.0",
+                "comm_size": 3, "collective": "allgather", "bin": [0, 256],
+                "algorithm": "two_proc", "value": two_proc, "time_us": 1.0, "default_us": 2.0}),
+    );
+    let job = export(&[dir.to_str().unwrap()]);
+    assert_eq!(code(&job), Some(0), "{}", printed(&job));
+    assert!(
+        job.stdout()
+            .contains("not written: mpich-coll-selection.json:"),
+        "{}",
+        printed(&job)
+    );
+    let rules = dir.join("export/coll-tuned-rules.conf");
+    let env = [
+        ("OMPI_MCA_coll_tuned_use_dynamic_rules", "1"),
+        (
+            "OMPI_MCA_coll_tuned_dynamic_rules_filename",
+            rules.to_str().unwrap(),
+        ),
+    ];
+    let plain = fingerprint_on(3, &[]);
+    assert!(
+        plain.stdout().contains("allgather ok"),
+        "{}",
+        plain.stdout()
+    );
+    let three = fingerprint_on(3, &env);
+    assert!(
+        three.stdout().contains("allgather fails"),
+        "{}\n{}",
+        three.stdout(),
+        three.stderr()
+    );
+    let two = fingerprint_on(2, &env);
+    assert!(two.stdout().contains("allgather ok"), "{}", two.stdout());
+}
+
+/// Bad run directories: no collective records, another library than the
+/// format's, missing ranks, no decisions. A message naming the directory
+/// and what is wrong, exit status 2, no panic.
+#[test]
+fn bad_run_directories_are_told() {
+    let tmp = common::tempdir();
+    let dir = tmp.path().join("run");
+    tuned_run(&dir, 2, &[]);
+    let d = dir.to_str().unwrap();
+    let job = export(&[d]);
+    assert_eq!(code(&job), Some(2), "{}", printed(&job));
+    assert!(
+        job.stderr().contains("has no collective records")
+            && job.stderr().contains("--tune-collectives"),
+        "{}",
+        printed(&job)
+    );
+    assert!(!job.stderr().contains("panicked"), "{}", printed(&job));
+
+    // Collective records, no decision: why, from the records.
+    add_record(
+        &dir,
+        &json!({"type": "collective", "t": 0.1, "event": "off",
+                "message": "Open MPI reads algorithms at start only"}),
+    );
+    let job = export(&[d]);
+    assert_eq!(code(&job), Some(2), "{}", printed(&job));
+    assert!(
+        job.stderr().contains(
+            "holds no collective tuning decision: off: Open MPI reads algorithms at start only"
+        ),
+        "{}",
+        printed(&job)
+    );
+
+    // A decision of an Open MPI run, asked for as MPICH JSON.
+    add_record(
+        &dir,
+        &json!({"type": "collective", "t": 0.5, "event": "decision", "comm": "c0.0",
+                "comm_size": 2, "collective": "allgather", "bin": [0, null],
+                "algorithm": "ring", "value": 4, "time_us": 1.0, "default_us": 2.0}),
+    );
+    edit_headers(&dir, |h| {
+        h["library"] = json!("openmpi");
+        h["library_version"] = json!("Open MPI v4.1.4");
+    });
+    let job = export(&[d, "--format", "mpich-json"]);
+    assert_eq!(code(&job), Some(2), "{}", printed(&job));
+    assert!(
+        job.stderr().contains("was made with Open MPI v4.1.4")
+            && job
+                .stderr()
+                .contains("nothing to export as an MPICH selection table"),
+        "{}",
+        printed(&job)
+    );
+    // ... whose rules file is written.
+    let rules = tmp.path().join("rules.conf");
+    let job = export(&[
+        d,
+        "--format",
+        "openmpi-rules",
+        "-o",
+        rules.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&job), Some(0), "{}", printed(&job));
+    let text = std::fs::read_to_string(&rules).unwrap();
+    assert!(text.contains("\n0 4 0 0 "), "{text}");
+
+    // Different libraries on different ranks.
+    let path = dir.join("rank-00001.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, text.replacen("\"openmpi\"", "\"mpich\"", 1)).unwrap();
+    let job = export(&[d]);
+    assert_eq!(code(&job), Some(2), "{}", printed(&job));
+    assert!(
+        job.stderr()
+            .contains("the logs name different MPI libraries"),
+        "{}",
+        printed(&job)
+    );
+
+    // A missing rank.
+    std::fs::remove_file(&path).unwrap();
+    let job = export(&[d]);
+    assert_eq!(code(&job), Some(2), "{}", printed(&job));
+    assert!(
+        job.stderr().contains("rank 1 has no log"),
+        "{}",
+        printed(&job)
+    );
+
+    // Not a run directory at all.
+    let job = export(&[tmp.path().join("nowhere").to_str().unwrap()]);
+    assert_eq!(code(&job), Some(2), "{}", printed(&job));
+    assert!(
+        job.stderr().contains("is not a directory"),
+        "{}",
+        printed(&job)
+    );
+}
