@@ -10,12 +10,15 @@
 //! the tuner), `check` (validate policy files, optionally against the MPI
 //! library), `replay` (try a policy file on recorded logs) and `report`
 //! (what a finished run did, from its run directory: tables, Markdown, CSV,
-//! plots), `schema` (the JSON Schema of the logs and summary.json). Adding one is a variant of [`Command`] and a module with its
+//! plots), `schema` (the JSON Schema of the logs and summary.json), and
+//! `set`, `pause`, `resume`, `reload` (steering a running job through its
+//! run directory). Adding one is a variant of [`Command`] and a module with its
 //! `Args` and `run`.
 //!
 //! Exit status: 2 for every error of the command itself; `check` exits 1
 //! when a file has problems; `run` exits with the launcher's status;
-//! `report` exits 2 when a directory has nothing to report.
+//! `report` exits 2 when a directory has nothing to report; the steering
+//! commands exit 1 when a rank refused or did not answer.
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -27,6 +30,7 @@ mod replay;
 mod report;
 mod run;
 mod schema;
+mod steer;
 mod table;
 mod tune;
 
@@ -87,6 +91,27 @@ enum Command {
     /// directory is reported as such, with what could still be read.
     Report(report::Args),
 
+    /// Write a CVAR in a running job: `mpit-tuner set RUN_DIR NAME=VALUE`.
+    ///
+    /// Every selected rank checks the request as it checks a policy's
+    /// write (scope, type, range), writes, reads back, and answers in its
+    /// log; prints the answers per rank. Exits 1 if a rank refused or did
+    /// not answer in time.
+    Set(steer::SetArgs),
+
+    /// Pause one policy (or all) of a running job.
+    Pause(steer::PauseArgs),
+
+    /// Resume one paused policy (or all) of a running job.
+    Resume(steer::PauseArgs),
+
+    /// Replace the policies of a running job by a policy file.
+    ///
+    /// Every rank compiles and checks the file before it replaces its
+    /// policies; a file with errors changes nothing and each rank's answer
+    /// names the line and column.
+    Reload(steer::ReloadArgs),
+
     /// Print the JSON Schema of the log records or of summary.json
     /// (generated from the types the tool writes them with), or check a
     /// run directory against the format with --check.
@@ -115,6 +140,10 @@ fn run() -> Result<ExitCode> {
         Command::Replay(args) => replay::run(&args).map(|()| ExitCode::SUCCESS),
         Command::Report(args) => report::run(&args),
         Command::Schema(args) => schema::run(&args),
+        Command::Set(args) => steer::set(&args),
+        Command::Pause(args) => steer::pause(&args, true),
+        Command::Resume(args) => steer::pause(&args, false),
+        Command::Reload(args) => steer::reload(&args),
     }
 }
 

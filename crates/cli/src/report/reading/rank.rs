@@ -408,7 +408,9 @@ impl<'w> RankReader<'w> {
             // Decisions are many and the report tells their effects (writes,
             // notes); replay records are not in run directories. Headers and
             // samples are read before.
+            // Steering answers are not in the report yet.
             Record::Decision(_)
+            | Record::Control(_)
             | Record::Replay(_)
             | Record::ReplayEnd(_)
             | Record::Header(_)
