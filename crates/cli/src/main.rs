@@ -11,7 +11,8 @@
 //! library), `replay` (try a policy file on recorded logs) and `report`
 //! (what a finished run did, from its run directory: tables, Markdown, CSV,
 //! plots), `schema` (the JSON Schema of the logs and summary.json), and
-//! `set`, `pause`, `resume`, `reload` (steering a running job through its
+//! `watch` (a live view of a running job), `set`, `pause`, `resume`,
+//! `reload` (steering a running job through its
 //! run directory). Adding one is a variant of [`Command`] and a module with its
 //! `Args` and `run`.
 //!
@@ -33,6 +34,7 @@ mod schema;
 mod steer;
 mod table;
 mod tune;
+mod watch;
 
 /// Runtime autotuner for MPI applications, built on the MPI Tools
 /// Information Interface (MPI_T).
@@ -91,6 +93,15 @@ enum Command {
     /// directory is reported as such, with what could still be read.
     Report(report::Args),
 
+    /// Watch a running job from its run directory: ranks alive, samples,
+    /// the variables that differ most across ranks, the latest decisions,
+    /// writes, steering answers and warnings.
+    ///
+    /// Reads only the run directory (from another shell or node on a
+    /// shared file system); ends when every rank closed its log, or on
+    /// Ctrl-C.
+    Watch(watch::WatchArgs),
+
     /// Write a CVAR in a running job: `mpit-tuner set RUN_DIR NAME=VALUE`.
     ///
     /// Every selected rank checks the request as it checks a policy's
@@ -140,6 +151,7 @@ fn run() -> Result<ExitCode> {
         Command::Replay(args) => replay::run(&args).map(|()| ExitCode::SUCCESS),
         Command::Report(args) => report::run(&args),
         Command::Schema(args) => schema::run(&args),
+        Command::Watch(args) => watch::run(&args),
         Command::Set(args) => steer::set(&args),
         Command::Pause(args) => steer::pause(&args, true),
         Command::Resume(args) => steer::pause(&args, false),

@@ -1,6 +1,7 @@
-//! Steering a running job: `mpit-tuner set`, `pause`, `resume` and
-//! `reload` against real jobs of `examples/c/steady` (which runs until a
-//! stop file appears), and request files the ranks must refuse or ignore.
+//! Steering and watching a running job: `mpit-tuner set`, `pause`,
+//! `resume`, `reload` and `watch` against real jobs of `examples/c/steady`
+//! (which runs until a stop file appears), and request files the ranks must
+//! refuse or ignore.
 //!
 //! Every wait is on a condition in the logs, with a generous deadline.
 
@@ -494,4 +495,62 @@ fn requests_that_are_not_the_owners_or_not_requests_never_act() {
     }
     let printed_job = job.finish();
     assert!(printed_job.contains("steady:"), "{printed_job}");
+}
+
+#[test]
+fn watch_shows_a_running_job_and_ends_with_it() {
+    use library::*;
+    let mut job = Running::start(2, Some(TICK_TOCK));
+    job.wait_for("tick-tock deciding", |logs| {
+        logs.iter().all(|l| firings(l, "tick-tock").count() >= 1)
+    });
+    let out = job.steer("set", &[&format!("{LOCAL}={VALUE}"), "--ranks", "1"]);
+    assert_eq!(out.status.code(), Some(0), "{}", printed(&out));
+    let dir = job.dir.display().to_string();
+    let once = command(&["watch", &dir, "--once", "--plain"])
+        .output()
+        .unwrap();
+    assert_eq!(once.status.code(), Some(0), "{}", printed(&once));
+    let frame = String::from_utf8_lossy(&once.stdout);
+    for row in [
+        "2 ranks on 1 host",
+        "ranks: 2 alive, 0 finished, 0 not started",
+        "variables (largest spread across ranks now):",
+        "tool.mpi.time",
+        "tick-tock fired",
+        &format!("set {LOCAL}={VALUE} on ranks 1: applied"),
+        "set",
+    ] {
+        assert!(frame.contains(row), "no {row:?} in:\n{frame}");
+    }
+    assert!(!frame.contains("job finished"), "{frame}");
+    // Followed until the job ends: it stops by itself.
+    let mut follow = command(&["watch", &dir, "--plain", "--every", "200ms"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = follow.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || std::io::read_to_string(stdout).unwrap());
+    std::thread::sleep(Duration::from_millis(500));
+    // Stopped, with its run directory kept until the end of the test.
+    assert!(job.stop_child().is_some_and(|s| s.success()));
+    let deadline = Instant::now() + PATIENCE;
+    let status = loop {
+        if let Some(status) = follow.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = follow.kill();
+            panic!("watch did not end with the job");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(status.success());
+    let text = reader.join().unwrap();
+    let last = text.rsplit("== mpit-tuner watch").next().unwrap();
+    assert!(
+        last.contains("ranks: 0 alive, 2 finished") && last.contains("job finished"),
+        "{last}"
+    );
+    assert!(text.matches("== mpit-tuner watch").count() >= 2, "{text}");
 }
