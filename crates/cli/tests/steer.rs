@@ -236,7 +236,7 @@ fn set_changes_a_local_cvar_on_the_selected_ranks_only() {
         "[[policy]]\nname = \"watch\"\nevery = \"50ms\"\nwhen = \"cvar:{LOCAL} == {VALUE}\"\n\
          then = [ {{ note = \"changed\" }} ]\notherwise = [ {{ note = \"default\" }} ]\n"
     );
-    let job = Running::start(3, Some(&policy));
+    let mut job = Running::start(3, Some(&policy));
     let out = job.steer("set", &[&format!("{LOCAL}={VALUE}"), "--ranks", "0,2"]);
     assert_eq!(out.status.code(), Some(0), "{}", printed(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -272,8 +272,19 @@ fn set_changes_a_local_cvar_on_the_selected_ranks_only() {
         !watched.is_empty() && watched.iter().all(|v| *v != VALUE as f64),
         "{watched:?}"
     );
-    let printed_job = job.finish();
-    assert!(printed_job.contains("steady:"), "{printed_job}");
+    assert!(job.stop_child().is_some_and(|s| s.success()));
+    // The report lists the user's write apart from the policies' (phase
+    // `steering`), on the ranks that took it.
+    let dir = job.dir.display().to_string();
+    let report = command(&["report", &dir]).output().unwrap();
+    assert_eq!(report.status.code(), Some(0), "{}", printed(&report));
+    let text = String::from_utf8_lossy(&report.stdout);
+    let rows: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains(&format!("user request {id}")) && l.contains("steering"))
+        .collect();
+    assert_eq!(rows.len(), 2, "{text}");
+    assert!(job.dir.join("report/cvar-changes.svg").is_file());
 }
 
 #[test]
