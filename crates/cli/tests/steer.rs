@@ -30,10 +30,10 @@ mod library {
 }
 #[cfg(mpi_flavor = "openmpi")]
 mod library {
-    pub const LOCAL: &str = "mpi_yield_when_idle";
-    pub const VALUE: i64 = 1;
-    pub const FORBIDDEN: &str = "mpi_param_check";
-    pub const FORBIDDEN_VALUE: &str = "0";
+    pub const LOCAL: &str = "btl_vader_free_list_max";
+    pub const VALUE: i64 = 1024;
+    pub const FORBIDDEN: &str = "btl_vader_eager_limit";
+    pub const FORBIDDEN_VALUE: &str = "65536";
     pub const WHY: &str = "READONLY";
 }
 
