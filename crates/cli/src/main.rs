@@ -12,12 +12,15 @@
 //! (what a finished run did, from its run directory: tables, Markdown, CSV,
 //! plots), `schema` (the JSON Schema of the logs and summary.json),
 //! `export` (what collective tuning learned, as files the MPI libraries
-//! read without the tool). Adding one is a variant of [`Command`] and a module with its
+//! read without the tool), `watch` (a live view of a running job), `set`,
+//! `pause`, `resume`, `reload` (steering a running job through its run
+//! directory). Adding one is a variant of [`Command`] and a module with its
 //! `Args` and `run`.
 //!
 //! Exit status: 2 for every error of the command itself; `check` exits 1
 //! when a file has problems; `run` exits with the launcher's status;
-//! `report` exits 2 when a directory has nothing to report.
+//! `report` exits 2 when a directory has nothing to report; the steering
+//! commands exit 1 when a rank refused or did not answer.
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -30,8 +33,10 @@ mod replay;
 mod report;
 mod run;
 mod schema;
+mod steer;
 mod table;
 mod tune;
+mod watch;
 
 /// Runtime autotuner for MPI applications, built on the MPI Tools
 /// Information Interface (MPI_T).
@@ -90,6 +95,36 @@ enum Command {
     /// directory is reported as such, with what could still be read.
     Report(report::Args),
 
+    /// Watch a running job from its run directory: ranks alive, samples,
+    /// the variables that differ most across ranks, the latest decisions,
+    /// writes, steering answers and warnings.
+    ///
+    /// Reads only the run directory (from another shell or node on a
+    /// shared file system); ends when every rank closed its log, or on
+    /// Ctrl-C.
+    Watch(watch::WatchArgs),
+
+    /// Write a CVAR in a running job: `mpit-tuner set RUN_DIR NAME=VALUE`.
+    ///
+    /// Every selected rank checks the request as it checks a policy's
+    /// write (scope, type, range), writes, reads back, and answers in its
+    /// log; prints the answers per rank. Exits 1 if a rank refused or did
+    /// not answer in time.
+    Set(steer::SetArgs),
+
+    /// Pause one policy (or all) of a running job.
+    Pause(steer::PauseArgs),
+
+    /// Resume one paused policy (or all) of a running job.
+    Resume(steer::PauseArgs),
+
+    /// Replace the policies of a running job by a policy file.
+    ///
+    /// Every rank compiles and checks the file before it replaces its
+    /// policies; a file with errors changes nothing and each rank's answer
+    /// names the line and column.
+    Reload(steer::ReloadArgs),
+
     /// Print the JSON Schema of the log records or of summary.json
     /// (generated from the types the tool writes them with), or check a
     /// run directory against the format with --check.
@@ -129,6 +164,11 @@ fn run() -> Result<ExitCode> {
         Command::Report(args) => report::run(&args),
         Command::Schema(args) => schema::run(&args),
         Command::Export(args) => export::run(&args).map(|()| ExitCode::SUCCESS),
+        Command::Watch(args) => watch::run(&args),
+        Command::Set(args) => steer::set(&args),
+        Command::Pause(args) => steer::pause(&args, true),
+        Command::Resume(args) => steer::pause(&args, false),
+        Command::Reload(args) => steer::reload(&args),
     }
 }
 

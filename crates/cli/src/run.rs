@@ -9,6 +9,7 @@
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use std::ffi::{OsStr, OsString};
+use std::os::unix::fs::DirBuilderExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
@@ -204,7 +205,12 @@ fn environment(args: &RunArgs) -> Result<Vec<(OsString, OsString)>> {
     }
     if let Some(dir) = &args.dir {
         let dir = absolute(dir)?;
-        std::fs::create_dir_all(&dir)
+        // Mode 0700, as the tuner creates it: steering requests come from
+        // whoever may write in it.
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)
             .with_context(|| format!("cannot create the run directory {}", dir.display()))?;
         set("MPIT_TUNER_DIR", dir.as_os_str());
     }

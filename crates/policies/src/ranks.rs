@@ -73,6 +73,13 @@ impl RankSelector {
         })
     }
 
+    /// Parses a selector as a policy's `ranks` takes it (for selectors
+    /// outside a policy file, such as `mpit-tuner set --ranks`); the error
+    /// names the column.
+    pub fn from_text(text: &str) -> Result<RankSelector, String> {
+        RankSelector::parse(text).map_err(|e| format!("column {}: {}", e.at + 1, e.message))
+    }
+
     /// True if a process of rank `rank` in a job of `size` ranks is selected.
     ///
     /// A predicate that evaluates to NaN selects nothing.

@@ -10,6 +10,7 @@
 #![forbid(unsafe_code)]
 
 pub mod collective;
+pub mod control;
 pub mod meta;
 pub mod nan;
 pub mod read;
@@ -18,6 +19,6 @@ pub mod summary;
 pub mod value;
 
 pub use meta::{Binding, Datatype, PvarClass, Scope, Verbosity};
-pub use read::{rank_files, records, Damaged, RankFile};
+pub use read::{rank_files, records, Damaged, Follow, RankFile};
 pub use record::{Record, FORMAT_VERSION};
 pub use value::{Value, ValueError};

@@ -70,6 +70,9 @@ pub enum Record<'a> {
     /// for one (communicator, collective, size bin); identical on every
     /// rank of the communicator but for `t`.
     Collective(CollectiveTuning),
+    /// A rank's answer to a steering request (`mpit-tuner set`, `pause`,
+    /// `resume`, `reload`): the audit record.
+    Control(ControlAnswer),
     /// The last record of a rank that finished (or whose tuner was off).
     Close(Close),
     /// `mpit-tuner replay` output: the first record of a replayed rank.
@@ -94,6 +97,7 @@ pub const KINDS: &[&str] = &[
     "policy_summary",
     "catalogue",
     "collective",
+    "control",
     "close",
     "replay",
     "replay_end",
@@ -116,6 +120,7 @@ impl Record<'_> {
             Record::PolicySummary(_) => "policy_summary",
             Record::Catalogue(_) => "catalogue",
             Record::Collective(_) => "collective",
+            Record::Control(_) => "control",
             Record::Close(_) => "close",
             Record::Replay(_) => "replay",
             Record::ReplayEnd(_) => "replay_end",
@@ -137,6 +142,7 @@ impl Record<'_> {
             Record::PolicySummary(r) => r.t,
             Record::Catalogue(r) => r.t,
             Record::Collective(r) => r.t,
+            Record::Control(r) => r.t,
             Record::Close(r) => r.t,
             Record::Replay(r) => r.t,
             Record::ReplayEnd(r) => r.t,
@@ -615,6 +621,72 @@ pub struct Algorithm {
     pub name: String,
     /// The variable's value that selects it.
     pub value: i64,
+}
+
+/// How a rank answered a steering request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ControlOutcome {
+    /// Done (a CVAR written and read back, policies paused, resumed or
+    /// replaced).
+    Applied,
+    /// Not done, and `reason` says why (scope, type, range, a policy file
+    /// that does not compile, a library refusal); nothing changed.
+    Refused,
+    /// The request's `ranks` or `hosts` leave this rank out.
+    NotForThisRank,
+    /// The request file could not be read or is not a request.
+    Error,
+}
+
+impl ControlOutcome {
+    /// The name in the log (`not_for_this_rank`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ControlOutcome::Applied => "applied",
+            ControlOutcome::Refused => "refused",
+            ControlOutcome::NotForThisRank => "not_for_this_rank",
+            ControlOutcome::Error => "error",
+        }
+    }
+}
+
+/// A rank's answer to a steering request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ControlAnswer {
+    /// Seconds since start.
+    pub t: f64,
+    /// The request's id (its file name without `.json` when the file is
+    /// not a request).
+    pub id: String,
+    /// `set`, `pause`, `resume`, `reload`, or empty when the file is not
+    /// a request.
+    pub kind: String,
+    /// The request in words (`set X=4 on ranks 0-1`).
+    pub request: String,
+    /// How it ended.
+    pub outcome: ControlOutcome,
+    /// Why it was refused or failed; what was done otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// `set`: the CVAR written, with its write outcome and values.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write: Option<ControlWrite>,
+}
+
+/// The CVAR write of a `set` request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ControlWrite {
+    /// The CVAR.
+    pub cvar: String,
+    /// Its value before.
+    pub old: Option<Value>,
+    /// The value asked for, converted to the variable's type.
+    pub requested: Option<Value>,
+    /// Its value after, as read back.
+    pub readback: Option<Value>,
+    /// How the write ended, as for a policy's write.
+    pub outcome: Outcome,
 }
 
 /// The last record of a rank.

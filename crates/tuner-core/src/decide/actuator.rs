@@ -59,6 +59,8 @@ pub enum When {
     Collective,
     /// At a rank's own moment (periodic, finalize).
     RankLocal,
+    /// A user's request (`mpit-tuner set`), at each rank's own moment.
+    UserRequest,
 }
 
 /// Writes `request` into the CVAR `name`, reading the value before and
@@ -201,6 +203,17 @@ pub fn scope_refusal(info: &CvarInfo, when: When) -> Option<String> {
             info.name, info.scope
         ));
     }
+    if info.scope.requires_equal_values() && when == When::UserRequest {
+        return Some(format!(
+            "`{}` has scope {}: every rank must hold the same value, and a request reaches each \
+             rank at its own moment, so ranks would switch at different points and collectives \
+             could run with mismatched settings; only the agreed-point mechanism of online \
+             collective tuning (which switches every rank between the same two collective \
+             calls) may change it while the job runs. Set it before the job starts instead (its \
+             environment variable, or a pre-init or init policy)",
+            info.name, info.scope
+        ));
+    }
     if info.scope.requires_equal_values() && when == When::RankLocal {
         return Some(format!(
             "`{}` has scope {}: every rank must hold the same value, so a rank may not change \
@@ -313,6 +326,12 @@ mod tests {
         let why = scope_refusal(&info(Scope::AllEq, Datatype::Int), When::RankLocal).unwrap();
         assert!(why.contains("ALL_EQ") && why.contains("pre-init"), "{why}");
         assert!(scope_refusal(&info(Scope::AllEq, Datatype::Int), When::Collective).is_none());
+        let why = scope_refusal(&info(Scope::GroupEq, Datatype::Int), When::UserRequest).unwrap();
+        assert!(
+            why.contains("GROUP_EQ") && why.contains("agreed-point"),
+            "{why}"
+        );
+        assert!(scope_refusal(&info(Scope::Local, Datatype::Int), When::UserRequest).is_none());
     }
 
     #[test]

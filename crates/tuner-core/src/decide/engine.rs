@@ -98,6 +98,8 @@ pub struct Engine {
     disabled: Vec<Option<String>>,
     /// Policies whose `hosts` leave out this rank's node.
     other_host: Vec<bool>,
+    /// Policies a user paused (`mpit-tuner pause`).
+    paused: Vec<bool>,
     /// Which slots read PVARs (true) or CVARs (false), decided at bind time.
     slot_is_pvar: Vec<bool>,
     /// Slot values gathered for the current evaluation.
@@ -119,6 +121,7 @@ impl Engine {
             policies: set.policies().to_vec(),
             disabled: vec![None; n],
             other_host: vec![false; n],
+            paused: vec![false; n],
             slot_is_pvar: vec![false; slots],
             values: vec![Vec::new(); slots],
             present: vec![false; slots],
@@ -150,6 +153,44 @@ impl Engine {
     /// Why policy `i` is disabled, if it is.
     pub fn disabled(&self, i: usize) -> Option<&str> {
         self.disabled[i].as_deref()
+    }
+
+    /// Pauses (`paused`) or resumes the policy called `name`, or every
+    /// policy; a paused policy is not evaluated until it is resumed.
+    /// Returns the names of the policies concerned, or why none is.
+    pub fn pause(&mut self, name: Option<&str>, paused: bool) -> Result<Vec<String>, String> {
+        let chosen: Vec<usize> = match name {
+            None => (0..self.policies.len()).collect(),
+            Some(name) => match self.policies.iter().position(|p| p.name() == name) {
+                Some(i) => vec![i],
+                None => {
+                    let names: Vec<&str> = self.policies.iter().map(|p| p.name()).collect();
+                    return Err(format!(
+                        "no policy named `{name}` runs here (policies: {})",
+                        if names.is_empty() {
+                            "none".to_string()
+                        } else {
+                            names.join(", ")
+                        }
+                    ));
+                }
+            },
+        };
+        if chosen.is_empty() {
+            return Err("no policy runs here".into());
+        }
+        for &i in &chosen {
+            self.paused[i] = paused;
+        }
+        Ok(chosen
+            .iter()
+            .map(|&i| self.policies[i].name().to_string())
+            .collect())
+    }
+
+    /// Whether policy `i` is paused.
+    pub fn paused(&self, i: usize) -> bool {
+        self.paused[i]
     }
 
     /// Recommendations emitted so far.
@@ -228,6 +269,7 @@ impl Engine {
             if self.policies[i].phase() != phase
                 || self.disabled[i].is_some()
                 || self.other_host[i]
+                || self.paused[i]
                 || !select(&self.policies[i])
             {
                 continue;

@@ -6,7 +6,7 @@ use super::engine::*;
 use crate::runtime::log::LogWriter;
 use crate::sample::Snapshot;
 use mpit::{Catalogue, MpiT};
-use policies::{CompiledPolicy, Phase};
+use policies::{CompiledPolicy, Phase, PolicySet};
 use vocab::record::{self, Record};
 
 /// The warning of a rank that runs pre-init policies without knowing its
@@ -28,6 +28,8 @@ pub struct PolicyHooks {
     user_file: bool,
     rank: u32,
     size: u32,
+    /// This rank's node, for the policies' `hosts`.
+    host: String,
     pending: Vec<Record<'static>>,
     messages: Vec<String>,
     pre_catalogue_names: usize,
@@ -51,6 +53,7 @@ impl PolicyHooks {
                     user_file: path.is_some(),
                     rank: 0,
                     size: 1,
+                    host: String::new(),
                     pending: Vec::new(),
                     messages: Vec::new(),
                     pre_catalogue_names: 0,
@@ -87,7 +90,8 @@ impl crate::runtime::Hooks for PolicyHooks {
     }
 
     fn before_mpit(&mut self, launch: &crate::runtime::LaunchEnv) {
-        self.engine.set_host(&mpit::host_name());
+        self.host = mpit::host_name();
+        self.engine.set_host(&self.host);
         let has_env = self
             .engine
             .policies()
@@ -270,6 +274,10 @@ impl crate::runtime::Hooks for PolicyHooks {
         self.engine.set().collectives().cloned()
     }
 
+    fn policies(&mut self) -> Option<&mut PolicyHooks> {
+        Some(self)
+    }
+
     fn report(&mut self) -> Vec<(&'static str, String)> {
         let mut out: Vec<(&'static str, String)> = self
             .messages
@@ -286,7 +294,70 @@ impl crate::runtime::Hooks for PolicyHooks {
     }
 }
 
+/// Phases a reloaded policy file can still run in.
+const RELOAD_PHASES: &[Phase] = &[Phase::Periodic, Phase::Finalize];
+
 impl PolicyHooks {
+    /// Policies started by `mpit-tuner reload` in a job that ran without
+    /// any (monitor mode): `set` once it checks here (see
+    /// [`PolicyHooks::reload`]).
+    pub fn reloaded(
+        set: PolicySet,
+        rank: u32,
+        size: u32,
+        mpit: &MpiT,
+        catalogue: &Catalogue,
+        log: &mut LogWriter,
+        t: f64,
+    ) -> Result<(PolicyHooks, String), String> {
+        let host = mpit::host_name();
+        let (engine, said) = checked_engine(set, &host, mpit, catalogue, log, t)?;
+        Ok((
+            PolicyHooks {
+                engine,
+                user_file: true,
+                rank,
+                size,
+                host,
+                pending: Vec::new(),
+                messages: Vec::new(),
+                pre_catalogue_names: 0,
+                quiet: true,
+            },
+            said,
+        ))
+    }
+
+    /// Replaces the running policies by `set` (`mpit-tuner reload`), once
+    /// every policy of it checks against this library: a policy that breaks
+    /// a rule (a read-only or *_EQ CVAR written while the job runs) refuses
+    /// the whole file with its `file:line:column`, and nothing changes. A
+    /// policy naming a variable this library lacks is disabled, as at
+    /// start. Policies of phase pre-init and init never run (their moment
+    /// has passed); the answer says so. Returns what was done.
+    pub fn reload(
+        &mut self,
+        set: PolicySet,
+        mpit: &MpiT,
+        catalogue: &Catalogue,
+        log: &mut LogWriter,
+        t: f64,
+    ) -> Result<String, String> {
+        let (engine, said) = checked_engine(set, &self.host, mpit, catalogue, log, t)?;
+        self.engine = engine;
+        Ok(said)
+    }
+
+    /// Pauses or resumes one policy or all (`mpit-tuner pause|resume`).
+    pub fn pause(&mut self, policy: Option<&str>, paused: bool) -> Result<String, String> {
+        let names = self.engine.pause(policy, paused)?;
+        Ok(format!(
+            "{} {}",
+            if paused { "paused" } else { "resumed" },
+            names.join(", ")
+        ))
+    }
+
     /// Rank 0's messages about policies disabled somewhere, from the
     /// aggregated counts.
     fn announce_disabled(&mut self, per_policy: Vec<(u32, i32, i32)>, n: usize) {
@@ -324,6 +395,63 @@ impl PolicyHooks {
         }
         self.messages.extend(lines);
     }
+}
+
+/// An engine over `set` bound to this library for the phases a reload can
+/// run, with its disabled policies logged; or every rule a policy breaks,
+/// with `file:line:column`. Also returns what it runs, in words.
+fn checked_engine(
+    set: PolicySet,
+    host: &str,
+    mpit: &MpiT,
+    catalogue: &Catalogue,
+    log: &mut LogWriter,
+    t: f64,
+) -> Result<(Engine, String), String> {
+    let file = set.file_name().to_string();
+    let mut engine = Engine::new(set);
+    engine.set_host(host);
+    let view = CatalogueView::new(mpit, catalogue);
+    let newly = engine.bind(&view, RELOAD_PHASES);
+    let broken: Vec<&str> = newly
+        .iter()
+        .filter(|(_, _, missing)| !missing)
+        .map(|(_, reason, _)| reason.as_str())
+        .collect();
+    if !broken.is_empty() {
+        return Err(format!(
+            "{file} not loaded, the running policies are unchanged: {}",
+            broken.join("; ")
+        ));
+    }
+    let mut parts = Vec::new();
+    for (i, reason, _) in &newly {
+        let policy = engine.policies()[*i].name().to_string();
+        parts.push(format!("{policy} disabled: {reason}"));
+        log.record(&Record::PolicyDisabled(record::PolicyDisabled {
+            t,
+            policy,
+            reason: reason.clone(),
+        }));
+    }
+    let late: Vec<&str> = engine
+        .policies()
+        .iter()
+        .filter(|p| !RELOAD_PHASES.contains(&p.phase()))
+        .map(CompiledPolicy::name)
+        .collect();
+    if !late.is_empty() {
+        parts.push(format!(
+            "{} never run (phase pre-init or init has passed)",
+            late.join(", ")
+        ));
+    }
+    let running = engine.policies().len() - newly.len() - late.len();
+    let mut said = format!("{file} loaded: {running} policies run");
+    if !parts.is_empty() {
+        said.push_str(&format!(" ({})", parts.join("; ")));
+    }
+    Ok((engine, said))
 }
 
 /// Per policy: (how many ranks disabled it, lowest such rank, highest), on

@@ -7,9 +7,7 @@ use super::*;
 /// report. A panic on the helper stops the tuner on this rank only.
 pub(super) fn spawn(
     shared: &'static Shared,
-    sampler: Sampler,
-    log: LogWriter,
-    hooks: Box<dyn Hooks>,
+    parts: Parts,
     config: &Config,
     start: Instant,
     rank: i32,
@@ -23,7 +21,7 @@ pub(super) fn spawn(
         .name("mpit-tuner".into())
         .spawn(move || {
             let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                helper_loop(shared, sampler, log, hooks, &config, start)
+                helper_loop(shared, parts, &config, start)
             }));
             match result {
                 Ok(done) => {
@@ -46,14 +44,27 @@ pub(super) fn spawn(
     (helper, done)
 }
 
+/// What the helper thread owns while it runs.
+pub(super) struct Parts {
+    pub(super) sampler: Sampler,
+    pub(super) log: LogWriter,
+    pub(super) hooks: Box<dyn Hooks>,
+    /// Steering requests from the run directory, when it has one.
+    pub(super) steering: Option<control::Steering>,
+}
+
 fn helper_loop(
     shared: &'static Shared,
-    mut sampler: Sampler,
-    mut log: LogWriter,
-    mut hooks: Box<dyn Hooks>,
+    parts: Parts,
     config: &Config,
     start: Instant,
 ) -> HelperDone {
+    let Parts {
+        mut sampler,
+        mut log,
+        mut hooks,
+        mut steering,
+    } = parts;
     // The helper's own reference on MPI_T; the application's thread owns
     // the one that finalizes.
     let mpit = MpiT::init();
@@ -103,6 +114,9 @@ fn helper_loop(
             ),
         }));
         hooks.tick(&mpit, sampler.catalogue(), &snapshot, &mut log);
+        if let Some(steering) = &mut steering {
+            steering.poll(&mpit, sampler.catalogue(), &mut hooks, &mut log, t);
+        }
         for event in crate::decide::collectives::events() {
             log.record(&crate::decide::collectives::record(&event));
         }

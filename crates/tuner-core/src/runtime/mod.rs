@@ -17,6 +17,7 @@
 //! latest [`Snapshot`] through an `ArcSwap`.
 
 mod config;
+mod control;
 mod helper;
 pub mod log;
 mod rundir;
@@ -103,6 +104,11 @@ pub trait Hooks: Send {
     }
     /// The policy file's `[collectives]` table, if it has one.
     fn collectives(&self) -> Option<policies::CollectiveSpec> {
+        None
+    }
+    /// The policies, for steering requests (`mpit-tuner pause`, `resume`,
+    /// `reload`); `None` in monitor mode.
+    fn policies(&mut self) -> Option<&mut crate::decide::PolicyHooks> {
         None
     }
 }

@@ -17,7 +17,7 @@ pub(super) fn agree_on_run_dir(
     let mut message = [0u8; RUN_DIR_MESSAGE];
     if rank == 0 {
         let dir = dir.map_or_else(default_run_dir, Path::to_path_buf);
-        let text = match std::fs::create_dir_all(&dir) {
+        let text = match create_private_dir(&dir) {
             Ok(()) => format!("ok\t{}", dir.display()),
             Err(e) => format!(
                 "err\tcannot create run directory {} (MPIT_TUNER_DIR): {e}",
@@ -48,6 +48,18 @@ pub(super) fn agree_on_run_dir(
         }
         _ => None,
     }
+}
+
+/// Creates the run directory, and what it lacks of its parents, readable
+/// and writable by the job's user only (mode 0700): steering requests in
+/// its `control/` directory come from whoever may write there. A directory
+/// that exists keeps its mode.
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
 }
 
 /// `mpit-tuner-<UTC date>-<time>-<job id>` in the working directory; the job

@@ -184,7 +184,14 @@ impl Runtime {
             helper: std::sync::OnceLock::new(),
         }));
         shared.objects.register(Object::Comm(world));
-        let (helper, done) = helper::spawn(shared, sampler, log, hooks, &config, start, rank);
+        let steering = control::Steering::new(dir.as_deref(), log.path(), rank, size);
+        let parts = helper::Parts {
+            sampler,
+            log,
+            hooks,
+            steering,
+        };
+        let (helper, done) = helper::spawn(shared, parts, &config, start, rank);
         if let Some(thread) = &helper {
             // Set once, here, before anything can ask for a flush.
             let _ = shared.helper.set(thread.clone());

@@ -1,9 +1,11 @@
 //! `cvar-changes`: the CVAR writes of every rank over time, a row per rank,
 //! a marker per outcome, the value written next to each when there are few.
+//! Writes a user asked for (`mpit-tuner set`) that the library took have a
+//! marker of their own, apart from the policies' writes.
 
 use super::{e, svg_of, FONT, WIDE};
 use crate::report::document::value_text;
-use crate::report::reading::Write;
+use crate::report::reading::{Write, STEERING};
 use crate::report::tables::cut;
 use anyhow::Result;
 use plotters::coord::{cartesian::Cartesian2d, types::RangedCoordf64};
@@ -13,7 +15,8 @@ use plotters::prelude::*;
 type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
 
 /// The groups of outcomes, in the order of the legend, with their labels.
-const OUTCOMES: [(&str, &str); 5] = [
+const OUTCOMES: [(&str, &str); 6] = [
+    ("user", "set by a user (mpit-tuner set)"),
     ("written", "written"),
     (
         "written_differs",
@@ -24,8 +27,12 @@ const OUTCOMES: [(&str, &str); 5] = [
     ("invalid", "invalid or missing"),
 ];
 
-/// The group of [`OUTCOMES`] a write's outcome is drawn as.
-fn outcome_group(o: &str) -> &'static str {
+/// The group of [`OUTCOMES`] a write is drawn as.
+fn outcome_group(w: &Write) -> &'static str {
+    let o = w.outcome.as_str();
+    if w.phase == STEERING && matches!(o, "written" | "written_differs" | "written_unverified") {
+        return "user";
+    }
     match o {
         "written" => "written",
         "written_differs" | "written_unverified" => "written_differs",
@@ -84,7 +91,7 @@ pub fn cvar_changes(writes: &[Write], size: Option<u32>, duration: Option<f64>) 
         for (group, label) in OUTCOMES {
             let pts: Vec<(f64, f64)> = writes
                 .iter()
-                .filter(|w| outcome_group(&w.outcome) == group)
+                .filter(|w| outcome_group(w) == group)
                 .map(|w| (w.t, f64::from(w.rank)))
                 .collect();
             if !pts.is_empty() {
@@ -134,6 +141,21 @@ fn markers(
     t1: f64,
 ) -> Result<()> {
     match group {
+        "user" => {
+            let c = RGBColor(20, 90, 200);
+            chart
+                .draw_series(pts.iter().map(move |&(t, y)| {
+                    Rectangle::new(
+                        [(t - t1 * 0.005, y - 0.2), (t + t1 * 0.005, y + 0.2)],
+                        c.stroke_width(3),
+                    )
+                }))
+                .map_err(e)?
+                .label(label)
+                .legend(move |(x, y)| {
+                    Rectangle::new([(x + 3, y - 5), (x + 13, y + 5)], c.stroke_width(3))
+                });
+        }
         "written" => {
             chart
                 .draw_series(pts.iter().map(|&p| Circle::new(p, r, GREEN.filled())))

@@ -20,7 +20,7 @@ mod summary;
 
 pub use fold::Points;
 pub use problem::{Problem, ProblemKind};
-pub use rank::{read_rank, Header, RankLog, SetEnv, Write};
+pub use rank::{read_rank, Header, RankLog, SetEnv, Write, STEERING};
 pub use summary::{read_summary, Advice, Class, Stat, SummaryDoc};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};

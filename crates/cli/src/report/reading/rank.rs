@@ -73,6 +73,10 @@ pub struct Write {
     pub dry_run: bool,
 }
 
+/// The phase of the writes a user asked for (`mpit-tuner set`), in
+/// [`Write::phase`].
+pub const STEERING: &str = "steering";
+
 /// A `setenv` record.
 #[derive(Debug, Clone, Default)]
 pub struct SetEnv {
@@ -408,6 +412,26 @@ impl<'w> RankReader<'w> {
             // Decisions are many and the report tells their effects (writes,
             // notes); replay records are not in run directories. Headers and
             // samples are read before.
+            // A user's `mpit-tuner set`: a write of its own kind (phase
+            // `steering`), apart from the policies' in the timeline.
+            Record::Control(c) => {
+                if let Some(w) = c.write {
+                    log.writes.push(Write {
+                        rank,
+                        t,
+                        policy: format!("user request {}", c.id),
+                        phase: STEERING.to_string(),
+                        cvar: w.cvar,
+                        index: None,
+                        old: json(w.old),
+                        requested: json(w.requested),
+                        readback: json(w.readback),
+                        outcome: w.outcome.as_str().to_string(),
+                        error: c.message.filter(|_| !w.outcome.applied()),
+                        dry_run: false,
+                    });
+                }
+            }
             Record::Decision(_)
             | Record::Replay(_)
             | Record::ReplayEnd(_)

@@ -1,0 +1,422 @@
+//! `mpit-tuner watch RUN_DIR`: a live view of a running job, from its run
+//! directory only.
+//!
+//! [`Watch`] follows every rank's log incrementally ([`vocab::Follow`]:
+//! whole lines only, from where it left off; ranks that have not written yet
+//! read as empty) and keeps what a frame shows: ranks alive and finished,
+//! samples, elapsed time, the variables whose latest values differ most
+//! across ranks (with their rates), the latest decisions, writes, steering
+//! answers and warnings. [`Watch::frame`] renders it as plain text: the
+//! plain mode prints one frame per refresh, for pipes and dumb terminals.
+//! It never writes into the run directory and never slows the job.
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use std::collections::{BTreeMap, VecDeque};
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+use vocab::record::{ControlOutcome, Header};
+use vocab::{Follow, Record};
+
+/// Options of `mpit-tuner watch`.
+#[derive(Debug, Args)]
+pub struct WatchArgs {
+    /// The run directory of a running (or finished) job.
+    run_dir: PathBuf,
+    /// Print frames as plain text, one after the other (the default when
+    /// standard output is not a terminal).
+    #[arg(long)]
+    plain: bool,
+    /// Print one frame and exit.
+    #[arg(long)]
+    once: bool,
+    /// How often to refresh (durations: README.md#durations).
+    #[arg(long, value_name = "DURATION", default_value = "1s")]
+    every: String,
+    /// How many variables and events a frame shows.
+    #[arg(long, value_name = "N", default_value_t = 8)]
+    top: usize,
+}
+
+/// Runs `mpit-tuner watch`.
+pub fn run(args: &WatchArgs) -> Result<ExitCode> {
+    let every = policies::parse_duration(&args.every)
+        .map_err(|e| anyhow::anyhow!("--every {:?}: {e}", args.every))?;
+    if !args.run_dir.is_dir() {
+        bail!("{} is not a directory", args.run_dir.display());
+    }
+    let mut watch = Watch::new(&args.run_dir);
+    let mut out = std::io::stdout().lock();
+    loop {
+        watch.poll().context("reading the run directory")?;
+        let frame = watch.frame(args.top);
+        writeln!(out, "{frame}")?;
+        out.flush()?;
+        if args.once || watch.finished() {
+            return Ok(ExitCode::SUCCESS);
+        }
+        std::thread::sleep(every.max(Duration::from_millis(50)));
+    }
+}
+
+/// What one rank's log said so far.
+#[derive(Debug)]
+struct Rank {
+    log: Follow,
+    header: Option<Header>,
+    samples: u64,
+    last_t: f64,
+    closed: bool,
+    /// The latest sample: name (with `@object`) -> (sum of the value's
+    /// elements, sum of the rates if it has some).
+    latest: BTreeMap<String, (f64, Option<f64>)>,
+}
+
+/// One line of the events list.
+#[derive(Debug, Clone, PartialEq)]
+struct Event {
+    t: f64,
+    rank: u32,
+    kind: &'static str,
+    text: String,
+}
+
+/// The live state of a run directory.
+#[derive(Debug)]
+pub struct Watch {
+    dir: PathBuf,
+    ranks: BTreeMap<u32, Rank>,
+    events: VecDeque<Event>,
+    warnings: VecDeque<Event>,
+    damaged: u64,
+}
+
+/// Events and warnings kept.
+const KEEP: usize = 64;
+
+impl Watch {
+    /// A view of `dir`; nothing read yet.
+    pub fn new(dir: &Path) -> Watch {
+        Watch {
+            dir: dir.to_path_buf(),
+            ranks: BTreeMap::new(),
+            events: VecDeque::new(),
+            warnings: VecDeque::new(),
+            damaged: 0,
+        }
+    }
+
+    /// Reads what the logs gained since the last call (and logs that
+    /// appeared).
+    pub fn poll(&mut self) -> std::io::Result<()> {
+        for file in vocab::rank_files(&self.dir)? {
+            self.ranks.entry(file.rank).or_insert_with(|| Rank {
+                log: Follow::new(&file.path),
+                header: None,
+                samples: 0,
+                last_t: 0.0,
+                closed: false,
+                latest: BTreeMap::new(),
+            });
+        }
+        let mut events = Vec::new();
+        let mut warnings = Vec::new();
+        for (&rank, state) in &mut self.ranks {
+            for item in state.log.poll() {
+                let Ok((_, record)) = item else {
+                    self.damaged += 1;
+                    continue;
+                };
+                let t = record.t();
+                state.last_t = state.last_t.max(t);
+                let event = |kind, text| Event {
+                    t,
+                    rank,
+                    kind,
+                    text,
+                };
+                match record {
+                    Record::Header(h) => state.header = Some(h),
+                    Record::Sample(s) => {
+                        state.samples += 1;
+                        state.latest.clear();
+                        for v in s.vars.iter() {
+                            if v.name.ends_with(".hist") {
+                                continue;
+                            }
+                            let key = match &v.object {
+                                Some(o) => format!("{}@{o}", v.name),
+                                None => v.name.to_string(),
+                            };
+                            let value = v.value.iter().filter(|x| x.is_finite()).sum();
+                            let rate = v
+                                .rate
+                                .as_ref()
+                                .map(|r| r.iter().filter(|x| x.is_finite()).sum());
+                            state.latest.insert(key, (value, rate));
+                        }
+                    }
+                    Record::Close(_) => state.closed = true,
+                    Record::Decision(d) if d.fired => events.push(event(
+                        "decision",
+                        format!("{} fired {}", d.policy, d.branch.unwrap_or_default()),
+                    )),
+                    Record::Write(w) => events.push(event(
+                        if w.outcome.applied() {
+                            "write"
+                        } else {
+                            "refusal"
+                        },
+                        format!(
+                            "{} {} {}: {}",
+                            w.policy,
+                            w.cvar,
+                            w.outcome.as_str(),
+                            show(w.readback.as_ref().or(w.requested.as_ref()))
+                        ),
+                    )),
+                    Record::Control(c) => events.push(event(
+                        "control",
+                        format!(
+                            "{}: {}{}",
+                            if c.request.is_empty() {
+                                &c.id
+                            } else {
+                                &c.request
+                            },
+                            c.outcome.as_str(),
+                            match (&c.message, c.outcome) {
+                                (_, ControlOutcome::NotForThisRank) | (None, _) => String::new(),
+                                (Some(m), _) => format!(" ({})", first_line(m)),
+                            }
+                        ),
+                    )),
+                    Record::PolicyDisabled(p) => events.push(event(
+                        "disabled",
+                        format!("{}: {}", p.policy, first_line(&p.reason)),
+                    )),
+                    Record::Warning(w) => warnings.push(event("warning", first_line(&w.message))),
+                    _ => {}
+                }
+            }
+        }
+        for (list, new) in [(&mut self.events, events), (&mut self.warnings, warnings)] {
+            list.extend(new);
+            while list.len() > KEEP {
+                list.pop_front();
+            }
+        }
+        Ok(())
+    }
+
+    /// The job's size, from the headers (0 before any).
+    fn size(&self) -> u32 {
+        self.ranks
+            .values()
+            .filter_map(|r| r.header.as_ref())
+            .map(|h| h.size.max(0) as u32)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Whether every rank of the job has closed its log.
+    pub fn finished(&self) -> bool {
+        let size = self.size();
+        size > 0 && (0..size).all(|r| self.ranks.get(&r).is_some_and(|s| s.closed))
+    }
+
+    /// The frame: a few lines of plain text, at most `top` variables and
+    /// events.
+    pub fn frame(&self, top: usize) -> String {
+        let mut f = String::new();
+        let size = self.size();
+        let headers: Vec<&Header> = self
+            .ranks
+            .values()
+            .filter_map(|r| r.header.as_ref())
+            .collect();
+        let library = headers.first().map_or("?", |h| h.library.as_str());
+        let hosts: std::collections::BTreeSet<&str> =
+            headers.iter().map(|h| h.host.as_str()).collect();
+        let _ = writeln!(
+            f,
+            "== mpit-tuner watch {} ({library}, {size} ranks on {} host{})",
+            self.dir.display(),
+            hosts.len(),
+            if hosts.len() == 1 { "" } else { "s" }
+        );
+        let started = self.ranks.values().filter(|r| r.header.is_some()).count() as u32;
+        let finished = self.ranks.values().filter(|r| r.closed).count() as u32;
+        let samples: u64 = self.ranks.values().map(|r| r.samples).sum();
+        let elapsed = self.ranks.values().map(|r| r.last_t).fold(0.0, f64::max);
+        let _ = writeln!(
+            f,
+            "ranks: {} alive, {finished} finished, {} not started | samples: {samples} | elapsed: {elapsed:.1}s",
+            started.saturating_sub(finished),
+            size.saturating_sub(started)
+        );
+        // The variables that differ most across ranks now.
+        let mut per_var: BTreeMap<&str, Vec<RankValue>> = BTreeMap::new();
+        for (&rank, r) in &self.ranks {
+            for (name, (value, rate)) in &r.latest {
+                per_var.entry(name).or_default().push((rank, *value, *rate));
+            }
+        }
+        let mut rows: Vec<(f64, String)> = per_var
+            .iter()
+            .filter(|(_, v)| !v.is_empty())
+            .map(|(name, v)| {
+                let (lo, hi) = extremes(v);
+                let mean = v.iter().map(|x| x.1).sum::<f64>() / v.len() as f64;
+                let rates: Vec<f64> = v.iter().filter_map(|x| x.2).collect();
+                let rate = if rates.is_empty() {
+                    "-".to_string()
+                } else {
+                    num(rates.iter().sum::<f64>() / rates.len() as f64)
+                };
+                let spread = (hi.1 - lo.1) / mean.abs().max(1e-12);
+                let row = format!(
+                    "  {name:<34} {:>12} @{:<4} {:>12} @{:<4} {:>12} {:>12}",
+                    num(lo.1),
+                    lo.0,
+                    num(hi.1),
+                    hi.0,
+                    num(mean),
+                    rate
+                );
+                (spread, row)
+            })
+            .collect();
+        rows.sort_by(|a, b| b.0.total_cmp(&a.0));
+        let _ = writeln!(
+            f,
+            "variables (largest spread across ranks now):\n  {:<34} {:>12} {:5} {:>12} {:5} {:>12} {:>12}",
+            "name", "min", "rank", "max", "rank", "mean", "rate/s"
+        );
+        if rows.is_empty() {
+            let _ = writeln!(f, "  (no sample yet)");
+        }
+        for (_, row) in rows.iter().take(top) {
+            let _ = writeln!(f, "{row}");
+        }
+        let _ = writeln!(f, "latest decisions, writes, refusals, steering:");
+        list(&mut f, &self.events, top);
+        let _ = writeln!(f, "warnings:");
+        list(&mut f, &self.warnings, top.min(4));
+        if self.damaged > 0 {
+            let _ = writeln!(f, "({} lines not understood)", self.damaged);
+        }
+        if self.finished() {
+            let _ = writeln!(f, "job finished: every rank closed its log");
+        }
+        f
+    }
+}
+
+/// One rank's latest value of a variable: (rank, value, rate).
+type RankValue = (u32, f64, Option<f64>);
+
+/// The lowest and highest (rank, value) of a variable's rows.
+fn extremes(v: &[RankValue]) -> ((u32, f64), (u32, f64)) {
+    let mut lo = (v[0].0, v[0].1);
+    let mut hi = lo;
+    for &(rank, value, _) in v {
+        if value < lo.1 {
+            lo = (rank, value);
+        }
+        if value > hi.1 {
+            hi = (rank, value);
+        }
+    }
+    (lo, hi)
+}
+
+/// The last `n` events, same text on several ranks merged.
+fn list(f: &mut String, events: &VecDeque<Event>, n: usize) {
+    if events.is_empty() {
+        let _ = writeln!(f, "  (none)");
+        return;
+    }
+    let mut merged: Vec<(f64, Vec<u32>, &'static str, &str)> = Vec::new();
+    for e in events {
+        match merged
+            .iter_mut()
+            .find(|m| m.2 == e.kind && m.3 == e.text && (m.0 - e.t).abs() < 1.0)
+        {
+            Some(m) => {
+                m.0 = m.0.max(e.t);
+                m.1.push(e.rank);
+            }
+            None => merged.push((e.t, vec![e.rank], e.kind, &e.text)),
+        }
+    }
+    merged.sort_by(|a, b| a.0.total_cmp(&b.0));
+    for (t, mut ranks, kind, text) in merged.into_iter().rev().take(n).rev() {
+        ranks.sort_unstable();
+        ranks.dedup();
+        let who = tuner_core::decide::format_ranks(&ranks);
+        let _ = writeln!(f, "  {t:>8.2}s  rank {who:<8} {kind:<9} {text}");
+    }
+}
+
+fn first_line(text: &str) -> String {
+    let line = text.lines().next().unwrap_or("");
+    if line.chars().count() > 100 {
+        format!("{}...", line.chars().take(100).collect::<String>())
+    } else {
+        line.to_string()
+    }
+}
+
+fn show(v: Option<&vocab::Value>) -> String {
+    v.and_then(|v| serde_json::to_value(v).ok())
+        .map_or_else(|| "?".into(), |j| j.to_string())
+}
+
+/// A number in at most 12 characters.
+fn num(x: f64) -> String {
+    if x == 0.0 || (1e-3..1e9).contains(&x.abs()) {
+        let s = format!("{x:.3}");
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        format!("{x:.3e}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_fit() {
+        assert_eq!(num(0.0), "0");
+        assert_eq!(num(1.5), "1.5");
+        assert_eq!(num(12345.0), "12345");
+        assert_eq!(num(1e12), "1.000e12");
+    }
+
+    #[test]
+    fn a_directory_being_written_reads_in_pieces() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut watch = Watch::new(dir.path());
+        watch.poll().unwrap();
+        assert!(watch.frame(5).contains("0 ranks"));
+        assert!(!watch.finished());
+        let log = dir.path().join("rank-00000.jsonl");
+        // A partial line is left for later.
+        std::fs::write(&log, "{\"type\":\"warning\",\"t\":1.0,\"mess").unwrap();
+        watch.poll().unwrap();
+        assert!(watch.frame(5).contains("warnings:\n  (none)"));
+        let mut text = std::fs::read_to_string(&log).unwrap();
+        text.push_str("age\":\"disk full\"}\n{\"type\":\"close\",\"t\":2.0,\"reason\":\"finalize\",\"samples\":0,\"objects_untracked\":0,\"objects_short_lived\":0}\n");
+        std::fs::write(&log, text).unwrap();
+        watch.poll().unwrap();
+        let frame = watch.frame(5);
+        assert!(frame.contains("disk full"), "{frame}");
+        // No header: the job's size is unknown, so not finished.
+        assert!(!watch.finished());
+    }
+}

@@ -1,0 +1,567 @@
+//! Steering and watching a running job: `mpit-tuner set`, `pause`,
+//! `resume`, `reload` and `watch` against real jobs of `examples/c/steady`
+//! (which runs until a stop file appears), and request files the ranks must
+//! refuse or ignore.
+//!
+//! Every wait is on a condition in the logs, with a generous deadline.
+
+mod common;
+
+use common::{command, example, launcher, preload_lib, tempdir};
+use serde_json::Value as Json;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long a test waits for a condition in the logs.
+const PATIENCE: Duration = Duration::from_secs(60);
+
+/// A LOCAL CVAR this library lets a rank write while the job runs, a value
+/// it does not hold by default, and a CVAR no rank may write on its own
+/// (with the word the refusal must contain).
+#[cfg(mpi_flavor = "mpich")]
+mod library {
+    pub const LOCAL: &str = "MPIR_CVAR_REQUEST_POLL_FREQ";
+    pub const VALUE: i64 = 16;
+    pub const FORBIDDEN: &str = "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM";
+    pub const FORBIDDEN_VALUE: &str = "ring";
+    pub const WHY: &str = "has scope ALL_EQ";
+}
+#[cfg(mpi_flavor = "openmpi")]
+mod library {
+    pub const LOCAL: &str = "btl_vader_free_list_max";
+    pub const VALUE: i64 = 1024;
+    pub const FORBIDDEN: &str = "btl_vader_eager_limit";
+    pub const FORBIDDEN_VALUE: &str = "65536";
+    pub const WHY: &str = "READONLY";
+}
+
+/// A job of `steady` under the tuner, holding the job lock; stopped (stop
+/// file, then a kill if it lingers) when dropped.
+struct Running {
+    dir: PathBuf,
+    stop: PathBuf,
+    child: Option<Child>,
+    output: PathBuf,
+    ranks: u32,
+    _tmp: tempfile::TempDir,
+    _lock: std::sync::MutexGuard<'static, ()>,
+}
+
+impl Running {
+    fn start(ranks: u32, policy: Option<&str>) -> Running {
+        preload_lib();
+        let steady = example("steady");
+        let lock = mpit_testkit::job_lock();
+        let tmp = tempdir();
+        let dir = tmp.path().join("run");
+        let stop = tmp.path().join("stop");
+        let output = tmp.path().join("output");
+        let policy_path = tmp.path().join("policy.toml");
+        let policy_arg = match policy {
+            Some(text) => {
+                std::fs::write(&policy_path, text).unwrap();
+                policy_path.display().to_string()
+            }
+            None => "none".to_string(),
+        };
+        let mut args = vec![
+            "run".to_string(),
+            "--dir".into(),
+            dir.display().to_string(),
+            "--interval".into(),
+            "50ms".into(),
+            "--quiet".into(),
+            "--policy".into(),
+            policy_arg,
+            "--".into(),
+        ];
+        args.extend(launcher(ranks));
+        args.extend([
+            steady.display().to_string(),
+            stop.display().to_string(),
+            "seconds=100".into(),
+        ]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = std::fs::File::create(&output).unwrap();
+        let child = command(&args)
+            .stdout(out.try_clone().unwrap())
+            .stderr(out)
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("mpit-tuner run starts");
+        let running = Running {
+            dir,
+            stop,
+            child: Some(child),
+            output,
+            ranks,
+            _tmp: tmp,
+            _lock: lock,
+        };
+        running.wait_for("every rank's first sample", |logs| {
+            logs.iter()
+                .all(|log| log.iter().any(|r| r["type"] == "sample"))
+        });
+        running
+    }
+
+    /// The records of each rank's log so far (whole lines only).
+    fn logs(&self) -> Vec<Vec<Json>> {
+        (0..self.ranks)
+            .map(|r| complete_records(&self.dir.join(format!("rank-{r:05}.jsonl"))))
+            .collect()
+    }
+
+    /// Waits until `done` holds for the logs; panics after [`PATIENCE`]
+    /// with what the logs hold.
+    fn wait_for(&self, what: &str, done: impl Fn(&[Vec<Json>]) -> bool) -> Vec<Vec<Json>> {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let logs = self.logs();
+            if done(&logs) {
+                return logs;
+            }
+            if Instant::now() > deadline {
+                panic!(
+                    "waited {PATIENCE:?} for {what}; output:\n{}\nlogs:\n{}",
+                    std::fs::read_to_string(&self.output).unwrap_or_default(),
+                    logs.iter()
+                        .map(|l| l
+                            .iter()
+                            .filter(|r| r["type"] != "sample")
+                            .map(Json::to_string)
+                            .collect::<Vec<_>>()
+                            .join("\n"))
+                        .collect::<Vec<_>>()
+                        .join("\n---\n")
+                );
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// `mpit-tuner ARGS...` on this job's run directory, after the
+    /// subcommand.
+    fn steer(&self, subcommand: &str, args: &[&str]) -> Output {
+        let dir = self.dir.display().to_string();
+        let mut all = vec![subcommand, dir.as_str()];
+        all.extend(args);
+        all.extend(["--timeout", "30s"]);
+        command(&all).output().expect("mpit-tuner runs")
+    }
+
+    /// Stops the job and returns what it printed; it must exit 0.
+    fn finish(mut self) -> String {
+        let status = self.stop_child();
+        let printed = std::fs::read_to_string(&self.output).unwrap_or_default();
+        assert!(status.is_some_and(|s| s.success()), "{printed}");
+        printed
+    }
+
+    fn stop_child(&mut self) -> Option<std::process::ExitStatus> {
+        let mut child = self.child.take()?;
+        std::fs::write(&self.stop, b"stop").unwrap();
+        let deadline = Instant::now() + PATIENCE;
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = child.try_wait() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        None
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.stop_child();
+    }
+}
+
+/// The records of a log's whole lines (a running job may be writing the
+/// last one).
+fn complete_records(path: &Path) -> Vec<Json> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let whole = match text.rfind('\n') {
+        Some(end) => &text[..=end],
+        None => "",
+    };
+    whole
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
+        .collect()
+}
+
+/// The `control` answer to request `id` in a log.
+fn answer<'a>(log: &'a [Json], id: &str) -> Option<&'a Json> {
+    log.iter().find(|r| r["type"] == "control" && r["id"] == id)
+}
+
+/// The id the command printed (`request ID: ...`).
+fn request_id(output: &Output) -> String {
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("request "))
+        .and_then(|l| l.split(':').next())
+        .unwrap_or_else(|| panic!("no request id in:\n{stdout}"))
+        .to_string()
+}
+
+fn printed(output: &Output) -> String {
+    format!(
+        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// The fired decisions of `policy` in a log, with their `t`.
+fn firings<'a>(log: &'a [Json], policy: &'a str) -> impl Iterator<Item = &'a Json> + 'a {
+    log.iter()
+        .filter(move |r| r["type"] == "decision" && r["policy"] == policy && r["fired"] == true)
+}
+
+#[test]
+fn set_changes_a_local_cvar_on_the_selected_ranks_only() {
+    use library::*;
+    // A watch of the variable: fires `then` when it holds VALUE, with the
+    // value it read in `inputs`; ranks keep their default elsewhere.
+    let policy = format!(
+        "[[policy]]\nname = \"watch\"\nevery = \"50ms\"\nwhen = \"cvar:{LOCAL} == {VALUE}\"\n\
+         then = [ {{ note = \"changed\" }} ]\notherwise = [ {{ note = \"default\" }} ]\n"
+    );
+    let mut job = Running::start(3, Some(&policy));
+    let out = job.steer("set", &[&format!("{LOCAL}={VALUE}"), "--ranks", "0,2"]);
+    assert_eq!(out.status.code(), Some(0), "{}", printed(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("ranks 0,2 (") && stdout.contains("applied"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("rank 1 (") && stdout.contains("not for this rank"),
+        "{stdout}"
+    );
+    let id = request_id(&out);
+    let logs = job.wait_for("the watch seeing the new value on ranks 0 and 2", |logs| {
+        [0, 2].iter().all(|&r| {
+            firings(&logs[r], "watch").any(|d| {
+                d["branch"] == "then" && d["inputs"][LOCAL][0].as_f64() == Some(VALUE as f64)
+            })
+        })
+    });
+    for rank in [0, 2] {
+        let a = answer(&logs[rank], &id).expect("an answer");
+        assert_eq!(a["outcome"], "applied", "{a}");
+        assert_eq!(a["write"]["readback"][0], VALUE, "{a}");
+        assert_eq!(a["write"]["outcome"], "written", "{a}");
+    }
+    let a = answer(&logs[1], &id).expect("an answer");
+    assert_eq!(a["outcome"], "not_for_this_rank", "{a}");
+    // Rank 1 kept its value: the watch never saw VALUE there.
+    let watched: Vec<f64> = firings(&logs[1], "watch")
+        .map(|d| d["inputs"][LOCAL][0].as_f64().unwrap())
+        .collect();
+    assert!(
+        !watched.is_empty() && watched.iter().all(|v| *v != VALUE as f64),
+        "{watched:?}"
+    );
+    assert!(job.stop_child().is_some_and(|s| s.success()));
+    // The report lists the user's write apart from the policies' (phase
+    // `steering`), on the ranks that took it.
+    let dir = job.dir.display().to_string();
+    let report = command(&["report", &dir]).output().unwrap();
+    assert_eq!(report.status.code(), Some(0), "{}", printed(&report));
+    let text = String::from_utf8_lossy(&report.stdout);
+    let rows: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains(&format!("user request {id}")) && l.contains("steering"))
+        .collect();
+    assert_eq!(rows.len(), 2, "{text}");
+    assert!(job.dir.join("report/cvar-changes.svg").is_file());
+}
+
+#[test]
+fn a_write_no_rank_may_make_alone_is_refused_with_the_reason() {
+    use library::*;
+    let job = Running::start(2, None);
+    let out = job.steer("set", &[&format!("{FORBIDDEN}={FORBIDDEN_VALUE}")]);
+    assert_eq!(out.status.code(), Some(1), "{}", printed(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("ranks 0-1") && stdout.contains("refused") && stdout.contains(WHY),
+        "{stdout}"
+    );
+    let id = request_id(&out);
+    let logs = job.logs();
+    for log in &logs {
+        let a = answer(log, &id).expect("an answer");
+        assert_eq!(a["outcome"], "refused", "{a}");
+        assert!(a["message"].as_str().unwrap().contains(WHY), "{a}");
+    }
+    // A value of the wrong type is refused too, and the job goes on.
+    let out = job.steer("set", &[&format!("{}=1.5", LOCAL)]);
+    assert_eq!(out.status.code(), Some(1), "{}", printed(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("takes integers"),
+        "{}",
+        printed(&out)
+    );
+    job.finish();
+}
+
+/// Fires every 50 ms, alternating branches every 200 ms: its decisions
+/// show that it runs.
+const TICK_TOCK: &str = "[[policy]]\nname = \"tick-tock\"\nevery = \"50ms\"\n\
+    when = \"floor(time * 5) % 2 == 0\"\nthen = [ { note = \"tick\" } ]\n\
+    otherwise = [ { note = \"tock\" } ]\n";
+
+#[test]
+fn a_policy_reloaded_mid_run_replaces_the_old_one() {
+    let job = Running::start(2, Some(TICK_TOCK));
+    job.wait_for("tick-tock deciding", |logs| {
+        logs.iter().all(|l| firings(l, "tick-tock").count() >= 2)
+    });
+    let file = job._tmp.path().join("new.toml");
+    std::fs::write(
+        &file,
+        "[[policy]]\nname = \"after-reload\"\nwhen = \"time >= 0\"\nthen = [ { note = \"reloaded\" } ]\n",
+    )
+    .unwrap();
+    let out = job.steer("reload", &[file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", printed(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("new.toml loaded: 1 policies run"),
+        "{}",
+        printed(&out)
+    );
+    let id = request_id(&out);
+    let logs = job.wait_for("the new policy's first decision", |logs| {
+        logs.iter()
+            .all(|l| firings(l, "after-reload").next().is_some())
+    });
+    for log in &logs {
+        let at = answer(log, &id).expect("an answer")["t"].as_f64().unwrap();
+        let first = firings(log, "after-reload").next().unwrap()["t"]
+            .as_f64()
+            .unwrap();
+        assert!(first >= at, "decided at {first} before the reload at {at}");
+        // The old policy decides no more.
+        assert!(firings(log, "tick-tock").all(|d| d["t"].as_f64().unwrap() <= at));
+    }
+    job.finish();
+}
+
+#[test]
+fn a_broken_policy_changes_nothing_and_pause_resume_work() {
+    let job = Running::start(2, Some(TICK_TOCK));
+    let file = job._tmp.path().join("broken.toml");
+    std::fs::write(
+        &file,
+        "[[policy]]\nname = \"bad\"\nwhen = \"time >\"\nthen = [ { note = \"x\" } ]\n",
+    )
+    .unwrap();
+    let out = job.steer("reload", &[file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", printed(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("ranks 0-1") && stdout.contains("broken.toml:3:"),
+        "{stdout}"
+    );
+    let id = request_id(&out);
+    let at: Vec<f64> = job
+        .logs()
+        .iter()
+        .map(|l| answer(l, &id).expect("an answer")["t"].as_f64().unwrap())
+        .collect();
+    // The old policy still decides after the refusal.
+    job.wait_for("tick-tock deciding after the refused reload", |logs| {
+        logs.iter().zip(&at).all(|(l, at)| {
+            firings(l, "tick-tock")
+                .filter(|d| d["t"].as_f64().unwrap() > *at)
+                .count()
+                >= 2
+        })
+    });
+    // Paused, it decides no more; resumed, it decides again.
+    let out = job.steer("pause", &["tick-tock"]);
+    assert_eq!(out.status.code(), Some(0), "{}", printed(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("paused tick-tock"));
+    let paused = request_id(&out);
+    std::thread::sleep(Duration::from_millis(600));
+    let out = job.steer("resume", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", printed(&out));
+    let resumed = request_id(&out);
+    let logs = job.wait_for("tick-tock deciding after resume", |logs| {
+        logs.iter().all(|l| {
+            answer(l, &resumed).is_some_and(|a| {
+                let at = a["t"].as_f64().unwrap();
+                firings(l, "tick-tock").any(|d| d["t"].as_f64().unwrap() > at)
+            })
+        })
+    });
+    for log in &logs {
+        let from = answer(log, &paused).unwrap()["t"].as_f64().unwrap();
+        let to = answer(log, &resumed).unwrap()["t"].as_f64().unwrap();
+        assert!(
+            firings(log, "tick-tock").all(|d| {
+                let t = d["t"].as_f64().unwrap();
+                t <= from || t > to
+            }),
+            "a paused policy decided"
+        );
+    }
+    // An unknown policy is refused, naming the ones that run.
+    let out = job.steer("pause", &["nope"]);
+    assert_eq!(out.status.code(), Some(1), "{}", printed(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("policies: tick-tock"));
+    job.finish();
+}
+
+#[test]
+fn requests_that_are_not_the_owners_or_not_requests_never_act() {
+    use library::*;
+    let job = Running::start(2, None);
+    let control = job.dir.join("control");
+    std::fs::create_dir_all(&control).unwrap();
+    let request =
+        |id: &str| format!(r#"{{"id":"{id}","kind":"set","cvar":"{LOCAL}","value":"{VALUE}"}}"#);
+    // Each file is made under a temporary name and renamed into place,
+    // as the command does: the ranks see it only as it is meant to be.
+    let place = |name: &str, text: &str, mode: u32, owner: Option<&str>| {
+        let tmp = control.join(format!(".{name}.tmp"));
+        std::fs::write(&tmp, text).unwrap();
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(mode)).unwrap();
+        if let Some(owner) = owner {
+            let status = Command::new("chown")
+                .args([owner, tmp.to_str().unwrap()])
+                .status()
+                .unwrap();
+            assert!(status.success());
+        }
+        std::fs::rename(&tmp, control.join(name)).unwrap();
+    };
+    // Writable by others: ignored.
+    place("loose.json", &request("loose"), 0o666, None);
+    // Another user's (only root can give a file away).
+    let root = std::fs::metadata(job._tmp.path())
+        .map(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0)
+        .unwrap_or(false);
+    if root {
+        place("other.json", &request("other"), 0o600, Some("65534"));
+    } else {
+        eprintln!("not root: the request of another user is not tried");
+    }
+    // Cut short, and not JSON at all: answered with an error.
+    place("cut.json", &request("cut")[..30], 0o600, None);
+    place("junk.json", "\u{0}\u{1}zz", 0o600, None);
+    let logs = job.wait_for("the ranks' verdicts on every file", |logs| {
+        logs.iter().all(|l| {
+            let warned = |name: &str| {
+                l.iter().any(|r| {
+                    r["type"] == "warning" && r["message"].as_str().unwrap_or("").contains(name)
+                })
+            };
+            warned("loose.json")
+                && (!root || warned("other.json"))
+                && answer(l, "cut").is_some()
+                && answer(l, "junk").is_some()
+        })
+    });
+    for log in &logs {
+        for id in ["loose", "other"] {
+            assert!(answer(log, id).is_none(), "{id} was answered");
+        }
+        let warning = |name: &str| {
+            log.iter()
+                .find(|r| r["type"] == "warning" && r["message"].as_str().unwrap().contains(name))
+                .map(|r| r["message"].as_str().unwrap().to_string())
+        };
+        assert!(warning("loose.json").unwrap().contains("mode 666"));
+        if root {
+            assert!(warning("other.json").unwrap().contains("uid 65534"));
+        }
+        for id in ["cut", "junk"] {
+            let a = answer(log, id).unwrap();
+            assert_eq!(a["outcome"], "error", "{a}");
+            assert!(a["message"]
+                .as_str()
+                .unwrap()
+                .contains("not a steering request"));
+        }
+    }
+    // Nothing was written: a later request reads the default back as old.
+    let out = job.steer("set", &[&format!("{LOCAL}={VALUE}")]);
+    assert_eq!(out.status.code(), Some(0), "{}", printed(&out));
+    let id = request_id(&out);
+    for log in job.logs() {
+        let a = answer(&log, &id).unwrap();
+        assert_ne!(a["write"]["old"][0], VALUE, "{a}");
+    }
+    let printed_job = job.finish();
+    assert!(printed_job.contains("steady:"), "{printed_job}");
+}
+
+#[test]
+fn watch_shows_a_running_job_and_ends_with_it() {
+    use library::*;
+    let mut job = Running::start(2, Some(TICK_TOCK));
+    job.wait_for("tick-tock deciding", |logs| {
+        logs.iter().all(|l| firings(l, "tick-tock").count() >= 1)
+    });
+    let out = job.steer("set", &[&format!("{LOCAL}={VALUE}"), "--ranks", "1"]);
+    assert_eq!(out.status.code(), Some(0), "{}", printed(&out));
+    let dir = job.dir.display().to_string();
+    let once = command(&["watch", &dir, "--once", "--plain"])
+        .output()
+        .unwrap();
+    assert_eq!(once.status.code(), Some(0), "{}", printed(&once));
+    let frame = String::from_utf8_lossy(&once.stdout);
+    for row in [
+        "2 ranks on 1 host",
+        "ranks: 2 alive, 0 finished, 0 not started",
+        "variables (largest spread across ranks now):",
+        "tool.mpi.time",
+        "tick-tock fired",
+        &format!("set {LOCAL}={VALUE} on ranks 1: applied"),
+        "set",
+    ] {
+        assert!(frame.contains(row), "no {row:?} in:\n{frame}");
+    }
+    assert!(!frame.contains("job finished"), "{frame}");
+    // Followed until the job ends: it stops by itself.
+    let mut follow = command(&["watch", &dir, "--plain", "--every", "200ms"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = follow.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || std::io::read_to_string(stdout).unwrap());
+    std::thread::sleep(Duration::from_millis(500));
+    // Stopped, with its run directory kept until the end of the test.
+    assert!(job.stop_child().is_some_and(|s| s.success()));
+    let deadline = Instant::now() + PATIENCE;
+    let status = loop {
+        if let Some(status) = follow.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = follow.kill();
+            panic!("watch did not end with the job");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(status.success());
+    let text = reader.join().unwrap();
+    let last = text.rsplit("== mpit-tuner watch").next().unwrap();
+    assert!(
+        last.contains("ranks: 0 alive, 2 finished") && last.contains("job finished"),
+        "{last}"
+    );
+    assert!(text.matches("== mpit-tuner watch").count() >= 2, "{text}");
+}

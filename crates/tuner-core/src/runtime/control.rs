@@ -1,0 +1,346 @@
+//! Steering: the requests of `mpit-tuner set`, `pause`, `resume` and
+//! `reload`, read from the run directory on the helper thread's tick.
+//!
+//! No socket and no thread of its own: on its tick (at most every
+//! [`POLL_EVERY`]) the helper lists `RUN_DIR/control/`, handles each new
+//! request file once ([`vocab::control`] defines them) and answers with a
+//! `control` record, flushed at once so the command sees it. Only files the
+//! job's user owns, that nobody else may write, are read; anything else is
+//! ignored with a warning in the log. A file that is not a request gets an
+//! `error` answer; nothing a file holds can stop the rank.
+//!
+//! A `set` goes through the actuator like a policy's write (scope, type,
+//! range, read-back), with the rule for user requests: ALL_EQ and GROUP_EQ
+//! variables are refused, since a request reaches each rank at its own
+//! moment. `reload` compiles and checks the file on this rank before it
+//! replaces the running policies.
+
+use super::log::LogWriter;
+use super::Hooks;
+use crate::decide::actuator::{self, Request as WriteRequest, When};
+use crate::decide::PolicyHooks;
+use mpit::meta::Datatype;
+use mpit::{Catalogue, MpiT};
+use policies::{HostSelector, PolicySet, RankSelector};
+use std::collections::HashSet;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use vocab::control::{self, Action, Request, CONTROL_DIR, MAX_REQUEST_BYTES};
+use vocab::record::{self, ControlAnswer, ControlOutcome, ControlWrite, Record};
+
+/// The shortest time between two listings of the control directory (one
+/// `readdir` per rank: on a shared file system, thousands of ranks list it).
+pub(crate) const POLL_EVERY: Duration = Duration::from_millis(100);
+
+/// The steering state of one rank.
+#[derive(Debug)]
+pub(crate) struct Steering {
+    dir: PathBuf,
+    /// The job's user: the owner of this rank's own log file.
+    owner: u32,
+    handled: HashSet<String>,
+    next_poll: Instant,
+    rank: u32,
+    size: u32,
+    host: String,
+}
+
+/// What a handler decided.
+type Answer = (ControlOutcome, Option<String>, Option<ControlWrite>);
+
+impl Steering {
+    /// Steering for a rank with a run directory and a log file (which tells
+    /// the job's user); `None` without them.
+    pub(crate) fn new(
+        run_dir: Option<&Path>,
+        log: &Path,
+        rank: i32,
+        size: i32,
+    ) -> Option<Steering> {
+        let owner = std::fs::metadata(log).ok()?.uid();
+        Some(Steering {
+            dir: run_dir?.join(CONTROL_DIR),
+            owner,
+            handled: HashSet::new(),
+            next_poll: Instant::now(),
+            rank: rank.max(0) as u32,
+            size: size.max(1) as u32,
+            host: mpit::host_name(),
+        })
+    }
+
+    /// Handles the requests that arrived since the last poll, in the order
+    /// of their names (ids start with the time they were made).
+    pub(crate) fn poll(
+        &mut self,
+        mpit: &MpiT,
+        catalogue: &Catalogue,
+        hooks: &mut Box<dyn Hooks>,
+        log: &mut LogWriter,
+        t: f64,
+    ) {
+        let now = Instant::now();
+        if now < self.next_poll {
+            return;
+        }
+        self.next_poll = now + POLL_EVERY;
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return;
+        };
+        let mut names: Vec<String> = entries
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| control::id_of_file_name(n).is_some() && !self.handled.contains(n))
+            .collect();
+        if names.is_empty() {
+            return;
+        }
+        names.sort();
+        for name in names {
+            self.handled.insert(name.clone());
+            self.handle(&name, mpit, catalogue, hooks, log, t);
+        }
+        log.flush();
+    }
+
+    fn handle(
+        &self,
+        name: &str,
+        mpit: &MpiT,
+        catalogue: &Catalogue,
+        hooks: &mut Box<dyn Hooks>,
+        log: &mut LogWriter,
+        t: f64,
+    ) {
+        let path = self.dir.join(name);
+        let id = control::id_of_file_name(name).unwrap_or(name).to_string();
+        let answer = |log: &mut LogWriter, kind: &str, request: String, answer: Answer| {
+            let (outcome, message, write) = answer;
+            log.record(&Record::Control(ControlAnswer {
+                t,
+                id: id.clone(),
+                kind: kind.to_string(),
+                request,
+                outcome,
+                message,
+                write,
+            }));
+        };
+        let bytes = match self.read(&path) {
+            Read::Bytes(bytes) => bytes,
+            Read::Ignored(why) => {
+                // A warning only: an answer would be read as coming from
+                // the job's user.
+                let message = format!("steering request {} ignored: {why}", path.display());
+                return log.record(&Record::Warning(record::Warning { t, message }));
+            }
+            Read::Failed(why) => {
+                let a = (ControlOutcome::Error, Some(why), None);
+                return answer(log, "", String::new(), a);
+            }
+        };
+        let request = match Request::parse(&bytes) {
+            Ok(r) if r.id == id => r,
+            Ok(r) => {
+                let why = format!("the request's id {:?} is not its file's name", r.id);
+                return answer(
+                    log,
+                    "",
+                    String::new(),
+                    (ControlOutcome::Error, Some(why), None),
+                );
+            }
+            Err(e) => {
+                let a = (ControlOutcome::Error, Some(format!("{name}: {e}")), None);
+                return answer(log, "", String::new(), a);
+            }
+        };
+        let result = match self.selects(&request) {
+            Err(why) => (ControlOutcome::Refused, Some(why), None),
+            Ok(false) => (ControlOutcome::NotForThisRank, None, None),
+            Ok(true) => self.apply(&request.action, mpit, catalogue, hooks, log, t),
+        };
+        answer(log, request.action.kind(), request.describe(), result);
+    }
+
+    /// The bytes of a request file, unless it is to be ignored (not a
+    /// regular file, another user's, or writable by others) or cannot be
+    /// read.
+    fn read(&self, path: &Path) -> Read {
+        let meta = match std::fs::symlink_metadata(path) {
+            Ok(m) => m,
+            Err(e) => return Read::Failed(format!("cannot read {}: {e}", path.display())),
+        };
+        if !meta.file_type().is_file() {
+            return Read::Ignored("it is not a regular file".into());
+        }
+        if meta.uid() != self.owner {
+            return Read::Ignored(format!(
+                "it belongs to uid {}, and only the job's user (uid {}) may steer the job",
+                meta.uid(),
+                self.owner
+            ));
+        }
+        if meta.mode() & 0o022 != 0 {
+            return Read::Ignored(format!(
+                "others may write it (mode {:o}); a request must be writable by the job's user only",
+                meta.mode() & 0o7777
+            ));
+        }
+        if meta.len() > MAX_REQUEST_BYTES {
+            return Read::Failed(format!(
+                "{} has {} bytes; a request has at most {MAX_REQUEST_BYTES}",
+                path.display(),
+                meta.len()
+            ));
+        }
+        match std::fs::read(path) {
+            Ok(bytes) => Read::Bytes(bytes),
+            Err(e) => Read::Failed(format!("cannot read {}: {e}", path.display())),
+        }
+    }
+
+    /// Whether the request's `ranks` and `hosts` select this rank, or why
+    /// they do not parse.
+    fn selects(&self, request: &Request) -> Result<bool, String> {
+        if let Some(text) = &request.ranks {
+            let ranks =
+                RankSelector::from_text(text).map_err(|e| format!("ranks {text:?}: {e}"))?;
+            if !ranks.applies_to(self.rank, self.size) {
+                return Ok(false);
+            }
+        }
+        if !request.hosts.is_empty() {
+            let hosts = HostSelector::new(&request.hosts)
+                .map_err(|(i, why)| format!("hosts {:?}: {why}", request.hosts[i]))?;
+            if !hosts.matches(&self.host) {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    fn apply(
+        &self,
+        action: &Action,
+        mpit: &MpiT,
+        catalogue: &Catalogue,
+        hooks: &mut Box<dyn Hooks>,
+        log: &mut LogWriter,
+        t: f64,
+    ) -> Answer {
+        let done = |r: Result<String, String>| match r {
+            Ok(said) => (ControlOutcome::Applied, Some(said), None),
+            Err(why) => (ControlOutcome::Refused, Some(why), None),
+        };
+        match action {
+            Action::Set { cvar, value } => set(mpit, catalogue, cvar, value),
+            Action::Pause { policy } => done(match hooks.policies() {
+                Some(p) => p.pause(policy.as_deref(), true),
+                None => Err(NO_POLICIES.into()),
+            }),
+            Action::Resume { policy } => done(match hooks.policies() {
+                Some(p) => p.pause(policy.as_deref(), false),
+                None => Err(NO_POLICIES.into()),
+            }),
+            Action::Reload { file, source } => {
+                let set = match PolicySet::parse(source, file) {
+                    Ok(set) => set,
+                    Err(e) => {
+                        return done(Err(format!(
+                            "{file} not loaded, the running policies are unchanged:\n{e:#}"
+                        )))
+                    }
+                };
+                done(match hooks.policies() {
+                    Some(p) => p.reload(set, mpit, catalogue, log, t),
+                    None => {
+                        PolicyHooks::reloaded(set, self.rank, self.size, mpit, catalogue, log, t)
+                            .map(|(policies, said)| {
+                                *hooks = Box::new(policies);
+                                said
+                            })
+                    }
+                })
+            }
+        }
+    }
+}
+
+const NO_POLICIES: &str =
+    "no policies run in this job (monitor mode); `mpit-tuner reload` starts some";
+
+/// A request file as read.
+enum Read {
+    Bytes(Vec<u8>),
+    /// Ignored, and why (logged as a warning).
+    Ignored(String),
+    /// Unreadable, and why (answered as an error).
+    Failed(String),
+}
+
+/// A user's CVAR write through the actuator, with the value read as the
+/// variable's type takes it.
+fn set(mpit: &MpiT, catalogue: &Catalogue, cvar: &str, value: &str) -> Answer {
+    let info = catalogue.cvar(cvar);
+    let request = match info.map(|i| (i.datatype, i.enumeration.is_some())) {
+        Some((Datatype::Char, _)) => WriteRequest::Text(value.to_string()),
+        datatype => {
+            let numbers: Option<Vec<f64>> = value
+                .split(',')
+                .map(|p| p.trim().parse::<f64>().ok().filter(|x| x.is_finite()))
+                .collect();
+            match numbers {
+                Some(xs) => {
+                    let integral = !matches!(datatype, Some((Datatype::Double, _)));
+                    if integral && xs.iter().any(|x| x.fract() != 0.0) {
+                        let why = format!("`{cvar}` takes integers, not {value}");
+                        return (ControlOutcome::Refused, Some(why), None);
+                    }
+                    if xs.len() == 1 {
+                        WriteRequest::Number(xs[0])
+                    } else {
+                        WriteRequest::Numbers(xs)
+                    }
+                }
+                None => WriteRequest::Text(value.trim().to_string()),
+            }
+        }
+    };
+    let w = actuator::write(
+        mpit,
+        catalogue,
+        cvar,
+        None,
+        &request,
+        When::UserRequest,
+        false,
+    );
+    let outcome = if w.outcome.applied() {
+        ControlOutcome::Applied
+    } else {
+        ControlOutcome::Refused
+    };
+    let message = w.error.clone().or_else(|| {
+        Some(format!(
+            "{}: {} -> {}",
+            w.outcome.as_str(),
+            show(w.old.as_ref()),
+            show(w.readback.as_ref())
+        ))
+    });
+    let write = ControlWrite {
+        cvar: w.cvar,
+        old: w.old,
+        requested: w.requested,
+        readback: w.readback,
+        outcome: w.outcome,
+    };
+    (outcome, message, Some(write))
+}
+
+/// A value in a message (`4`, `[1, 2]`, `"text"`).
+fn show(v: Option<&mpit::value::Value>) -> String {
+    v.and_then(|v| serde_json::to_value(v).ok())
+        .map_or_else(|| "?".into(), |j| j.to_string())
+}
