@@ -2,14 +2,15 @@
 # Installs what mpit-tuner needs on a fresh Debian machine: both MPI
 # libraries (MPICH and Open MPI, with their compilers and launchers),
 # libclang for bindgen, gfortran for the Fortran example, patchelf for the
-# relinking test, a font for the PNG plots of `mpit-tuner report`.
+# relinking test, a font for the PNG plots of `mpit-tuner report`, tmux
+# for the test of the full-screen `mpit-tuner watch`.
 # Idempotent; installs only what is missing. Needs root (or
 # sudo) for apt-get, and an existing Rust toolchain (cargo >= 1.85).
 set -euo pipefail
 
 need=()
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-for pkg in libmpich-dev mpich libopenmpi-dev openmpi-bin libclang-dev clang gfortran patchelf pkg-config make binutils procps fonts-dejavu-core; do
+for pkg in libmpich-dev mpich libopenmpi-dev openmpi-bin libclang-dev clang gfortran patchelf pkg-config make binutils procps fonts-dejavu-core tmux; do
   have_pkg "$pkg" || need+=("$pkg")
 done
 

@@ -100,8 +100,9 @@ enum Command {
     /// writes, steering answers and warnings.
     ///
     /// Reads only the run directory (from another shell or node on a
-    /// shared file system); ends when every rank closed its log, or on
-    /// Ctrl-C.
+    /// shared file system). Full-screen on a terminal (q, Esc or Ctrl-C
+    /// quit), plain-text frames on pipes, dumb terminals, --plain and
+    /// --once; ends when every rank closed its log.
     Watch(watch::WatchArgs),
 
     /// Write a CVAR in a running job: `mpit-tuner set RUN_DIR NAME=VALUE`.

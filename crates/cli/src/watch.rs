@@ -6,28 +6,34 @@
 //! read as empty) and keeps what a frame shows: ranks alive and finished,
 //! samples, elapsed time, the variables whose latest values differ most
 //! across ranks (with their rates), the latest decisions, writes, steering
-//! answers and warnings. [`Watch::frame`] renders it as plain text: the
-//! plain mode prints one frame per refresh, for pipes and dumb terminals.
-//! It never writes into the run directory and never slows the job.
+//! answers and warnings, and a short history of each variable. Two views
+//! draw that one state: [`Watch::frame`] renders it as plain text (the
+//! plain mode prints one frame per refresh, for pipes, dumb terminals,
+//! `--once` and `--plain`), and [`tui`] draws it full-screen on a terminal
+//! with ratatui. It never writes into the run directory and never slows
+//! the job.
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt::Write as _;
-use std::io::Write as _;
+use std::io::{IsTerminal, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 use vocab::record::{ControlOutcome, Header};
 use vocab::{Follow, Record};
 
+mod tui;
+
 /// Options of `mpit-tuner watch`.
 #[derive(Debug, Args)]
 pub struct WatchArgs {
     /// The run directory of a running (or finished) job.
     run_dir: PathBuf,
-    /// Print frames as plain text, one after the other (the default when
-    /// standard output is not a terminal).
+    /// Print frames as plain text, one after the other, instead of the
+    /// full-screen view (plain is the default when standard output is not a
+    /// terminal or TERM is dumb or unset).
     #[arg(long)]
     plain: bool,
     /// Print one frame and exit.
@@ -49,6 +55,10 @@ pub fn run(args: &WatchArgs) -> Result<ExitCode> {
         bail!("{} is not a directory", args.run_dir.display());
     }
     let mut watch = Watch::new(&args.run_dir);
+    let every = every.max(Duration::from_millis(50));
+    if !args.plain && !args.once && full_screen_possible() {
+        return tui::run(&mut watch, every, args.top).map(|()| ExitCode::SUCCESS);
+    }
     let mut out = std::io::stdout().lock();
     loop {
         watch.poll().context("reading the run directory")?;
@@ -58,8 +68,15 @@ pub fn run(args: &WatchArgs) -> Result<ExitCode> {
         if args.once || watch.finished() {
             return Ok(ExitCode::SUCCESS);
         }
-        std::thread::sleep(every.max(Duration::from_millis(50)));
+        std::thread::sleep(every);
     }
+}
+
+/// Whether the full-screen view can be drawn: standard output is a terminal
+/// that is not dumb.
+fn full_screen_possible() -> bool {
+    let term = std::env::var_os("TERM").unwrap_or_default();
+    std::io::stdout().is_terminal() && !term.is_empty() && term != "dumb"
 }
 
 /// What one rank's log said so far.
@@ -92,10 +109,28 @@ pub struct Watch {
     events: VecDeque<Event>,
     warnings: VecDeque<Event>,
     damaged: u64,
+    /// Each variable's mean across ranks, one value per [`Watch::poll`]
+    /// (the last [`HISTORY`]), for the full-screen view's sparklines.
+    history: BTreeMap<String, VecDeque<f64>>,
 }
 
 /// Events and warnings kept.
 const KEEP: usize = 64;
+
+/// Values of history kept per variable (refreshes).
+pub const HISTORY: usize = 60;
+
+/// One variable's row: where its latest values are lowest and highest
+/// across ranks, their mean, the mean rate and the spread that orders rows.
+#[derive(Debug, Clone, PartialEq)]
+struct VarRow<'a> {
+    name: &'a str,
+    lo: (u32, f64),
+    hi: (u32, f64),
+    mean: f64,
+    rate: Option<f64>,
+    spread: f64,
+}
 
 impl Watch {
     /// A view of `dir`; nothing read yet.
@@ -106,6 +141,7 @@ impl Watch {
             events: VecDeque::new(),
             warnings: VecDeque::new(),
             damaged: 0,
+            history: BTreeMap::new(),
         }
     }
 
@@ -209,7 +245,86 @@ impl Watch {
                 list.pop_front();
             }
         }
+        let means: Vec<(String, f64)> = self
+            .var_rows()
+            .iter()
+            .map(|r| (r.name.to_string(), r.mean))
+            .collect();
+        for (name, mean) in means {
+            let h = self.history.entry(name).or_default();
+            h.push_back(mean);
+            while h.len() > HISTORY {
+                h.pop_front();
+            }
+        }
         Ok(())
+    }
+
+    /// The recent means of a variable, oldest first.
+    fn history(&self, name: &str) -> impl Iterator<Item = f64> + '_ {
+        self.history.get(name).into_iter().flatten().copied()
+    }
+
+    /// Every variable's row, largest spread across ranks first.
+    fn var_rows(&self) -> Vec<VarRow<'_>> {
+        let mut per_var: BTreeMap<&str, Vec<RankValue>> = BTreeMap::new();
+        for (&rank, r) in &self.ranks {
+            for (name, (value, rate)) in &r.latest {
+                per_var.entry(name).or_default().push((rank, *value, *rate));
+            }
+        }
+        let mut rows: Vec<VarRow<'_>> = per_var
+            .into_iter()
+            .filter(|(_, v)| !v.is_empty())
+            .map(|(name, v)| {
+                let (lo, hi) = extremes(&v);
+                let mean = v.iter().map(|x| x.1).sum::<f64>() / v.len() as f64;
+                let rates: Vec<f64> = v.iter().filter_map(|x| x.2).collect();
+                let rate =
+                    (!rates.is_empty()).then(|| rates.iter().sum::<f64>() / rates.len() as f64);
+                let spread = (hi.1 - lo.1) / mean.abs().max(1e-12);
+                VarRow {
+                    name,
+                    lo,
+                    hi,
+                    mean,
+                    rate,
+                    spread,
+                }
+            })
+            .collect();
+        rows.sort_by(|a, b| b.spread.total_cmp(&a.spread));
+        rows
+    }
+
+    /// The two header lines: what the job is, and where it stands.
+    fn header(&self) -> [String; 2] {
+        let size = self.size();
+        let headers: Vec<&Header> = self
+            .ranks
+            .values()
+            .filter_map(|r| r.header.as_ref())
+            .collect();
+        let library = headers.first().map_or("?", |h| h.library.as_str());
+        let hosts: std::collections::BTreeSet<&str> =
+            headers.iter().map(|h| h.host.as_str()).collect();
+        let started = self.ranks.values().filter(|r| r.header.is_some()).count() as u32;
+        let finished = self.ranks.values().filter(|r| r.closed).count() as u32;
+        let samples: u64 = self.ranks.values().map(|r| r.samples).sum();
+        let elapsed = self.ranks.values().map(|r| r.last_t).fold(0.0, f64::max);
+        [
+            format!(
+                "mpit-tuner watch {} ({library}, {size} ranks on {} host{})",
+                self.dir.display(),
+                hosts.len(),
+                if hosts.len() == 1 { "" } else { "s" }
+            ),
+            format!(
+                "ranks: {} alive, {finished} finished, {} not started | samples: {samples} | elapsed: {elapsed:.1}s",
+                started.saturating_sub(finished),
+                size.saturating_sub(started)
+            ),
+        ]
     }
 
     /// The job's size, from the headers (0 before any).
@@ -232,65 +347,10 @@ impl Watch {
     /// events.
     pub fn frame(&self, top: usize) -> String {
         let mut f = String::new();
-        let size = self.size();
-        let headers: Vec<&Header> = self
-            .ranks
-            .values()
-            .filter_map(|r| r.header.as_ref())
-            .collect();
-        let library = headers.first().map_or("?", |h| h.library.as_str());
-        let hosts: std::collections::BTreeSet<&str> =
-            headers.iter().map(|h| h.host.as_str()).collect();
-        let _ = writeln!(
-            f,
-            "== mpit-tuner watch {} ({library}, {size} ranks on {} host{})",
-            self.dir.display(),
-            hosts.len(),
-            if hosts.len() == 1 { "" } else { "s" }
-        );
-        let started = self.ranks.values().filter(|r| r.header.is_some()).count() as u32;
-        let finished = self.ranks.values().filter(|r| r.closed).count() as u32;
-        let samples: u64 = self.ranks.values().map(|r| r.samples).sum();
-        let elapsed = self.ranks.values().map(|r| r.last_t).fold(0.0, f64::max);
-        let _ = writeln!(
-            f,
-            "ranks: {} alive, {finished} finished, {} not started | samples: {samples} | elapsed: {elapsed:.1}s",
-            started.saturating_sub(finished),
-            size.saturating_sub(started)
-        );
+        let [what, status] = self.header();
+        let _ = writeln!(f, "== {what}\n{status}");
         // The variables that differ most across ranks now.
-        let mut per_var: BTreeMap<&str, Vec<RankValue>> = BTreeMap::new();
-        for (&rank, r) in &self.ranks {
-            for (name, (value, rate)) in &r.latest {
-                per_var.entry(name).or_default().push((rank, *value, *rate));
-            }
-        }
-        let mut rows: Vec<(f64, String)> = per_var
-            .iter()
-            .filter(|(_, v)| !v.is_empty())
-            .map(|(name, v)| {
-                let (lo, hi) = extremes(v);
-                let mean = v.iter().map(|x| x.1).sum::<f64>() / v.len() as f64;
-                let rates: Vec<f64> = v.iter().filter_map(|x| x.2).collect();
-                let rate = if rates.is_empty() {
-                    "-".to_string()
-                } else {
-                    num(rates.iter().sum::<f64>() / rates.len() as f64)
-                };
-                let spread = (hi.1 - lo.1) / mean.abs().max(1e-12);
-                let row = format!(
-                    "  {name:<34} {:>12} @{:<4} {:>12} @{:<4} {:>12} {:>12}",
-                    num(lo.1),
-                    lo.0,
-                    num(hi.1),
-                    hi.0,
-                    num(mean),
-                    rate
-                );
-                (spread, row)
-            })
-            .collect();
-        rows.sort_by(|a, b| b.0.total_cmp(&a.0));
+        let rows = self.var_rows();
         let _ = writeln!(
             f,
             "variables (largest spread across ranks now):\n  {:<34} {:>12} {:5} {:>12} {:5} {:>12} {:>12}",
@@ -299,8 +359,18 @@ impl Watch {
         if rows.is_empty() {
             let _ = writeln!(f, "  (no sample yet)");
         }
-        for (_, row) in rows.iter().take(top) {
-            let _ = writeln!(f, "{row}");
+        for r in rows.iter().take(top) {
+            let _ = writeln!(
+                f,
+                "  {:<34} {:>12} @{:<4} {:>12} @{:<4} {:>12} {:>12}",
+                r.name,
+                num(r.lo.1),
+                r.lo.0,
+                num(r.hi.1),
+                r.hi.0,
+                num(r.mean),
+                r.rate.map_or_else(|| "-".to_string(), num)
+            );
         }
         let _ = writeln!(f, "latest decisions, writes, refusals, steering:");
         list(&mut f, &self.events, top);
@@ -334,12 +404,20 @@ fn extremes(v: &[RankValue]) -> ((u32, f64), (u32, f64)) {
     (lo, hi)
 }
 
-/// The last `n` events, same text on several ranks merged.
+/// The last `n` events as lines, same text on several ranks merged.
 fn list(f: &mut String, events: &VecDeque<Event>, n: usize) {
     if events.is_empty() {
         let _ = writeln!(f, "  (none)");
         return;
     }
+    for line in event_lines(events, n) {
+        let _ = writeln!(f, "  {line}");
+    }
+}
+
+/// The last `n` events, oldest first, one line each; the same text from
+/// several ranks at about the same time is one line.
+fn event_lines(events: &VecDeque<Event>, n: usize) -> Vec<String> {
     let mut merged: Vec<(f64, Vec<u32>, &'static str, &str)> = Vec::new();
     for e in events {
         match merged
@@ -354,12 +432,17 @@ fn list(f: &mut String, events: &VecDeque<Event>, n: usize) {
         }
     }
     merged.sort_by(|a, b| a.0.total_cmp(&b.0));
-    for (t, mut ranks, kind, text) in merged.into_iter().rev().take(n).rev() {
-        ranks.sort_unstable();
-        ranks.dedup();
-        let who = tuner_core::decide::format_ranks(&ranks);
-        let _ = writeln!(f, "  {t:>8.2}s  rank {who:<8} {kind:<9} {text}");
-    }
+    let skip = merged.len().saturating_sub(n);
+    merged
+        .into_iter()
+        .skip(skip)
+        .map(|(t, mut ranks, kind, text)| {
+            ranks.sort_unstable();
+            ranks.dedup();
+            let who = tuner_core::decide::format_ranks(&ranks);
+            format!("{t:>8.2}s  rank {who:<8} {kind:<9} {text}")
+        })
+        .collect()
 }
 
 fn first_line(text: &str) -> String {

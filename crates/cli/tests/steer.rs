@@ -1,7 +1,8 @@
 //! Steering and watching a running job: `mpit-tuner set`, `pause`,
 //! `resume`, `reload` and `watch` against real jobs of `examples/c/steady`
 //! (which runs until a stop file appears), and request files the ranks must
-//! refuse or ignore.
+//! refuse or ignore. The full-screen `watch` is driven in a private tmux
+//! server (skipped, with the reason printed, without tmux).
 //!
 //! Every wait is on a condition in the logs, with a generous deadline.
 
@@ -518,7 +519,9 @@ fn watch_shows_a_running_job_and_ends_with_it() {
     let out = job.steer("set", &[&format!("{LOCAL}={VALUE}"), "--ranks", "1"]);
     assert_eq!(out.status.code(), Some(0), "{}", printed(&out));
     let dir = job.dir.display().to_string();
-    let once = command(&["watch", &dir, "--once", "--plain"])
+    // All the variables: which ones differ most across ranks depends on
+    // the load of the machine.
+    let once = command(&["watch", &dir, "--once", "--plain", "--top", "40"])
         .output()
         .unwrap();
     assert_eq!(once.status.code(), Some(0), "{}", printed(&once));
@@ -564,4 +567,168 @@ fn watch_shows_a_running_job_and_ends_with_it() {
         "{last}"
     );
     assert!(text.matches("== mpit-tuner watch").count() >= 2, "{text}");
+}
+
+/// A private tmux server (its own socket, no configuration), killed when
+/// dropped.
+struct Tmux {
+    socket: String,
+}
+
+/// What a pane's shell prints after `mpit-tuner watch` exits.
+const EXITED: &str = "watch exited with status";
+
+impl Tmux {
+    /// A server for this test, or `None` (with the reason printed) when
+    /// tmux is not installed.
+    fn new() -> Option<Tmux> {
+        if Command::new("tmux").arg("-V").output().is_err() {
+            eprintln!("skipped: tmux is not installed (scripts/setup.sh installs it)");
+            return None;
+        }
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos();
+        Some(Tmux {
+            socket: format!("mpit-tuner-test-{}-{nanos}", std::process::id()),
+        })
+    }
+
+    /// `tmux ARGS` on this server, as it ran.
+    fn run(&self, args: &[&str]) -> Output {
+        let mut cmd = Command::new("tmux");
+        cmd.args(["-f", "/dev/null", "-L", &self.socket])
+            .args(args)
+            .stdin(Stdio::null());
+        common::clean_env(&mut cmd);
+        cmd.env("TERM", "xterm-256color");
+        cmd.output().expect("tmux runs")
+    }
+
+    /// Starts `mpit-tuner watch DIR` in a detached 120x40 session; when it
+    /// exits, the shell prints its status and keeps the pane open (for the
+    /// capture) until the session is killed.
+    fn watch(&self, session: &str, dir: &Path) {
+        let shell = format!(
+            "'{}' watch '{}'; echo \"{EXITED} $?\"; sleep 600",
+            common::BIN,
+            dir.display()
+        );
+        let out = self.run(&[
+            "new-session",
+            "-d",
+            "-x",
+            "120",
+            "-y",
+            "40",
+            "-s",
+            session,
+            &shell,
+        ]);
+        assert!(out.status.success(), "{out:?}");
+    }
+
+    /// What the session's pane shows now.
+    fn capture(&self, session: &str) -> String {
+        let out = self.run(&["capture-pane", "-p", "-t", session]);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Whether the pane is on its alternate screen: "1" or "0".
+    fn alternate_on(&self, session: &str) -> String {
+        let out = self.run(&["display-message", "-p", "-t", session, "#{alternate_on}"]);
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// Waits until the pane shows every one of `texts`; the capture.
+    fn wait_for_screen(&self, session: &str, texts: &[&str]) -> String {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let screen = self.capture(session);
+            if texts.iter().all(|t| screen.contains(t)) {
+                return screen;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "waited {PATIENCE:?} for {texts:?}; the pane shows:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// Kills a session and checks it is gone.
+    fn end(&self, session: &str) {
+        let out = self.run(&["kill-session", "-t", session]);
+        assert!(out.status.success(), "{out:?}");
+        assert!(!self.run(&["has-session", "-t", session]).status.success());
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.run(&["kill-server"]);
+    }
+}
+
+#[test]
+fn watch_on_a_terminal_is_full_screen_and_quits_on_q_or_with_the_job() {
+    let Some(tmux) = Tmux::new() else {
+        return;
+    };
+    let mut job = Running::start(2, Some(TICK_TOCK));
+    tmux.watch("quit", &job.dir);
+    let screen = tmux.wait_for_screen(
+        "quit",
+        &[
+            "ranks: 2 alive, 0 finished, 0 not started",
+            "│tool.",
+            "tick-tock fired",
+        ],
+    );
+    // A row of the table: a variable (which ones come first depends on the
+    // load), its lowest and highest values with their ranks, a sparkline.
+    assert!(
+        screen.lines().any(|l| l.starts_with("│tool.")
+            && l.matches(" @").count() == 2
+            && l.chars().any(|c| ('▁'..='█').contains(&c))),
+        "no table row in:\n{screen}"
+    );
+    for text in [
+        "mpit-tuner watch (q: quit)",
+        "2 ranks on 1 host",
+        "variables (largest spread across ranks now)",
+        "recent means",
+        "latest decisions, writes, refusals, steering",
+        "warnings",
+    ] {
+        assert!(screen.contains(text), "no {text:?} in:\n{screen}");
+    }
+    assert_eq!(tmux.alternate_on("quit"), "1", "{screen}");
+    // `q` quits: exit status 0, the alternate screen left, nothing printed.
+    let out = tmux.run(&["send-keys", "-t", "quit", "q"]);
+    assert!(out.status.success(), "{out:?}");
+    let screen = tmux.wait_for_screen("quit", &[EXITED]);
+    assert!(screen.contains(&format!("{EXITED} 0")), "{screen}");
+    assert!(!screen.contains("mpit-tuner watch"), "{screen}");
+    assert_eq!(tmux.alternate_on("quit"), "0", "{screen}");
+    tmux.end("quit");
+
+    // The job's end ends the view too, leaving its last frame on the screen.
+    tmux.watch("end", &job.dir);
+    tmux.wait_for_screen("end", &["ranks: 2 alive", "│tool."]);
+    // Stopped, with its run directory kept until the end of the test.
+    assert!(job.stop_child().is_some_and(|s| s.success()));
+    let screen = tmux.wait_for_screen("end", &[EXITED]);
+    assert!(screen.contains(&format!("{EXITED} 0")), "{screen}");
+    assert_eq!(tmux.alternate_on("end"), "0", "{screen}");
+    let head = format!("== mpit-tuner watch {}", job.dir.display());
+    for text in [
+        head.as_str(),
+        "ranks: 0 alive, 2 finished",
+        "job finished: every rank closed its log",
+    ] {
+        assert!(screen.contains(text), "no {text:?} in:\n{screen}");
+    }
+    tmux.end("end");
 }
