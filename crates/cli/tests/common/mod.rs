@@ -44,7 +44,7 @@ pub fn preload_lib() -> PathBuf {
         so.is_file(),
         "{} is missing: `mpit-tuner run` needs the preload library next to it; build it \
          with `cargo build -p mpit-tuner-preload` (with the same MPICC and --target-dir as \
-         these tests), or `cargo build --workspace --all-targets`",
+         these tests), or `cargo build --workspace --lib --bins`",
         so.display()
     );
     so
