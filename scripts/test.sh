@@ -15,7 +15,8 @@
 #
 #   bash scripts/test.sh                      # everything
 #   MPIT_FLAVOURS="mpich5 openmpi5" bash scripts/test.sh   # some flavours
-#                                             # (then no benchmarks)
+#                                             # (then no benchmarks; add
+#                                             # mpi-abi for the ABI build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -56,6 +57,7 @@ wrapper() {
 }
 
 flavours="${MPIT_FLAVOURS:-mpich openmpi mpich5 openmpi5}"
+flavours="${flavours//mpi-abi/}"
 
 phase "format"
 cargo fmt --all -- --check
@@ -83,6 +85,17 @@ for flavor in $flavours; do
     sort -u "$na" | sed 's/^/   /' >&2
   fi
 done
+
+# One libmpit_tuner.so for the MPI-5 standard ABI (MPICH 5's mpicc_abi:
+# mpi_abi.h, libmpi_abi.so.1), run in a job of a program built with
+# mpicc_abi (crates/preload/tests/abi.rs; the other flavours say it does not
+# apply to them).
+if [ -z "${MPIT_FLAVOURS:-}" ] || [[ " $MPIT_FLAVOURS " == *" mpi-abi "* ]]; then
+  phase "standard ABI: build the preload with mpicc_abi and run a job (target/mpi-abi)"
+  MPICC="$MPIT_MPICH5_MPICC_ABI" cargo build -p mpit-tuner-preload --lib --locked --target-dir target/mpi-abi
+  MPICC="$MPIT_MPICH5_MPICC_ABI" cargo test -p mpit-tuner-preload --test abi --locked --target-dir target/mpi-abi \
+    -- --test-threads=1
+fi
 
 if [ -z "${MPIT_FLAVOURS:-}" ]; then
   phase "clippy (MPICH build)"
