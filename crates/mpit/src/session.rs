@@ -102,8 +102,8 @@ impl MpiT {
     /// Open MPI 4.1 segfaults when it comes after `MPI_Finalize`
     /// (open-mpi/ompi#11485), MPICH 4.1 to 5.0.1 when it comes between
     /// `MPI_Init` and `MPI_Finalize` (pmodels/mpich#7954), and MPICH 4.0.2
-    /// in a later `MPI_Init` when MPI_T was initialised and finalised
-    /// before it. A library of no known family is never finalised.
+    /// and Open MPI 5.0.11 in a later `MPI_Init` when MPI_T was initialised
+    /// and finalised before it. A library of no known family is never finalised.
     pub fn finalize_is_safe_now(&self) -> bool {
         let library = LibraryVersion::of_process();
         finalize_is_safe(&library, self.mpi_initialized(), self.mpi_finalized())
@@ -323,9 +323,9 @@ mod tests {
         };
         assert_eq!(at("MPICH Version: 4.0.2"), (false, true, true));
         assert_eq!(at("MPICH Version: 5.0.1"), (false, false, true));
-        assert_eq!(at("MPICH Version: 5.0.2"), (false, true, true));
+        assert_eq!(at("MPICH Version: 5.0.2"), (true, true, true));
         assert_eq!(at("Open MPI v4.1.4, package"), (true, true, false));
-        assert_eq!(at("Open MPI v5.0.11, package"), (true, true, true));
+        assert_eq!(at("Open MPI v5.0.11, package"), (false, true, true));
         assert_eq!(at("MVAPICH2 Version : 2.3.7"), (false, false, true));
         assert_eq!(at("Some other MPI 1.0"), (false, false, false));
     }

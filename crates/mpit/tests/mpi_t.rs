@@ -103,8 +103,8 @@ fn library_version_names_the_library() {
 
 /// The finalize rows of the version-keyed quirks table agree with the
 /// library of this build: `MPI_T_finalize` before and after `MPI_Finalize`,
-/// each in a process of its own, crashes exactly where the table says it
-/// does (so a library release that fixes or brings a crash fails this
+/// and before `MPI_Init` (then `MPI_Init`), each in a process of its own,
+/// crashes exactly where the table says it does (so a library release that fixes or brings a crash fails this
 /// test, naming the row to change).
 #[test]
 fn finalize_quirks_match_the_library() {
@@ -115,6 +115,12 @@ fn finalize_quirks_match_the_library() {
         let mpit = MpiT::init().unwrap();
         let version = mpit.library_version().unwrap();
         println!("library-version: {}", version.lines().next().unwrap_or(""));
+        if order == "before-init" {
+            mpit.finalize_now().unwrap();
+            drop(MpiProcess::init().unwrap());
+            println!("survived MPI_T_finalize before-init MPI_Finalize");
+            return;
+        }
         let mpi = MpiProcess::init().unwrap();
         if order == "before" {
             mpit.finalize_now().unwrap();
@@ -129,6 +135,8 @@ fn finalize_quirks_match_the_library() {
     for (order, quirk) in [
         ("before", Quirk::MpiTFinalizeBeforeMpiFinalizeCrashes),
         ("after", Quirk::MpiTFinalizeAfterMpiFinalizeCrashes),
+        // MPI_T initialised and finalised before MPI_Init, then MPI_Init.
+        ("before-init", Quirk::MpiTFinalizeBeforeMpiInitBreaksInit),
     ] {
         let job = mpit_testkit::run_self_with(NAME, 1, &[("MPIT_TEST_FINALIZE_ORDER", order)]);
         let out = job.stdout();
