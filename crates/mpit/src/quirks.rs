@@ -52,14 +52,13 @@ impl Version {
     pub fn find_in(text: &str) -> Option<Version> {
         let start = text.find(|c: char| c.is_ascii_digit())?;
         let mut parts = [0u32; 3];
-        let mut n = 0;
-        for part in text[start..].split('.') {
+        for (slot, part) in parts.iter_mut().zip(text[start..].split('.')) {
             let digits: String = part.chars().take_while(char::is_ascii_digit).collect();
-            if digits.is_empty() || n == 3 {
+            if digits.is_empty() {
                 break;
             }
-            parts[n] = digits.parse().ok()?;
-            n += 1;
+            *slot = digits.parse().ok()?;
+            // "0rc1": the suffix ends the number.
             if digits.len() != part.len() {
                 break;
             }
