@@ -80,6 +80,13 @@ for flavor in $flavours; do
   esac
   MPICC="$mpicc" MPIT_TEST_NOT_APPLICABLE="$PWD/$na" \
     cargo test --workspace --locked --target-dir "$dir" "${targets[@]}" -- --test-threads=1
+  phase "support facts of ${flavor} (mpit-tuner probe, 2 ranks)"
+  case "$flavor" in
+    mpich | openmpi) launcher="mpiexec.${flavor}" ;;
+    mpich5) launcher="$MPIT_MPICH5_MPIEXEC" ;;
+    openmpi5) launcher="$MPIT_OMPI5_MPIEXEC" ;;
+  esac
+  bash scripts/support-matrix.sh --probe "$flavor" "$launcher"
   if [ -s "$na" ]; then
     echo "== tests that do not apply to ${flavor}:" >&2
     sort -u "$na" | sed 's/^/   /' >&2
@@ -98,6 +105,8 @@ if [ -z "${MPIT_FLAVOURS:-}" ] || [[ " $MPIT_FLAVOURS " == *" mpi-abi "* ]]; the
 fi
 
 if [ -z "${MPIT_FLAVOURS:-}" ]; then
+  phase "support matrix: README.md against the measurements"
+  bash scripts/support-matrix.sh --check
   phase "clippy (MPICH build)"
   MPICC=mpicc.mpich cargo clippy --workspace --all-targets --locked --target-dir target/mpich -- -D warnings
   phase "benchmarks compile (MPICH build, bench profile)"

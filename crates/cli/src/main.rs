@@ -10,7 +10,8 @@
 //! the tuner), `check` (validate policy files, optionally against the MPI
 //! library), `replay` (try a policy file on recorded logs) and `report`
 //! (what a finished run did, from its run directory: tables, Markdown, CSV,
-//! plots), `schema` (the JSON Schema of the logs and summary.json). Adding one is a variant of [`Command`] and a module with its
+//! plots), `schema` (the JSON Schema of the logs and summary.json), `probe`
+//! (what the MPI library supports, measured; the README's matrix). Adding one is a variant of [`Command`] and a module with its
 //! `Args` and `run`.
 //!
 //! Exit status: 2 for every error of the command itself; `check` exits 1
@@ -23,6 +24,7 @@ use std::process::ExitCode;
 
 mod check;
 mod list;
+mod probe;
 mod replay;
 mod report;
 mod run;
@@ -87,6 +89,15 @@ enum Command {
     /// directory is reported as such, with what could still be read.
     Report(report::Args),
 
+    /// Measure what the MPI library supports: variables before and after
+    /// MPI_Init, sampling, bound handles, CVAR writes before and after
+    /// MPI_Init, environment settings, collective tuning.
+    ///
+    /// `mpiexec -n 2 mpit-tuner probe --json` (rank 0 prints);
+    /// `mpit-tuner probe --matrix A.json B.json` prints the README's
+    /// support matrix from such outputs.
+    Probe(probe::ProbeArgs),
+
     /// Print the JSON Schema of the log records or of summary.json
     /// (generated from the types the tool writes them with), or check a
     /// run directory against the format with --check.
@@ -115,6 +126,7 @@ fn run() -> Result<ExitCode> {
         Command::Replay(args) => replay::run(&args).map(|()| ExitCode::SUCCESS),
         Command::Report(args) => report::run(&args),
         Command::Schema(args) => schema::run(&args),
+        Command::Probe(args) => probe::run(&args).map(|()| ExitCode::SUCCESS),
     }
 }
 
