@@ -52,6 +52,34 @@ pub fn mpifc() -> Option<&'static str> {
     Some(mpit_sys::BUILD_MPIFC).filter(|f| !f.is_empty())
 }
 
+/// The variables to give `make -C examples` so that it builds the example
+/// programs for this build's library: `MPI=<flavour>`, `MPICC=` the build's
+/// wrapper, plus a run path to the MPI library when it lies outside the
+/// system directories (Open MPI 5's registry wheel's `mpicc` adds none,
+/// MPICH 5's does; without one a program names the system's library of the
+/// same soname to `ldd` and to anything run outside the wheel's `mpiexec`),
+/// and `MPIFC=` the Fortran wrapper or `FORTRAN=no` when there is none.
+pub fn examples_make_vars() -> Vec<String> {
+    let library = std::path::Path::new(mpit_sys::BUILD_LIBRARY);
+    let system = ["/usr/lib", "/lib"];
+    let mpicc = match library.parent() {
+        Some(dir)
+            if !library.as_os_str().is_empty() && !system.iter().any(|s| dir.starts_with(s)) =>
+        {
+            format!("{} -Wl,-rpath,{}", mpicc(), dir.display())
+        }
+        _ => mpicc().to_string(),
+    };
+    vec![
+        format!("MPI={}", flavor()),
+        format!("MPICC={mpicc}"),
+        match mpifc() {
+            Some(fc) => format!("MPIFC={fc}"),
+            None => "FORTRAN=no".to_string(),
+        },
+    ]
+}
+
 /// Says that the calling test does not apply to this build, and why: on
 /// standard error, and as one line appended to the file named by
 /// `MPIT_TEST_NOT_APPLICABLE` when set (scripts/test.sh prints that file per

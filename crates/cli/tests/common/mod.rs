@@ -63,7 +63,7 @@ pub fn example(name: &str) -> PathBuf {
         let mut make = Command::new("make");
         make.arg("-C")
             .arg(repo_root().join("examples"))
-            .arg(format!("MPI={}", flavor()))
+            .args(mpit_testkit::examples_make_vars())
             .arg(format!("OUT={}", out.display()))
             .env_remove("MAKEFLAGS")
             .env_remove("MFLAGS");

@@ -116,14 +116,8 @@ pub fn examples_dir() -> &'static Path {
         let mut make = Command::new("make");
         make.arg("-C")
             .arg(repo_root().join("examples"))
-            .arg(format!("MPI={}", flavor()))
-            .arg(format!("MPICC={}", example_mpicc()))
-            .arg(format!("OUT={}", out.display()));
-        match mpit_testkit::mpifc() {
-            Some(fc) => make.arg(format!("MPIFC={fc}")),
-            None => make.arg("FORTRAN=no"),
-        };
-        make
+            .args(mpit_testkit::examples_make_vars())
+            .arg(format!("OUT={}", out.display()))
             // Not a sub-make of anything: no jobserver from the environment.
             .env_remove("MAKEFLAGS")
             .env_remove("MFLAGS");
@@ -139,25 +133,6 @@ pub fn examples_dir() -> &'static Path {
         );
         out
     })
-}
-
-/// The C compiler command for the examples: the build's wrapper, plus a run
-/// path to the MPI library when it lies outside the system directories.
-/// Open MPI 5's registry wheel's `mpicc` adds none (MPICH 5's does): its
-/// programs then name Debian's `libmpi.so.40` to `ldd` and to anything run
-/// outside its `mpiexec`, which puts the wheel's `lib/` on the ranks'
-/// library path.
-fn example_mpicc() -> String {
-    let library = Path::new(mpit_sys::BUILD_LIBRARY);
-    let system = ["/usr/lib", "/lib"];
-    match library.parent() {
-        Some(dir)
-            if !library.as_os_str().is_empty() && !system.iter().any(|s| dir.starts_with(s)) =>
-        {
-            format!("{} -Wl,-rpath,{}", mpit_testkit::mpicc(), dir.display())
-        }
-        _ => mpit_testkit::mpicc().to_string(),
-    }
 }
 
 /// The Fortran example `basics`, or `None` (the test then says it does not
