@@ -3,14 +3,16 @@
 # libraries (MPICH and Open MPI, with their compilers and launchers),
 # libclang for bindgen, gfortran for the Fortran example, patchelf for the
 # relinking test, a font for the PNG plots of `mpit-tuner report`, tmux
-# for the test of the full-screen `mpit-tuner watch`.
+# for the test of the full-screen `mpit-tuner watch`; then MPICH 5 and Open
+# MPI 5 from the Python package registry into a cached virtual environment
+# (scripts/mpi-wheels.sh; python3-venv for that).
 # Idempotent; installs only what is missing. Needs root (or
 # sudo) for apt-get, and an existing Rust toolchain (cargo >= 1.85).
 set -euo pipefail
 
 need=()
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-for pkg in libmpich-dev mpich libopenmpi-dev openmpi-bin libclang-dev clang gfortran patchelf pkg-config make binutils procps fonts-dejavu-core tmux; do
+for pkg in libmpich-dev mpich libopenmpi-dev openmpi-bin libclang-dev clang gfortran patchelf pkg-config make binutils procps fonts-dejavu-core tmux python3 python3-venv; do
   have_pkg "$pkg" || need+=("$pkg")
 done
 
@@ -30,4 +32,6 @@ fi
 for tool in mpicc.mpich mpiexec.mpich mpicc.openmpi mpiexec.openmpi gfortran patchelf; do
   command -v "$tool" >/dev/null 2>&1 || { echo "setup: $tool still missing after install" >&2; exit 1; }
 done
-echo "setup: ok ($(cargo --version), $(mpichversion 2>/dev/null | head -1 | tr -s ' \t' ' '), Open MPI $(ompi_info --version 2>/dev/null | head -1 | awk '{print $NF}'))" >&2
+# The registry wheels (cached: a second run asks no registry).
+bash "$(dirname "$0")/mpi-wheels.sh" >/dev/null
+echo "setup: ok ($(cargo --version), $(mpichversion 2>/dev/null | head -1 | tr -s ' \t' ' '), Open MPI $(ompi_info --version 2>/dev/null | head -1 | awk '{print $NF}'), MPICH 5 and Open MPI 5 wheels)" >&2

@@ -99,6 +99,17 @@ fn main() {
     let flavor = mpit_build::flavor(&flags);
     println!("cargo:flavor={flavor}");
     println!("cargo:rustc-env=MPIT_SYS_BUILD_FLAVOR={flavor}");
+    let abi = if mpit_build::is_standard_abi(&flags) {
+        "standard"
+    } else {
+        flavor
+    };
+    println!("cargo:abi={abi}");
+    println!("cargo:rustc-env=MPIT_SYS_BUILD_ABI={abi}");
+    let mpicc = mpit_build::wrapper_of(&flags.source).unwrap_or("mpicc");
+    println!("cargo:rustc-env=MPIT_SYS_BUILD_MPICC={mpicc}");
+    let mpifc = mpit_build::fortran_beside(&flags.source).unwrap_or_default();
+    println!("cargo:rustc-env=MPIT_SYS_BUILD_MPIFC={mpifc}");
     let mpiexec = mpit_build::mpiexec_beside(&flags.source);
     println!("cargo:mpiexec={mpiexec}");
     println!("cargo:rustc-env=MPIT_SYS_BUILD_MPIEXEC={mpiexec}");

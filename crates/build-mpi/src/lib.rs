@@ -157,6 +157,52 @@ pub fn mpiexec_beside(source: &str) -> String {
     format!("{dir}{}", file.replacen("mpicc", "mpiexec", 1))
 }
 
+/// The compiler wrapper a probe source names (`"/v/bin/mpicc -show"` ->
+/// `/v/bin/mpicc`), or `None` when MPI was found by pkg-config.
+pub fn wrapper_of(source: &str) -> Option<&str> {
+    let mut words = source.split_whitespace();
+    let wrapper = words.next()?;
+    (words.next() == Some("-show")).then_some(wrapper)
+}
+
+/// The Fortran wrapper that goes with a C wrapper, when it is installed:
+/// `mpicc.mpich` -> `mpif90.mpich`, `/v/bin/mpicc` -> `/v/bin/mpif90` (or
+/// `mpifort`). `None` when there is none: the registry wheels of MPICH 5
+/// and Open MPI 5 ship no Fortran wrapper.
+pub fn fortran_beside(source: &str) -> Option<String> {
+    let wrapper = wrapper_of(source)?;
+    let (dir, file) = match wrapper.rfind('/') {
+        Some(i) => wrapper.split_at(i + 1),
+        None => ("", wrapper),
+    };
+    let file = file.strip_suffix("_abi").unwrap_or(file);
+    ["mpif90", "mpifort"]
+        .iter()
+        .map(|f| format!("{dir}{}", file.replacen("mpicc", f, 1)))
+        .find(|candidate| is_program(candidate))
+}
+
+/// Whether `name` (a path, or a name looked up on `PATH`) is a file.
+fn is_program(name: &str) -> bool {
+    if name.contains('/') {
+        return std::path::Path::new(name).is_file();
+    }
+    env::var_os("PATH")
+        .map(|path| env::split_paths(&path).any(|dir| dir.join(name).is_file()))
+        .unwrap_or(false)
+}
+
+/// Whether the header is MPICH's MPI-5 standard ABI one (`mpicc_abi`
+/// defines `MPI_ABI` and links `libmpi_abi`): handles and constants have
+/// the standard's values, and the build serves any library with that ABI.
+pub fn is_standard_abi(flags: &MpiFlags) -> bool {
+    flags
+        .defines
+        .iter()
+        .any(|d| d == "MPI_ABI" || d.starts_with("MPI_ABI="))
+        || flags.libs.iter().any(|l| l == "mpi_abi")
+}
+
 /// For a crate depending on mpit-sys: declares
 /// `cfg(mpi_flavor = "mpich" | "openmpi")` and sets it to the flavour of the
 /// MPI mpit-sys found, so that tests which hold for one library only are
@@ -167,6 +213,18 @@ pub fn flavor_cfg() {
     println!("cargo::rustc-check-cfg=cfg(mpi_flavor, values(\"mpich\", \"openmpi\"))");
     let flavor = env::var("DEP_MPIT_FLAVOR").unwrap_or_default();
     println!("cargo:rustc-cfg=mpi_flavor=\"{flavor}\"");
+}
+
+/// The run path a program linked to the MPI library `library` needs: its
+/// directory when that is outside the system directories (the registry
+/// wheels of MPICH 5 and Open MPI 5 live in a virtual environment), as the
+/// wrappers' own programs carry it; without one the loader takes the system
+/// library of the same soname. `None` for a system library.
+pub fn run_path(library: &std::path::Path) -> Option<&std::path::Path> {
+    let system = ["/usr/lib", "/lib", "/usr/lib64", "/lib64"];
+    library
+        .parent()
+        .filter(|d| !system.iter().any(|s| d.starts_with(s)))
 }
 
 /// For a crate depending on mpit-sys: links its targets of the given kinds
@@ -181,10 +239,14 @@ pub fn link_library(kinds: &[&str], missing: &str) {
         println!("cargo:warning=mpit-sys did not find the MPI shared library; {missing}");
         return;
     }
+    let rpath = run_path(std::path::Path::new(&library));
     for kind in kinds {
         println!("cargo:rustc-link-arg-{kind}=-Wl,--no-as-needed");
         println!("cargo:rustc-link-arg-{kind}={library}");
         println!("cargo:rustc-link-arg-{kind}=-Wl,--as-needed");
+        if let Some(dir) = rpath {
+            println!("cargo:rustc-link-arg-{kind}=-Wl,-rpath,{}", dir.display());
+        }
     }
 }
 
@@ -215,5 +277,34 @@ mod tests {
             "/opt/mpicc-5/bin/mpiexec"
         );
         assert_eq!(mpiexec_beside("pkg-config mpich"), "mpiexec");
+    }
+
+    #[test]
+    fn wrappers_of_sources() {
+        assert_eq!(wrapper_of("mpicc.mpich -show"), Some("mpicc.mpich"));
+        assert_eq!(
+            wrapper_of("/v/bin/mpicc_abi -show"),
+            Some("/v/bin/mpicc_abi")
+        );
+        assert_eq!(wrapper_of("pkg-config mpich"), None);
+        assert_eq!(fortran_beside("pkg-config mpich"), None);
+        // No such wrapper anywhere.
+        assert_eq!(fortran_beside("/nonexistent/bin/mpicc -show"), None);
+    }
+
+    #[test]
+    fn run_paths_only_outside_the_system() {
+        let wheel = std::path::Path::new("/v/lib/libmpi.so.12");
+        assert_eq!(run_path(wheel), Some(std::path::Path::new("/v/lib")));
+        let debian = std::path::Path::new("/usr/lib/x86_64-linux-gnu/libmpich.so.12");
+        assert_eq!(run_path(debian), None);
+    }
+
+    #[test]
+    fn standard_abi_is_told_from_the_flags() {
+        let abi = parse_flags("x".into(), "cc -DMPI_ABI -I/v/include -lmpi_abi");
+        assert!(is_standard_abi(&abi));
+        let own = parse_flags("x".into(), "cc -I/v/include -L/v/lib -lmpi");
+        assert!(!is_standard_abi(&own));
     }
 }

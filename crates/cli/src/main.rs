@@ -14,7 +14,8 @@
 //! `export` (what collective tuning learned, as files the MPI libraries
 //! read without the tool), `watch` (a live view of a running job), `set`,
 //! `pause`, `resume`, `reload` (steering a running job through its run
-//! directory). Adding one is a variant of [`Command`] and a module with its
+//! directory), `probe` (what the MPI library supports, measured; the
+//! README's matrix). Adding one is a variant of [`Command`] and a module with its
 //! `Args` and `run`.
 //!
 //! Exit status: 2 for every error of the command itself; `check` exits 1
@@ -29,6 +30,7 @@ use std::process::ExitCode;
 mod check;
 mod export;
 mod list;
+mod probe;
 mod replay;
 mod report;
 mod run;
@@ -125,6 +127,14 @@ enum Command {
     /// policies; a file with errors changes nothing and each rank's answer
     /// names the line and column.
     Reload(steer::ReloadArgs),
+    /// Measure what the MPI library supports: variables before and after
+    /// MPI_Init, sampling, bound handles, CVAR writes before and after
+    /// MPI_Init, environment settings, collective tuning.
+    ///
+    /// `mpiexec -n 2 mpit-tuner probe --json` (rank 0 prints);
+    /// `mpit-tuner probe --matrix A.json B.json` prints the README's
+    /// support matrix from such outputs.
+    Probe(probe::ProbeArgs),
 
     /// Print the JSON Schema of the log records or of summary.json
     /// (generated from the types the tool writes them with), or check a
@@ -170,6 +180,7 @@ fn run() -> Result<ExitCode> {
         Command::Pause(args) => steer::pause(&args, true),
         Command::Resume(args) => steer::pause(&args, false),
         Command::Reload(args) => steer::reload(&args),
+        Command::Probe(args) => probe::run(&args).map(|()| ExitCode::SUCCESS),
     }
 }
 

@@ -100,6 +100,7 @@ pub struct RunArgs {
 
 /// Runs `mpit-tuner run`.
 pub fn run(args: &RunArgs) -> Result<ExitCode> {
+    check_abi(&find_library(args.lib.as_deref())?, &args.command)?;
     let env = environment(args)?;
     let status = launch(&args.command, &env)?;
     Ok(exit_code(status))
@@ -280,6 +281,94 @@ fn find_library(explicit: Option<&Path>) -> Result<PathBuf> {
     Ok(path)
 }
 
+/// The three ABIs a preload library can be built for.
+const ABIS: [&str; 3] = ["mpich", "openmpi", "standard"];
+
+/// How to build the preload library for `abi` (for messages).
+fn build_hint(abi: &str) -> &'static str {
+    match abi {
+        "openmpi" => "MPICC=mpicc.openmpi cargo build --release --target-dir target/openmpi (or MPICC=$MPIT_OMPI5_MPICC for Open MPI 5)",
+        "standard" => "MPICC=$MPIT_MPICH5_MPICC_ABI cargo build --release --target-dir target/mpi-abi (MPICH's mpicc_abi)",
+        _ => "MPICC=mpicc.mpich cargo build --release --target-dir target/mpich (or the mpicc of MPICH 5, MVAPICH2, Intel MPI)",
+    }
+}
+
+/// The ABI the preload library `lib` was built for, from the marker it
+/// carries (`mpit-tuner-abi=<abi>;`); `None` for a file without one.
+pub fn library_abi(lib: &Path) -> Option<&'static str> {
+    let bytes = std::fs::read(lib).ok()?;
+    let marker = b"mpit-tuner-abi=";
+    let at = bytes.windows(marker.len()).position(|w| w == marker)? + marker.len();
+    let rest = &bytes[at..bytes.len().min(at + 16)];
+    ABIS.into_iter()
+        .find(|abi| rest.starts_with(abi.as_bytes()) && rest.get(abi.len()) == Some(&b';'))
+}
+
+/// The ABI of the MPI library an ELF program names in its `DT_NEEDED`
+/// entries: `libmpi_abi.so` is the standard ABI, `libmpi.so.40` Open MPI's,
+/// `libmpi.so.12` and `libmpich.so` MPICH's; `None` when `path` is not an
+/// ELF file or names none of them.
+pub fn program_abi(path: &Path) -> Option<&'static str> {
+    use std::io::Read;
+    let mut magic = [0u8; 4];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut magic))
+        .ok()?;
+    if &magic != b"\x7fELF" {
+        // Not a program (an option, a number, an input file): never read.
+        return None;
+    }
+    let bytes = std::fs::read(path).ok()?;
+    let names: [(&[u8], &str); 4] = [
+        (b"libmpi_abi.so", "standard"),
+        (b"libmpi.so.40", "openmpi"),
+        (b"libmpi.so.12", "mpich"),
+        (b"libmpich.so", "mpich"),
+    ];
+    names
+        .into_iter()
+        .find(|(name, _)| bytes.windows(name.len()).any(|w| w == *name))
+        .map(|(_, abi)| abi)
+}
+
+/// Refuses, before anything is launched, a preload library built for
+/// another ABI than the launcher's or the program's (it would crash the
+/// ranks, or find no MPI to work with), saying which build to use. The
+/// program is the first argument after the launcher that is an ELF file.
+fn check_abi(lib: &Path, command: &[OsString]) -> Result<()> {
+    let Some(abi) = library_abi(lib) else {
+        return Ok(());
+    };
+    if let Some(launcher) = command.first() {
+        if abi == "mpich" && is_open_mpi(launcher) {
+            bail!(
+                "{} is built for MPICH's ABI, but `{}` is Open MPI's launcher: use the Open MPI \
+                 build of libmpit_tuner.so (--lib or MPIT_TUNER_LIB; build it with {})",
+                lib.display(),
+                launcher.to_string_lossy(),
+                build_hint("openmpi")
+            );
+        }
+    }
+    let program = command
+        .iter()
+        .skip(1)
+        .map(Path::new)
+        .find_map(|p| program_abi(p).map(|a| (p, a)));
+    if let Some((program, wanted)) = program {
+        if wanted != abi {
+            bail!(
+                "{} is built for the {abi} ABI, but {} uses the {wanted} ABI: use a \
+                 libmpit_tuner.so built for it (--lib or MPIT_TUNER_LIB; build it with {})",
+                lib.display(),
+                program.display(),
+                build_hint(wanted)
+            );
+        }
+    }
+    Ok(())
+}
+
 /// Whether the launcher is Open MPI's, which forwards only the variables
 /// named with `-x`.
 pub fn is_open_mpi(launcher: &OsStr) -> bool {
@@ -369,6 +458,58 @@ mod tests {
         assert!(!is_open_mpi(OsStr::new("mpiexec.mpich")));
         assert!(!is_open_mpi(OsStr::new("srun")));
         assert!(!is_open_mpi(OsStr::new("bash")));
+    }
+
+    #[test]
+    fn libraries_and_programs_of_another_abi_are_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let lib = tmp.path().join("libmpit_tuner.so");
+        std::fs::write(&lib, b"\x7fELF....mpit-tuner-abi=standard;....").unwrap();
+        assert_eq!(library_abi(&lib), Some("standard"));
+        let app = |name: &str, needed: &[u8]| {
+            let path = tmp.path().join(name);
+            std::fs::write(
+                &path,
+                [b"\x7fELF\0\0".as_slice(), needed, b"\0libc.so.6"].concat(),
+            )
+            .unwrap();
+            OsString::from(path)
+        };
+        let abi_app = app("abi_app", b"libmpi_abi.so.1");
+        let mpich_app = app("mpich_app", b"libmpi.so.12");
+        let ompi_app = app("ompi_app", b"libmpi.so.40");
+        assert_eq!(program_abi(Path::new(&abi_app)), Some("standard"));
+        assert_eq!(program_abi(Path::new(&mpich_app)), Some("mpich"));
+        assert_eq!(program_abi(Path::new(&ompi_app)), Some("openmpi"));
+        assert_eq!(program_abi(&lib.with_file_name("missing")), None);
+        let launch = |program: &OsString| {
+            vec![
+                OsString::from("mpiexec.hydra"),
+                OsString::from("-n"),
+                OsString::from("2"),
+                program.clone(),
+            ]
+        };
+        check_abi(&lib, &launch(&abi_app)).unwrap();
+        let err = check_abi(&lib, &launch(&mpich_app))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("built for the standard ABI"), "{err}");
+        assert!(err.contains("uses the mpich ABI"), "{err}");
+        assert!(err.contains("target/mpich"), "{err}");
+        let err = check_abi(&lib, &launch(&ompi_app)).unwrap_err().to_string();
+        assert!(err.contains("target/openmpi"), "{err}");
+        // A library without the marker (an older build) is not judged.
+        let old = tmp.path().join("old.so");
+        std::fs::write(&old, b"\x7fELF").unwrap();
+        assert_eq!(library_abi(&old), None);
+        check_abi(&old, &launch(&ompi_app)).unwrap();
+        // MPICH's ABI under Open MPI's launcher, by name.
+        std::fs::write(&lib, b"mpit-tuner-abi=mpich;").unwrap();
+        let err = check_abi(&lib, &[OsString::from("mpirun.openmpi")])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("Open MPI's launcher"), "{err}");
     }
 
     #[test]

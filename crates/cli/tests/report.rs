@@ -277,7 +277,11 @@ fn report_of_a_real_run() {
     if flavor() == "openmpi" {
         assert_contains(
             &out,
-            &["dss-buffer", "dss_buffer_initial_size", "refused_now"],
+            &[
+                "hugepage-priority",
+                "mpool_hugepage_priority",
+                "refused_now",
+            ],
         );
     } else {
         assert_contains(

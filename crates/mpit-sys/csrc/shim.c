@@ -97,9 +97,13 @@ MPI_T_pvar_handle mpit_pvar_all_handles(void)
     return MPI_T_PVAR_ALL_HANDLES;
 }
 
-MPI_Comm mpit_comm_f2c(MPI_Fint comm)
+MPI_Comm mpit_comm_f2c(mpit_fint comm)
 {
+#ifdef MPI_ABI_VERSION
+    return MPI_Comm_fromint(comm);
+#else
     return MPI_Comm_f2c(comm);
+#endif
 }
 
 void *const MPIT_IN_PLACE = MPI_IN_PLACE;

@@ -14,8 +14,15 @@
 #define MPIT_SHIM_H
 #include <mpi.h>
 
-/* The C type of a Fortran INTEGER (a macro in some headers). */
+/* The C type of a Fortran INTEGER (a macro in some headers). The MPI-5
+ * standard ABI (mpi_abi.h, which alone defines MPI_ABI_VERSION) has no
+ * MPI_Fint: its Fortran handles are default INTEGERs, converted with
+ * MPI_Comm_fromint. */
+#ifdef MPI_ABI_VERSION
+typedef int mpit_fint;
+#else
 typedef MPI_Fint mpit_fint;
+#endif
 
 /* Thread levels. */
 extern const int MPIT_THREAD_SINGLE, MPIT_THREAD_FUNNELED, MPIT_THREAD_SERIALIZED,
@@ -60,8 +67,9 @@ extern const MPI_T_pvar_session MPIT_T_PVAR_SESSION_NULL;
 MPI_T_pvar_handle mpit_pvar_all_handles(void);
 
 /* Fortran handles to C handles (MPI_Comm_f2c is a macro in MPICH and a
- * function in Open MPI). Declared by hand in lib.rs. */
-MPI_Comm mpit_comm_f2c(MPI_Fint comm);
+ * function in Open MPI; MPI_Comm_fromint in the standard ABI). Declared by
+ * hand in lib.rs. */
+MPI_Comm mpit_comm_f2c(mpit_fint comm);
 
 /* Object handles. */
 extern const MPI_Comm MPIT_COMM_WORLD, MPIT_COMM_SELF, MPIT_COMM_NULL;

@@ -59,6 +59,21 @@ pub const BUILD_FLAVOR: &str = env!("MPIT_SYS_BUILD_FLAVOR");
 /// (`mpiexec.mpich` for `mpicc.mpich`).
 pub const BUILD_MPIEXEC: &str = env!("MPIT_SYS_BUILD_MPIEXEC");
 
+/// The ABI of the header the build used: `"mpich"` (MPICH's own:
+/// `libmpi.so.12`, `libmpich.so.12`), `"openmpi"` (`libmpi.so.40`) or
+/// `"standard"` (the MPI-5 standard ABI of `mpi_abi.h`, `libmpi_abi.so.1`,
+/// from MPICH's `mpicc_abi`). A preload library serves the libraries of its
+/// ABI only.
+pub const BUILD_ABI: &str = env!("MPIT_SYS_BUILD_ABI");
+
+/// The C compiler wrapper the build used (`mpicc.mpich`,
+/// `/venv/bin/mpicc`), or `mpicc` when MPI was found by pkg-config.
+pub const BUILD_MPICC: &str = env!("MPIT_SYS_BUILD_MPICC");
+
+/// The Fortran wrapper beside [`BUILD_MPICC`], or an empty string when
+/// there is none (the registry wheels of MPICH 5 and Open MPI 5 ship none).
+pub const BUILD_MPIFC: &str = env!("MPIT_SYS_BUILD_MPIFC");
+
 impl MpiFunctions {
     /// Resolves the MPI functions from the libraries already loaded in this
     /// process (the global symbol scope). Returns `None` when the process

@@ -339,11 +339,23 @@ impl Catalogue {
                 None => counts.push((s.kind, 1)),
             }
         }
+        let known = counts
+            .iter()
+            .any(|(k, _)| *k == "pvar")
+            .then(|| {
+                crate::quirks::workaround_for(
+                    crate::quirks::Quirk::PvarGetNumOverCounts,
+                    &crate::quirks::LibraryVersion::of_process(),
+                )
+            })
+            .flatten()
+            .map(|w| format!("; PVAR holes are a known bug of this library: {}", w.bug))
+            .unwrap_or_default();
         let counts: Vec<String> = counts.iter().map(|(k, n)| format!("{k}: {n}")).collect();
         Some(format!(
             "the library would not describe part of its catalogue ({}; first: {} {}: {}): \
              what it would not describe is left out (never sampled or written; enumerated \
-             values stay numbers, categories keep the members seen before)",
+             values stay numbers, categories keep the members seen before){known}",
             counts.join(", "),
             first.kind,
             first.index,

@@ -25,7 +25,8 @@ impl<'t> Cvar<'t> {
     pub fn open(_mpit: &'t MpiT, info: &CvarInfo, object: Object) -> Result<Cvar<'t>> {
         check_binding(&info.name, info.binding, object)?;
         let api = ffi::api()?;
-        if crate::session::library_of_process() == crate::session::Library::OpenMpi
+        let library = crate::quirks::LibraryVersion::of_process();
+        if crate::quirks::applies(crate::quirks::Quirk::UnloadedComponentVariables, &library)
             && ffi::initialized(api).unwrap_or(false)
             && crate::quirks::openmpi_storage_unloaded(&info.name)
         {

@@ -1,7 +1,25 @@
 //! Work-arounds for MPI library bugs that would otherwise crash the
-//! application.
+//! application, keyed by library and version range.
 //!
-//! Open MPI 4.1 keeps some control variables registered after MPI_Init
+//! [`WORKAROUNDS`] is the table: each entry names the [`Quirk`], the
+//! library family and the range of versions it applies to, and the bug it
+//! avoids (the upstream issue where there is one, or what was seen here).
+//! The rest of the crate asks [`applies`] with the version of the library
+//! in the process ([`LibraryVersion::of_process`]); nothing is decided on
+//! a library name alone where the version matters. A version the table
+//! cannot place (a library that would not say its version) gets every
+//! workaround of its family: the conservative choice.
+//!
+//! ```
+//! use mpit::quirks::{applies, LibraryVersion, Quirk};
+//! let v = LibraryVersion::parse("MPICH Version:\t5.0.1\nMPICH Release date: ...");
+//! assert!(applies(Quirk::MpiTFinalizeBeforeMpiFinalizeCrashes, &v));
+//! let v = LibraryVersion::parse("MPICH Version:\t5.0.2\nMPICH Release date: ...");
+//! assert!(!applies(Quirk::MpiTFinalizeBeforeMpiFinalizeCrashes, &v));
+//! ```
+//!
+//! Unloaded components: Open MPI 4.1 keeps some control variables
+//! registered after MPI_Init
 //! unloaded the shared object that holds their storage: reading or writing
 //! `opal_common_ucx_verbose` (and its synonyms `pml_ucx_*`, `osc_ucx_*`)
 //! after `MPI_Init` on a shared-memory-only run segfaults inside
@@ -18,9 +36,242 @@
 //! (`MPI_T_ERR_INVALID`) in a multi-rank job and segfaults inside libpsm2
 //! (`psm2_mq_get_stats`) in a singleton. The sampler skips them.
 
+use crate::session::Library;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
+
+/// A library version: `major.minor.patch` (missing parts are 0; a suffix
+/// such as `rc1` is ignored).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Version(pub u32, pub u32, pub u32);
+
+impl Version {
+    /// The first version number in `text` (`"v5.0.11, package"` ->
+    /// 5.0.11), or `None` when it holds none.
+    pub fn find_in(text: &str) -> Option<Version> {
+        let start = text.find(|c: char| c.is_ascii_digit())?;
+        let mut parts = [0u32; 3];
+        for (slot, part) in parts.iter_mut().zip(text[start..].split('.')) {
+            let digits: String = part.chars().take_while(char::is_ascii_digit).collect();
+            if digits.is_empty() {
+                break;
+            }
+            *slot = digits.parse().ok()?;
+            // "0rc1": the suffix ends the number.
+            if digits.len() != part.len() {
+                break;
+            }
+        }
+        Some(Version(parts[0], parts[1], parts[2]))
+    }
+}
+
+impl std::fmt::Display for Version {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}.{}", self.0, self.1, self.2)
+    }
+}
+
+/// The library in a process: its family and, when it said, its version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LibraryVersion {
+    /// The family.
+    pub library: Library,
+    /// The version, or `None` when the version string had none.
+    pub version: Option<Version>,
+}
+
+impl LibraryVersion {
+    /// Reads a `MPI_Get_library_version` string: `MPICH Version: 5.0.2`,
+    /// `Open MPI v5.0.11, package: ...`, `MVAPICH2 Version : 2.3.7`,
+    /// `Intel(R) MPI Library 2021.6 ...`.
+    pub fn parse(text: &str) -> LibraryVersion {
+        let library = Library::from_version(text);
+        let lower = text.to_ascii_lowercase();
+        let keyword = match library {
+            Library::Mvapich2 => "mvapich2",
+            Library::IntelMpi => "mpi library",
+            Library::OpenMpi => "open mpi",
+            Library::Mpich => "mpich",
+            Library::Unknown => "",
+        };
+        // The version follows the family's name (MVAPICH2's own "2" is
+        // part of the name, and its string names MPICH too, later).
+        let version = lower
+            .find(keyword)
+            .and_then(|at| Version::find_in(&text[at + keyword.len()..]));
+        LibraryVersion { library, version }
+    }
+
+    /// The library of this process (asked once; [`Library::Unknown`] when
+    /// `MPI_Get_library_version` failed).
+    pub fn of_process() -> LibraryVersion {
+        crate::session::library_version_of_process()
+    }
+}
+
+impl std::fmt::Display for LibraryVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.version {
+            Some(v) => write!(f, "{} {v}", self.library.name()),
+            None => write!(f, "{} (version unknown)", self.library.name()),
+        }
+    }
+}
+
+/// A library bug the tuner works around.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Quirk {
+    /// `MPI_T_finalize` between `MPI_Init` and `MPI_Finalize` crashes the
+    /// library (or its `MPI_Finalize`): MPI_T is finalised after
+    /// `MPI_Finalize` instead.
+    MpiTFinalizeBeforeMpiFinalizeCrashes,
+    /// `MPI_T_finalize` after `MPI_Finalize` crashes: MPI_T is finalised
+    /// before `MPI_Finalize`.
+    MpiTFinalizeAfterMpiFinalizeCrashes,
+    /// `MPI_T_finalize` before `MPI_Init` breaks a later `MPI_Init`: a
+    /// guard dropped before `MPI_Init` leaves MPI_T initialised.
+    MpiTFinalizeBeforeMpiInitBreaksInit,
+    /// `MPI_T_pvar_get_num` counts indices that `MPI_T_pvar_get_info`
+    /// refuses: those holes are expected, skipped, and told as such.
+    PvarGetNumOverCounts,
+    /// Variables of components that `MPI_Init` unloaded are still
+    /// registered, and touching their storage crashes: such variables are
+    /// refused ([`openmpi_storage_unloaded`]).
+    UnloadedComponentVariables,
+}
+
+/// One row of [`WORKAROUNDS`].
+#[derive(Debug, Clone, Copy)]
+pub struct Workaround {
+    /// What goes wrong.
+    pub quirk: Quirk,
+    /// The family it happens in.
+    pub library: Library,
+    /// The first version it happens in (inclusive); `None`: every earlier one.
+    pub from: Option<Version>,
+    /// The last version it happens in (inclusive); `None`: still open.
+    pub to: Option<Version>,
+    /// The bug: the upstream issue, or where it was seen.
+    pub bug: &'static str,
+}
+
+const fn v(major: u32, minor: u32, patch: u32) -> Option<Version> {
+    Some(Version(major, minor, patch))
+}
+
+/// The work-arounds, by library and version range. Ranges are what was
+/// seen (here or upstream), widened only where the bug is still open.
+pub const WORKAROUNDS: &[Workaround] = &[
+    Workaround {
+        quirk: Quirk::MpiTFinalizeBeforeMpiFinalizeCrashes,
+        library: Library::Mpich,
+        // 4.0.2 survives it (measured here); 4.1-4.3.1 are not measured and
+        // get the work-around, which costs nothing (finalizing after
+        // MPI_Finalize is safe in every MPICH measured).
+        from: v(4, 1, 0),
+        to: v(5, 0, 1),
+        bug: "pmodels/mpich#7954 (MPICH 4.3.2 and 5.0.1; fixed by #7955 in 5.0.2)",
+    },
+    // MVAPICH2 (MPICH 3.2 inside) and Intel MPI (MPICH inside) number
+    // their releases their own way: every release, until one is seen to
+    // survive it.
+    Workaround {
+        quirk: Quirk::MpiTFinalizeBeforeMpiFinalizeCrashes,
+        library: Library::Mvapich2,
+        from: None,
+        to: None,
+        bug: "pmodels/mpich#7954, inherited from MPICH (MVAPICH2 2.3.7 is MPICH 3.2 inside)",
+    },
+    Workaround {
+        quirk: Quirk::MpiTFinalizeBeforeMpiFinalizeCrashes,
+        library: Library::IntelMpi,
+        from: None,
+        to: None,
+        bug: "pmodels/mpich#7954, inherited from MPICH",
+    },
+    Workaround {
+        quirk: Quirk::MpiTFinalizeAfterMpiFinalizeCrashes,
+        library: Library::OpenMpi,
+        from: v(4, 1, 0),
+        to: v(4, 1, u32::MAX),
+        bug: "open-mpi/ompi#11485 (Open MPI 4.1.x, open)",
+    },
+    Workaround {
+        quirk: Quirk::MpiTFinalizeBeforeMpiInitBreaksInit,
+        library: Library::Mpich,
+        // 4.0.2 crashes, 5.0.2 survives (measured here, 1 and 2 ranks);
+        // the releases between are not measured.
+        from: None,
+        to: v(5, 0, 1),
+        bug: "seen here on MPICH 4.0.2: MPI_Init segfaults after MPI_T_init_thread and \
+              MPI_T_finalize (found by the fault-injection tests); 5.0.2 survives it",
+    },
+    Workaround {
+        quirk: Quirk::MpiTFinalizeBeforeMpiInitBreaksInit,
+        library: Library::OpenMpi,
+        // 4.1.4 survives it (measured here).
+        from: v(5, 0, 0),
+        to: None,
+        bug: "seen here on Open MPI 5.0.11: MPI_Init segfaults in opal_common_ucx_support_level \
+              after MPI_T_init_thread and MPI_T_finalize (found by the fault-injection tests)",
+    },
+    Workaround {
+        quirk: Quirk::MpiTFinalizeBeforeMpiInitBreaksInit,
+        library: Library::Mvapich2,
+        from: None,
+        to: None,
+        bug: "as MPICH 4.0.2 (seen here), assumed for MVAPICH2",
+    },
+    Workaround {
+        quirk: Quirk::MpiTFinalizeBeforeMpiInitBreaksInit,
+        library: Library::IntelMpi,
+        from: None,
+        to: None,
+        bug: "as MPICH 4.0.2 (seen here), assumed for Intel MPI",
+    },
+    Workaround {
+        quirk: Quirk::PvarGetNumOverCounts,
+        library: Library::OpenMpi,
+        from: None,
+        to: None,
+        bug: "open-mpi/ompi#11492 (4.1.4: 33 indices with holes; 5.0.11: 20 counted, \
+              5 described after MPI_Init; open)",
+    },
+    Workaround {
+        quirk: Quirk::UnloadedComponentVariables,
+        library: Library::OpenMpi,
+        from: None,
+        to: None,
+        bug:
+            "seen here on Open MPI 4.1.4 (opal_common_ucx_verbose, mtl_psm2_*); open-mpi/ompi#9260 \
+              for the PVARs of unloaded components; the check finds unloaded objects itself, so it \
+              stays on for every release",
+    },
+];
+
+/// Whether `quirk` applies to `library`: a row of [`WORKAROUNDS`] for its
+/// family whose range holds its version. A family without a version gets
+/// every row of the family.
+pub fn applies(quirk: Quirk, library: &LibraryVersion) -> bool {
+    workaround_for(quirk, library).is_some()
+}
+
+/// The row of [`WORKAROUNDS`] that makes `quirk` apply to `library`.
+pub fn workaround_for(quirk: Quirk, library: &LibraryVersion) -> Option<&'static Workaround> {
+    WORKAROUNDS.iter().find(|w| {
+        w.quirk == quirk
+            && w.library == library.library
+            && match library.version {
+                None => true,
+                Some(version) => {
+                    w.from.is_none_or(|from| version >= from) && w.to.is_none_or(|to| version <= to)
+                }
+            }
+    })
+}
 
 /// The shared objects of Open MPI components on disk: (directory of the
 /// components, file stems such as `mca_pml_ucx` and `libmca_common_ucx`).
@@ -156,6 +407,114 @@ mod tests {
             Some("mca_btl_vader")
         );
         assert_eq!(object_stem(Path::new("/x/libc.so.6")), None);
+    }
+
+    fn lib(text: &str) -> LibraryVersion {
+        LibraryVersion::parse(text)
+    }
+
+    #[test]
+    fn versions_from_version_strings() {
+        let cases = [
+            (
+                "MPICH Version:\t4.0.2\nMPICH Release date: Thu Apr  7 2022",
+                Library::Mpich,
+                v(4, 0, 2),
+            ),
+            (
+                "MPICH Version:      5.0.2\nMPICH Release date: ...",
+                Library::Mpich,
+                v(5, 0, 2),
+            ),
+            ("MPICH Version:\t4.3.0rc1\n", Library::Mpich, v(4, 3, 0)),
+            (
+                "Open MPI v4.1.4, package: Debian OpenMPI, ident: 4.1.4",
+                Library::OpenMpi,
+                v(4, 1, 4),
+            ),
+            (
+                "Open MPI v5.0.11, package: Open MPI runner@x Distribution",
+                Library::OpenMpi,
+                v(5, 0, 11),
+            ),
+            (
+                "MVAPICH2 Version      :\t2.3.7\nMPICH ...",
+                Library::Mvapich2,
+                v(2, 3, 7),
+            ),
+            (
+                "Intel(R) MPI Library 2021.6 for Linux* OS",
+                Library::IntelMpi,
+                v(2021, 6, 0),
+            ),
+            ("Open MPI, package: no number", Library::OpenMpi, None),
+        ];
+        for (text, library, version) in cases {
+            assert_eq!(lib(text), LibraryVersion { library, version }, "{text}");
+        }
+        assert_eq!(Version::find_in("no digits"), None);
+        assert!(Version(4, 1, 4) < Version(4, 1, 10));
+        assert!(Version(5, 0, 1) < Version(5, 0, 2));
+    }
+
+    #[test]
+    fn finalize_order_by_version() {
+        let before = Quirk::MpiTFinalizeBeforeMpiFinalizeCrashes;
+        let after = Quirk::MpiTFinalizeAfterMpiFinalizeCrashes;
+        for (text, crashes_before, crashes_after) in [
+            ("MPICH Version: 4.0.2", false, false),
+            ("MPICH Version: 4.1.0", true, false),
+            ("MPICH Version: 4.3.2", true, false),
+            ("MPICH Version: 5.0.1", true, false),
+            ("MPICH Version: 5.0.2", false, false),
+            ("MPICH Version: 5.1.0", false, false),
+            ("Open MPI v4.0.7, package", false, false),
+            ("Open MPI v4.1.0, package", false, true),
+            ("Open MPI v4.1.8, package", false, true),
+            ("Open MPI v5.0.11, package", false, false),
+            ("MVAPICH2 Version : 2.3.7", true, false),
+            ("Intel(R) MPI Library 2021.6", true, false),
+            ("MPICH (no version)", true, false),
+            ("Open MPI (no version)", false, true),
+        ] {
+            assert_eq!(applies(before, &lib(text)), crashes_before, "{text}");
+            assert_eq!(applies(after, &lib(text)), crashes_after, "{text}");
+        }
+        // A library of no known family gets no row: the caller decides
+        // (session.rs skips MPI_T_finalize altogether).
+        assert!(!applies(before, &lib("Some MPI 1.0")));
+    }
+
+    #[test]
+    fn every_row_names_its_bug_and_a_sane_range() {
+        for w in WORKAROUNDS {
+            assert!(!w.bug.is_empty(), "{w:?}");
+            if let (Some(from), Some(to)) = (w.from, w.to) {
+                assert!(from <= to, "{w:?}");
+            }
+            assert_ne!(w.library, Library::Unknown, "{w:?}");
+        }
+        let ompi = lib("Open MPI v5.0.11, package");
+        assert!(applies(Quirk::PvarGetNumOverCounts, &ompi));
+        assert!(applies(Quirk::UnloadedComponentVariables, &ompi));
+        assert!(!applies(
+            Quirk::PvarGetNumOverCounts,
+            &lib("MPICH Version: 5.0.2")
+        ));
+        assert!(!applies(
+            Quirk::UnloadedComponentVariables,
+            &lib("MPICH Version: 4.0.2")
+        ));
+        let early = Quirk::MpiTFinalizeBeforeMpiInitBreaksInit;
+        assert!(applies(early, &lib("MPICH Version: 4.0.2")));
+        assert!(!applies(early, &lib("MPICH Version: 5.0.2")));
+        assert!(applies(early, &ompi));
+        assert!(!applies(early, &lib("Open MPI v4.1.4, package")));
+        assert!(workaround_for(
+            Quirk::MpiTFinalizeAfterMpiFinalizeCrashes,
+            &lib("Open MPI v4.1.4")
+        )
+        .is_some_and(|w| w.bug.contains("11485")));
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 use crate::error::Result;
 use crate::ffi::{self, Comm, ThreadLevel};
+use crate::quirks::{self, LibraryVersion, Quirk};
 
 /// A guard on `MPI_T_init_thread`: MPI_T stays initialised while it lives.
 ///
@@ -10,7 +11,7 @@ use crate::ffi::{self, Comm, ThreadLevel};
 /// guards may coexist. It works before `MPI_Init` and after it. Whether drop
 /// calls `MPI_T_finalize` is chosen by [`MpiT::set_finalize_on_drop`], and
 /// even then it is skipped where [`MpiT::finalize_is_safe_now`] says the
-/// library would crash (Open MPI 4.1 after `MPI_Finalize`, MPICH up to 5.0.1
+/// library would crash (Open MPI 4.1 after `MPI_Finalize`, MPICH 4.1 to 5.0.1
 /// before it).
 #[derive(Debug)]
 pub struct MpiT {
@@ -52,6 +53,15 @@ impl MpiT {
         self.finalize_on_drop = finalize;
     }
 
+    /// Calls `MPI_T_finalize` now, whatever the [`quirks`](crate::quirks)
+    /// table says, and consumes the guard. For probes that check the table
+    /// against a real library (a crash here is what the table predicts);
+    /// the tuner itself lets [`Drop`] decide.
+    pub fn finalize_now(mut self) -> Result<()> {
+        self.finalize_on_drop = false;
+        ffi::t_finalize(ffi::api()?)
+    }
+
     /// Whether `MPI_Init` has been called.
     pub fn mpi_initialized(&self) -> bool {
         ffi::api().and_then(ffi::initialized).unwrap_or(false)
@@ -88,22 +98,36 @@ impl MpiT {
 
 impl MpiT {
     /// Whether `MPI_T_finalize` can be called now without crashing this
-    /// library: Open MPI 4.1 segfaults when it comes after `MPI_Finalize`
-    /// (ompi issue 11485), MPICH up to 5.0.1 when it comes between
-    /// `MPI_Init` and `MPI_Finalize` (mpich issue 7954). MPICH 4.0.2 also
-    /// segfaults in a later `MPI_Init` when MPI_T was initialised and
-    /// finalised before it (found by the fault-injection tests: a catalogue
-    /// that failed to load), so the MPICH family finalises MPI_T only after
-    /// `MPI_Finalize`.
+    /// library, by the version-keyed [`quirks`](crate::quirks) table:
+    /// Open MPI 4.1 segfaults when it comes after `MPI_Finalize`
+    /// (open-mpi/ompi#11485), MPICH 4.1 to 5.0.1 when it comes between
+    /// `MPI_Init` and `MPI_Finalize` (pmodels/mpich#7954), and MPICH 4.0.2
+    /// and Open MPI 5.0.11 in a later `MPI_Init` when MPI_T was initialised
+    /// and finalised before it. A library of no known family is never finalised.
     pub fn finalize_is_safe_now(&self) -> bool {
-        let finalized = self.mpi_finalized();
-        match self.library() {
-            Library::OpenMpi => !finalized,
-            // Which crash to avoid depends on the library: when it could
-            // not be told (MPI_Get_library_version failed), skip the call.
-            Library::Unknown => false,
-            _ => finalized,
-        }
+        let library = LibraryVersion::of_process();
+        finalize_is_safe(&library, self.mpi_initialized(), self.mpi_finalized())
+    }
+}
+
+/// Whether `MPI_T_finalize` is safe for `library` at the point given by
+/// whether MPI was initialised and finalised.
+pub(crate) fn finalize_is_safe(
+    library: &LibraryVersion,
+    initialized: bool,
+    finalized: bool,
+) -> bool {
+    if library.library == Library::Unknown {
+        // Which crash to avoid depends on the library: skip the call.
+        return false;
+    }
+    let crashes = |quirk| quirks::applies(quirk, library);
+    if finalized {
+        !crashes(Quirk::MpiTFinalizeAfterMpiFinalizeCrashes)
+    } else if initialized {
+        !crashes(Quirk::MpiTFinalizeBeforeMpiFinalizeCrashes)
+    } else {
+        !crashes(Quirk::MpiTFinalizeBeforeMpiInitBreaksInit)
     }
 }
 
@@ -123,18 +147,24 @@ impl Drop for MpiT {
 
 /// The library family of this process (asked once).
 pub(crate) fn library_of_process() -> Library {
-    static LIBRARY: std::sync::OnceLock<Library> = std::sync::OnceLock::new();
+    library_version_of_process().library
+}
+
+/// The library of this process with its version (asked once).
+pub(crate) fn library_version_of_process() -> LibraryVersion {
+    static LIBRARY: std::sync::OnceLock<LibraryVersion> = std::sync::OnceLock::new();
     *LIBRARY.get_or_init(|| {
         ffi::api()
             .and_then(ffi::library_version)
-            .map(|v| Library::from_version(&v))
-            .unwrap_or_else(|_| {
+            .map(|v| LibraryVersion::parse(&v))
+            .unwrap_or_else(|_| LibraryVersion {
                 // A build against Open MPI's header runs only under Open MPI.
-                if mpit_sys::BUILD_FLAVOR == "openmpi" {
+                library: if mpit_sys::BUILD_FLAVOR == "openmpi" {
                     Library::OpenMpi
                 } else {
                     Library::Unknown
-                }
+                },
+                version: None,
             })
     })
 }
@@ -278,5 +308,25 @@ mod tests {
             Library::from_version("Intel(R) MPI Library 2021.6"),
             Library::IntelMpi
         );
+    }
+
+    #[test]
+    fn finalize_points_by_library_and_version() {
+        let at = |text: &str| {
+            let l = LibraryVersion::parse(text);
+            // (before MPI_Init, between Init and Finalize, after Finalize)
+            (
+                finalize_is_safe(&l, false, false),
+                finalize_is_safe(&l, true, false),
+                finalize_is_safe(&l, true, true),
+            )
+        };
+        assert_eq!(at("MPICH Version: 4.0.2"), (false, true, true));
+        assert_eq!(at("MPICH Version: 5.0.1"), (false, false, true));
+        assert_eq!(at("MPICH Version: 5.0.2"), (true, true, true));
+        assert_eq!(at("Open MPI v4.1.4, package"), (true, true, false));
+        assert_eq!(at("Open MPI v5.0.11, package"), (false, true, true));
+        assert_eq!(at("MVAPICH2 Version : 2.3.7"), (false, false, true));
+        assert_eq!(at("Some other MPI 1.0"), (false, false, false));
     }
 }

@@ -101,6 +101,65 @@ fn library_version_names_the_library() {
     assert_eq!(mpit.provided(), mpit::ThreadLevel::Multiple);
 }
 
+/// The finalize rows of the version-keyed quirks table agree with the
+/// library of this build: `MPI_T_finalize` before and after `MPI_Finalize`,
+/// and before `MPI_Init` (then `MPI_Init`), each in a process of its own,
+/// crashes exactly where the table says it does (so a library release that fixes or brings a crash fails this
+/// test, naming the row to change).
+#[test]
+fn finalize_quirks_match_the_library() {
+    use mpit::quirks::{applies, LibraryVersion, Quirk};
+    const NAME: &str = "finalize_quirks_match_the_library";
+    if in_rank() {
+        let order = std::env::var("MPIT_TEST_FINALIZE_ORDER").unwrap();
+        let mpit = MpiT::init().unwrap();
+        let version = mpit.library_version().unwrap();
+        println!("library-version: {}", version.lines().next().unwrap_or(""));
+        if order == "before-init" {
+            mpit.finalize_now().unwrap();
+            drop(MpiProcess::init().unwrap());
+            println!("survived MPI_T_finalize before-init MPI_Finalize");
+            return;
+        }
+        let mpi = MpiProcess::init().unwrap();
+        if order == "before" {
+            mpit.finalize_now().unwrap();
+            drop(mpi);
+        } else {
+            drop(mpi);
+            mpit.finalize_now().unwrap();
+        }
+        println!("survived MPI_T_finalize {order} MPI_Finalize");
+        return;
+    }
+    for (order, quirk) in [
+        ("before", Quirk::MpiTFinalizeBeforeMpiFinalizeCrashes),
+        ("after", Quirk::MpiTFinalizeAfterMpiFinalizeCrashes),
+        // MPI_T initialised and finalised before MPI_Init, then MPI_Init.
+        ("before-init", Quirk::MpiTFinalizeBeforeMpiInitBreaksInit),
+    ] {
+        let job = mpit_testkit::run_self_with(NAME, 1, &[("MPIT_TEST_FINALIZE_ORDER", order)]);
+        let out = job.stdout();
+        let version = out
+            .lines()
+            // The line may begin with libtest's "test ... " header.
+            .find_map(|l| l.split_once("library-version: ").map(|(_, v)| v))
+            .unwrap_or_else(|| panic!("the rank did not say its library:\n{out}"));
+        let library = LibraryVersion::parse(version);
+        let survived = job.success() && out.contains("survived MPI_T_finalize");
+        assert_eq!(
+            survived,
+            !applies(quirk, &library),
+            "MPI_T_finalize {order} MPI_Finalize on {library} ({version}): the library {} but \
+             the quirks table says {quirk:?} {}; change its row in crates/mpit/src/quirks.rs\n{}\n{}",
+            if survived { "survived" } else { "failed" },
+            if applies(quirk, &library) { "applies" } else { "does not apply" },
+            out,
+            job.stderr()
+        );
+    }
+}
+
 #[test]
 fn missing_mpi_fails_loudly() {
     let result = std::panic::catch_unwind(|| mpit_testkit::mpiexec_path_named("no-such-mpiexec"));

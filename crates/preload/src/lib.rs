@@ -27,3 +27,22 @@
 
 mod exports;
 mod lifecycle;
+
+/// The ABI this library serves (`mpich`, `openmpi` or `standard`), as a
+/// string in the file that `mpit-tuner run` looks for to check that the
+/// library matches the launcher and the program. Not exported.
+#[used]
+static ABI_MARKER: [u8; ABI_MARKER_TEXT.len()] = const_bytes();
+
+const ABI_MARKER_TEXT: &str = concat!("mpit-tuner-abi=", env!("MPIT_PRELOAD_ABI"), ";");
+
+const fn const_bytes() -> [u8; ABI_MARKER_TEXT.len()] {
+    let text = ABI_MARKER_TEXT.as_bytes();
+    let mut out = [0u8; ABI_MARKER_TEXT.len()];
+    let mut i = 0;
+    while i < text.len() {
+        out[i] = text[i];
+        i += 1;
+    }
+    out
+}

@@ -72,6 +72,35 @@ fn verdict(stdout: &str) -> bool {
     }
 }
 
+/// Whether the variable this test sets reaches the library of the run
+/// (its logs say which): MPICH 5.0 sends 32 KiB between ranks of a node
+/// through its own shared memory, not through UCX, so `UCX_RNDV_THRESH`
+/// changes nothing there (measured on 5.0.2 with eager_probe; so do
+/// `MPIR_CVAR_CH4_SHM_POSIX_IQUEUE_CELL_SIZE`, `MPIR_CVAR_CH4_CMA_ENABLE=0`
+/// and `MPIR_CVAR_CH4_IPC_CMA_P2P_THRESHOLD`). When it does not, the test
+/// says so and stops.
+fn setting_applies(test: &str, logs: &[RankLog]) -> bool {
+    let header = check_header(&logs[0], 2);
+    let library =
+        mpit::quirks::LibraryVersion::parse(header["library_version"].as_str().unwrap_or_default());
+    let mpich5 = library.library == mpit::Library::Mpich
+        && library
+            .version
+            .is_some_and(|v| v >= mpit::quirks::Version(5, 0, 0));
+    if mpich5 && VAR.starts_with("UCX_") {
+        mpit_testkit::not_applicable(
+            test,
+            &format!(
+                "{library} does not send 32 KiB through UCX between ranks of a node, so {VAR} \
+                 cannot make it eager (measured); no eager-limit setting of MPICH 5's shared \
+                 memory is known yet"
+            ),
+        );
+        return false;
+    }
+    true
+}
+
 /// eager_probe on 2 ranks without the tool.
 fn probe_plain() -> bool {
     let job = mpit_testkit::run(mpi_job(2, &example("eager_probe"), &[]));
@@ -168,6 +197,12 @@ fn environment_action_applies_before_init_on_selected_ranks_only() {
     for selected in [0u32, 1] {
         let tmp = tempdir();
         let run = probe(&eager_policy(&selected.to_string(), false), tmp.path());
+        if !setting_applies(
+            "environment_action_applies_before_init_on_selected_ranks_only",
+            &run.logs,
+        ) {
+            return;
+        }
         assert_eq!(
             run.eager,
             selected == 0,
@@ -233,6 +268,9 @@ then  = [ {{ setenv = "MPIT_TUNER_TEST_OTHER_NODES", value = "1" }} ]
     );
     let tmp = tempdir();
     let run = probe(&policy, tmp.path());
+    if !setting_applies("hosts_select_the_node", &run.logs) {
+        return;
+    }
     assert!(run.eager, "hosts = {pattern:?} on {host}: not applied");
     for log in &run.logs {
         let records = setenvs(log);
@@ -247,6 +285,9 @@ then  = [ {{ setenv = "MPIT_TUNER_TEST_OTHER_NODES", value = "1" }} ]
 fn example_policy_makes_32k_messages_eager() {
     let tmp = tempdir();
     let run = probe(EXAMPLE, tmp.path());
+    if !setting_applies("example_policy_makes_32k_messages_eager", &run.logs) {
+        return;
+    }
     assert!(run.eager, "{EXAMPLE} did not make the send eager");
     for log in &run.logs {
         let records = setenvs(log);

@@ -15,13 +15,11 @@ use std::collections::BTreeMap;
 #[test]
 fn fortran_communicators_are_tracked_exactly_once() {
     const ITERATIONS: u64 = 30;
+    let Some(basics) = fortran_example("fortran_communicators_are_tracked_exactly_once") else {
+        return;
+    };
     let tmp = tempdir();
-    let (plain, tooled, dir) = run_both(
-        2,
-        &example("basics"),
-        &[&ITERATIONS.to_string()],
-        tmp.path(),
-    );
+    let (plain, tooled, dir) = run_both(2, &basics, &[&ITERATIONS.to_string()], tmp.path());
     assert_same_stdout(&plain, &tooled, |_| false);
     for log in read_run_dir(&dir, 2) {
         let mut events: BTreeMap<String, Vec<String>> = BTreeMap::new();

@@ -126,7 +126,13 @@ fn app_linked_to_renamed_mpi_library_works() {
         original_app.display()
     );
     let new_name = match flavor() {
-        "mpich" => old_name.replacen("libmpich.so", "libmpi.so", 1),
+        // Debian names MPICH's library libmpich.so.12, MPICH 5's own
+        // install (and MVAPICH2) libmpi.so.12: each is renamed the other's
+        // way.
+        "mpich" if old_name.starts_with("libmpich.so") => {
+            old_name.replacen("libmpich.so", "libmpi.so", 1)
+        }
+        "mpich" => old_name.replacen("libmpi.so", "libmpich.so", 1),
         _ => old_name.replacen("libmpi.so", "libmpi_renamed.so", 1),
     };
     assert_ne!(new_name, old_name);
@@ -147,6 +153,24 @@ fn app_linked_to_renamed_mpi_library_works() {
             "patchelf",
             "patchelf",
             &["--set-soname".as_ref(), new_name.as_ref(), lib.as_os_str()],
+        );
+    }
+    // A library that finds its own dependencies relative to itself (the
+    // registry wheels: RUNPATH `$ORIGIN:$ORIGIN/mpich`) keeps finding them
+    // from the copy.
+    let rpath = tool(
+        "patchelf",
+        "patchelf",
+        &["--print-rpath".as_ref(), original_lib.as_os_str()],
+    );
+    let rpath = String::from_utf8_lossy(&rpath.stdout).trim().to_string();
+    if rpath.contains("$ORIGIN") {
+        let origin = original_lib.parent().unwrap().display().to_string();
+        let rpath = rpath.replace("$ORIGIN", &origin);
+        tool(
+            "patchelf",
+            "patchelf",
+            &["--set-rpath".as_ref(), rpath.as_ref(), lib.as_os_str()],
         );
     }
 

@@ -195,8 +195,12 @@ fn check_pml_ob1(logs: &[RankLog], summary: &Value) {
 /// Runs the Fortran example with `args` with and without the preload: the
 /// same output, and one complete log per rank with samples.
 fn fortran_intercepted(args: &[&str], init: &str) {
+    let test = format!("fortran_intercepted({args:?})");
+    let Some(basics) = fortran_example(&test) else {
+        return;
+    };
     let tmp = tempdir();
-    let (plain, tooled, dir) = run_both(RANKS, &example("basics"), args, tmp.path());
+    let (plain, tooled, dir) = run_both(RANKS, &basics, args, tmp.path());
     assert!(
         plain
             .stdout()

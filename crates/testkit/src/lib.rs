@@ -40,6 +40,71 @@ pub fn flavor() -> &'static str {
     mpit_sys::BUILD_FLAVOR
 }
 
+/// The MPI C compiler wrapper of the build (`mpicc.mpich`, a wheel's
+/// `bin/mpicc`): test programs in C are built with it.
+pub fn mpicc() -> &'static str {
+    mpit_sys::BUILD_MPICC
+}
+
+/// The MPI Fortran wrapper beside [`mpicc`], or `None` when the library
+/// ships none (the registry wheels of MPICH 5 and Open MPI 5).
+pub fn mpifc() -> Option<&'static str> {
+    Some(mpit_sys::BUILD_MPIFC).filter(|f| !f.is_empty())
+}
+
+/// The variables to give `make -C examples` so that it builds the example
+/// programs for this build's library: `MPI=<flavour>`, `MPICC=` the build's
+/// wrapper, plus a run path to the MPI library when it lies outside the
+/// system directories (Open MPI 5's registry wheel's `mpicc` adds none,
+/// MPICH 5's does; without one a program names the system's library of the
+/// same soname to `ldd` and to anything run outside the wheel's `mpiexec`),
+/// and `MPIFC=` the Fortran wrapper or `FORTRAN=no` when there is none.
+pub fn examples_make_vars() -> Vec<String> {
+    let library = std::path::Path::new(mpit_sys::BUILD_LIBRARY);
+    let system = ["/usr/lib", "/lib"];
+    let mpicc = match library.parent() {
+        Some(dir)
+            if !library.as_os_str().is_empty() && !system.iter().any(|s| dir.starts_with(s)) =>
+        {
+            format!("{} -Wl,-rpath,{}", mpicc(), dir.display())
+        }
+        _ => mpicc().to_string(),
+    };
+    vec![
+        format!("MPI={}", flavor()),
+        format!("MPICC={mpicc}"),
+        match mpifc() {
+            Some(fc) => format!("MPIFC={fc}"),
+            None => "FORTRAN=no".to_string(),
+        },
+    ]
+}
+
+/// Says that the calling test does not apply to this build, and why: on
+/// standard error, and as one line appended to the file named by
+/// `MPIT_TEST_NOT_APPLICABLE` when set (scripts/test.sh prints that file per
+/// flavour, since cargo hides the output of passing tests). The test then
+/// returns without asserting anything.
+pub fn not_applicable(test: &str, why: &str) {
+    let line = format!(
+        "{test}: does not apply to the {} build ({}): {why}\n",
+        flavor(),
+        mpicc()
+    );
+    eprint!("{line}");
+    if let Some(file) = std::env::var_os("MPIT_TEST_NOT_APPLICABLE") {
+        use std::io::Write;
+        let written = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&file)
+            .and_then(|mut f| f.write_all(line.as_bytes()));
+        if let Err(e) = written {
+            eprintln!("cannot append to {}: {e}", file.to_string_lossy());
+        }
+    }
+}
+
 /// Whether this process is a rank launched by [`run_self`].
 pub fn in_rank() -> bool {
     std::env::var_os(CHILD_ENV).is_some()
@@ -99,6 +164,8 @@ pub fn launcher_env(cmd: &mut Command) {
     cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
+        // Open MPI 5's launcher (PRRTE) ignores the variable above.
+        .env("PRTE_MCA_rmaps_default_mapping_policy", ":oversubscribe")
         // Keep Open MPI quiet about missing high-speed networks.
         .env("OMPI_MCA_btl_base_warn_component_unused", "0");
 }

@@ -44,7 +44,7 @@ pub fn preload_lib() -> PathBuf {
         so.is_file(),
         "{} is missing: `mpit-tuner run` needs the preload library next to it; build it \
          with `cargo build -p mpit-tuner-preload` (with the same MPICC and --target-dir as \
-         these tests), or `cargo build --workspace --all-targets`",
+         these tests), or `cargo build --workspace --lib --bins`",
         so.display()
     );
     so
@@ -63,7 +63,7 @@ pub fn example(name: &str) -> PathBuf {
         let mut make = Command::new("make");
         make.arg("-C")
             .arg(repo_root().join("examples"))
-            .arg(format!("MPI={}", flavor()))
+            .args(mpit_testkit::examples_make_vars())
             .arg(format!("OUT={}", out.display()))
             .env_remove("MAKEFLAGS")
             .env_remove("MFLAGS");

@@ -58,10 +58,9 @@ pub fn target_dir() -> PathBuf {
 fn cargo_hint(what: &str) -> String {
     let target = target_dir();
     let name = target.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    let mpicc = if flavor() == "openmpi" {
-        "MPICC=mpicc.openmpi "
-    } else {
-        ""
+    let mpicc = match mpit_testkit::mpicc() {
+        "mpicc.mpich" => String::new(),
+        wrapper => format!("MPICC={wrapper} "),
     };
     let dir = if name == "target" {
         String::new()
@@ -117,7 +116,7 @@ pub fn examples_dir() -> &'static Path {
         let mut make = Command::new("make");
         make.arg("-C")
             .arg(repo_root().join("examples"))
-            .arg(format!("MPI={}", flavor()))
+            .args(mpit_testkit::examples_make_vars())
             .arg(format!("OUT={}", out.display()))
             // Not a sub-make of anything: no jobserver from the environment.
             .env_remove("MAKEFLAGS")
@@ -134,6 +133,19 @@ pub fn examples_dir() -> &'static Path {
         );
         out
     })
+}
+
+/// The Fortran example `basics`, or `None` (the test then says it does not
+/// apply) when the library has no Fortran wrapper.
+pub fn fortran_example(test: &str) -> Option<PathBuf> {
+    if mpit_testkit::mpifc().is_none() {
+        mpit_testkit::not_applicable(
+            test,
+            "the library ships no Fortran compiler wrapper, so the Fortran example is not built",
+        );
+        return None;
+    }
+    Some(example("basics"))
 }
 
 /// An example program (`comm_churn`, `abort`, `not_mpi`, `basics`).
@@ -181,8 +193,8 @@ pub fn stencil3d() -> PathBuf {
     found
 }
 
-/// The MPI library a program loads (`ldd`): the entry named `libmpich.so*`
-/// or `libmpi.so*`.
+/// The MPI library a program loads (`ldd`): the entry named `libmpich.so*`,
+/// `libmpi.so*` or `libmpi_abi.so*` (the MPI-5 standard ABI).
 pub fn mpi_library_of(program: &Path) -> PathBuf {
     let out = Command::new("ldd")
         .arg(program)
@@ -198,7 +210,9 @@ pub fn mpi_library_of(program: &Path) -> PathBuf {
     text.lines()
         .filter_map(|line| {
             let (name, rest) = line.trim().split_once(" => ")?;
-            let is_mpi = name.starts_with("libmpich.so") || name.starts_with("libmpi.so");
+            let is_mpi = name.starts_with("libmpich.so")
+                || name.starts_with("libmpi.so")
+                || name.starts_with("libmpi_abi.so");
             let path = rest.split(" (").next()?.trim();
             (is_mpi && path.starts_with('/')).then(|| PathBuf::from(path))
         })
@@ -632,8 +646,8 @@ pub fn fault_lib() -> &'static Path {
         std::fs::create_dir_all(&out).expect("a directory for the fault library");
         let lib = out.join("libfaultinject.so");
         let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/faults/faultinject.c");
-        let mpicc = format!("mpicc.{}", flavor());
-        let output = Command::new(&mpicc)
+        let mpicc = mpit_testkit::mpicc();
+        let output = Command::new(mpicc)
             .args([
                 "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", "-o",
             ])

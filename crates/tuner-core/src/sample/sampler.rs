@@ -226,7 +226,10 @@ impl Sampler {
             // Open MPI registers PVARs of components it then closes (the
             // PSM2 MTL when the job runs over ob1): allocating a handle on
             // one fails, or segfaults inside libpsm2 in a singleton.
-            if mpit::quirks::openmpi_storage_unloaded(&info.name) {
+            let library = mpit::quirks::LibraryVersion::of_process();
+            if mpit::quirks::applies(mpit::quirks::Quirk::UnloadedComponentVariables, &library)
+                && mpit::quirks::openmpi_storage_unloaded(&info.name)
+            {
                 unloaded.push(info.name.clone());
                 continue;
             }
