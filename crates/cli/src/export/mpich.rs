@@ -191,6 +191,16 @@ pub fn selection(learned: &Learned, lib: Option<&Path>) -> Result<String> {
             learned.version
         );
     }
+    if let Some(v) = version_number(&learned.version) {
+        if !(v.starts_with("4.0") || v.starts_with("4.1")) {
+            bail!(
+                "{} was made with MPICH {v}: the selection JSON is written for MPICH 4.0 and 4.1 only \
+                 (later versions name and arrange their algorithms differently, and reject a table \
+                 of 4.0's names); use the pre-init policy, or `mpit-tuner tune`'s settings",
+                learned.source
+            );
+        }
+    }
     let lib = match lib {
         Some(p) => p.to_path_buf(),
         None => find_libmpich().ok_or_else(|| {
