@@ -241,6 +241,18 @@ impl Learned {
     }
 }
 
+impl Learned {
+    /// The communicator sizes at which the run kept something other than
+    /// the library's default for `c`, with their choices by bin.
+    pub fn tuned(&self, c: Collective) -> Vec<(i32, &Vec<Choice>)> {
+        self.choices
+            .iter()
+            .filter(|((coll, _), list)| *coll == c && list.iter().any(|ch| !ch.default))
+            .map(|((_, size), list)| (*size, list))
+            .collect()
+    }
+}
+
 /// The bins of `choices` laid over all sizes from 0: `(lo, hi, choice)`,
 /// `None` where the run decided nothing (the default holds there).
 pub fn segments(choices: &[Choice]) -> Vec<(u64, Option<u64>, Option<&Choice>)> {

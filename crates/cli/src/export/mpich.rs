@@ -135,12 +135,7 @@ fn by_size(c: Collective, size: i32, choices: &[Choice], default: &Tree) -> Tree
 pub fn apply(table: &Tree, learned: &Learned) -> Result<Tree, String> {
     let mut out = table.clone();
     for c in vocab::collective::COLLECTIVES {
-        let sizes: Vec<(i32, &Vec<Choice>)> = learned
-            .choices
-            .iter()
-            .filter(|((coll, _), list)| *coll == c && list.iter().any(|ch| !ch.default))
-            .map(|((_, size), list)| (*size, list))
-            .collect();
+        let sizes = learned.tuned(c);
         if sizes.is_empty() {
             continue;
         }

@@ -61,12 +61,7 @@ pub fn rules(learned: &Learned) -> Result<String, String> {
     let mut body = String::new();
     let mut count = 0;
     for c in vocab::collective::COLLECTIVES {
-        let sizes: Vec<(i32, &Vec<super::Choice>)> = learned
-            .choices
-            .iter()
-            .filter(|((coll, _), list)| *coll == c && list.iter().any(|ch| !ch.default))
-            .map(|((_, size), list)| (*size, list))
-            .collect();
+        let sizes = learned.tuned(c);
         if sizes.is_empty() {
             // Nothing but the default learned: Open MPI keeps its own choice.
             continue;
