@@ -27,6 +27,9 @@ pub struct CollectiveSpec {
     pub window: Option<u32>,
     /// Windows per candidate.
     pub windows: Option<u32>,
+    /// Long calls get windows of about this long (from 2 to `window`
+    /// calls); zero: always `window` calls.
+    pub window_time: Option<std::time::Duration>,
     /// How much faster than the default a candidate must be (0.05: 5%).
     pub margin: Option<f64>,
     /// A candidate this many times slower than the default after its first
@@ -199,6 +202,7 @@ pub(crate) struct RawCollectives {
     tune: Option<Spanned<bool>>,
     window: Option<Spanned<i64>>,
     windows: Option<Spanned<i64>>,
+    window_time: Option<Spanned<String>>,
     margin: Option<Spanned<f64>>,
     drop_factor: Option<Spanned<f64>>,
     recheck: Option<Spanned<i64>>,
@@ -236,6 +240,15 @@ pub(crate) fn compile(
     spec.recheck = count(raw.recheck, "recheck", 0);
     spec.min_comm_size =
         count(raw.min_comm_size, "min_comm_size", 1).map(|n| n.min(u64::from(u32::MAX)) as u32);
+    if let Some(w) = raw.window_time {
+        match crate::parse_duration(w.get_ref()) {
+            Ok(d) => spec.window_time = Some(d),
+            Err(e) => errors.push((
+                w.span(),
+                format!("`window_time` is a duration such as \"50ms\" or \"0\" (off): {e}"),
+            )),
+        }
+    }
     if let Some(m) = raw.margin {
         let x = *m.get_ref();
         if (0.0..1.0).contains(&x) {
@@ -357,6 +370,7 @@ mod tests {
 tune = true
 window = 4
 windows = 3
+window_time = "20ms"
 margin = 0.1
 drop_factor = 5.0
 recheck = 10000
@@ -376,6 +390,7 @@ allreduce = ["ring"]
         let spec = set.collectives().unwrap();
         assert!(spec.tune);
         assert_eq!((spec.window, spec.windows), (Some(4), Some(3)));
+        assert_eq!(spec.window_time, Some(std::time::Duration::from_millis(20)));
         assert_eq!((spec.margin, spec.drop_factor), (Some(0.1), Some(5.0)));
         assert_eq!(spec.recheck, Some(10000));
         assert_eq!(spec.bins, Some(vec![64, 65536]));
@@ -465,6 +480,13 @@ bcast = ["a", "a"]
         ] {
             assert!(err.contains(expected), "missing {expected:?} in:\n{err}");
         }
+        let err = PolicySet::parse("[collectives]\nwindow_time = \"soon\"\n", "w.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("w.toml:2:15: error: in [collectives]: `window_time` is a duration"),
+            "{err}"
+        );
         let err = PolicySet::parse("[collectives]\ntune = true\nwindw = 3\n", "u.toml")
             .unwrap_err()
             .to_string();

@@ -416,6 +416,9 @@ fn tune_collectives(
             .unwrap_or(d.window),
         measure,
         windows: spec.windows.unwrap_or(d.windows),
+        window_time_ns: spec
+            .window_time
+            .map_or(d.window_time_ns, |t| t.as_nanos() as f64),
         margin: spec.margin.unwrap_or(d.margin),
         drop_factor: spec.drop_factor.unwrap_or(d.drop_factor),
         recheck: spec.recheck.unwrap_or(d.recheck),

@@ -13,9 +13,14 @@
 //!
 //! The schedule: `warmup` calls with the default; then each candidate
 //! (index 0 is the library's default) for `windows` windows of `window`
-//! calls; a candidate slower than `drop_factor` times the default after its
-//! first window is dropped there. The fastest candidate is kept if it beats
-//! the default by `margin`, else the default. While decided, a check point
+//! calls. Long calls get shorter windows: after the default's first window,
+//! a window lasts `ceil(window_time / its time per call)` calls, at least
+//! [`MIN_WINDOW`] and at most `window` (a 20 ms allreduce needs 3 calls to
+//! be measured, not 8). A candidate slower than `drop_factor` times the
+//! default after its first window is dropped there, and one that does not
+//! beat the default by `margin` in its first window gets no second. The
+//! fastest candidate is kept if it beats the default by `margin`, else the
+//! default. While decided, a check point
 //! every `check_every` windows: if the time per call drifted by more than
 //! `drift` from what was measured at `drift_confirm` check points in a row
 //! (one noisy window is not a drift), or `recheck` calls have passed, the
@@ -27,6 +32,9 @@
 
 /// Candidates per search at most (the default included).
 pub const MAX_CANDIDATES: usize = 16;
+
+/// The shortest window `window_time` makes (calls).
+pub const MIN_WINDOW: u32 = 2;
 
 /// The distance between check points grows to at most this many times
 /// `check_every` windows.
@@ -40,6 +48,10 @@ pub struct Params {
     pub warmup: u32,
     /// Calls in one measurement window (at least 1).
     pub window: u32,
+    /// After the default's first window, windows of about this many
+    /// nanoseconds (from [`MIN_WINDOW`] to `window` calls); 0: always
+    /// `window` calls.
+    pub window_time_ns: f64,
     /// Windows per candidate (at least 1).
     pub windows: u32,
     /// A candidate whose first window is this many times slower than the
@@ -69,6 +81,7 @@ impl Default for Params {
         Params {
             warmup: 2,
             window: 8,
+            window_time_ns: 50.0e6,
             windows: 2,
             drop_factor: 3.0,
             margin: 0.05,
@@ -87,6 +100,11 @@ impl Params {
     pub fn sanitized(self) -> Params {
         Params {
             window: self.window.max(1),
+            window_time_ns: if self.window_time_ns.is_finite() {
+                self.window_time_ns.max(0.0)
+            } else {
+                0.0
+            },
             windows: self.windows.max(1),
             check_every: self.check_every.max(1),
             drop_factor: if self.drop_factor.is_finite() && self.drop_factor > 1.0 {
@@ -199,7 +217,12 @@ pub struct Search {
     /// Agreed time per call of each candidate (sum over its windows).
     sums: [f64; MAX_CANDIDATES],
     windows_of: [u32; MAX_CANDIDATES],
+    /// Calls each candidate ran in its windows.
+    calls_of: [u64; MAX_CANDIDATES],
     dropped: [bool; MAX_CANDIDATES],
+    /// Calls per window in this search (`window` until the default's first
+    /// window is agreed, then shorter for long calls).
+    window: u32,
     /// The decided candidate's time per call, for the drift check.
     decided_ns: f64,
     /// Check points in a row that saw a drift.
@@ -230,7 +253,9 @@ impl Search {
             window_timed: 0,
             sums: [0.0; MAX_CANDIDATES],
             windows_of: [0; MAX_CANDIDATES],
+            calls_of: [0; MAX_CANDIDATES],
             dropped: [false; MAX_CANDIDATES],
+            window: params.sanitized().window,
             decided_ns: 0.0,
             strikes: 0,
             backoff: 1,
@@ -264,7 +289,7 @@ impl Search {
             State::Trial { .. } => true,
             // Drift check: a few calls of each check interval.
             State::Decided { .. } => {
-                self.params.drift > 0.0 && self.in_window < u64::from(self.params.window)
+                self.params.drift > 0.0 && self.in_window < u64::from(self.window)
             }
             State::Warmup | State::Off => false,
         }
@@ -299,7 +324,7 @@ impl Search {
         self.in_window += 1;
         let length = match self.state {
             State::Decided { .. } => self.check_interval(),
-            _ => u64::from(self.params.window),
+            _ => u64::from(self.window),
         };
         (self.in_window >= length).then(|| {
             if self.window_timed == 0 {
@@ -312,7 +337,7 @@ impl Search {
 
     /// Calls between two check points while decided.
     pub fn check_interval(&self) -> u64 {
-        u64::from(self.params.window) * u64::from(self.params.check_every) * u64::from(self.backoff)
+        u64::from(self.window) * u64::from(self.params.check_every) * u64::from(self.backoff)
     }
 
     fn reset_window(&mut self) {
@@ -325,6 +350,7 @@ impl Search {
     /// announced; returns what happened, for the log (at most two events:
     /// the last trial and the decision). Allocates nothing.
     pub fn agree(&mut self, agreed: Agreed) -> [Option<Event>; 2] {
+        let window_calls = self.in_window;
         self.reset_window();
         if agreed.stop {
             let was_on = self.state != State::Off;
@@ -332,7 +358,10 @@ impl Search {
             return [was_on.then_some(Event::Stopped), None];
         }
         match self.state {
-            State::Trial { candidate, done } => self.trial_point(candidate, done + 1, agreed),
+            State::Trial { candidate, done } => {
+                self.calls_of[candidate] += window_calls;
+                self.trial_point(candidate, done + 1, agreed)
+            }
             State::Decided { candidate, since } => {
                 let drifted = self.params.drift > 0.0
                     && agreed.max_mean_ns > 0.0
@@ -365,7 +394,9 @@ impl Search {
     fn restart(&mut self) {
         self.sums = [0.0; MAX_CANDIDATES];
         self.windows_of = [0; MAX_CANDIDATES];
+        self.calls_of = [0; MAX_CANDIDATES];
         self.dropped = [false; MAX_CANDIDATES];
+        self.window = self.params.window;
         self.state = State::Trial {
             candidate: 0,
             done: 0,
@@ -383,10 +414,16 @@ impl Search {
             self.state = State::Trial { candidate, done };
             return [None, None];
         }
+        if candidate == 0 && done == 1 {
+            self.window = self.window_for(agreed.max_mean_ns);
+        }
         let too_slow = candidate != 0
             && done == 1
             && agreed.max_mean_ns > self.params.drop_factor * self.mean(0);
-        if !too_slow && done < self.params.windows {
+        let not_promising = candidate != 0
+            && done == 1
+            && agreed.max_mean_ns >= self.mean(0) * (1.0 - self.params.margin);
+        if !too_slow && !not_promising && done < self.params.windows {
             self.state = State::Trial { candidate, done };
             return [None, None];
         }
@@ -394,7 +431,7 @@ impl Search {
         let event = Event::Trial {
             candidate,
             ns: self.mean(candidate),
-            calls: u64::from(done) * u64::from(self.params.window),
+            calls: self.calls_of[candidate],
             dropped: too_slow,
         };
         if candidate + 1 < self.candidates {
@@ -423,11 +460,7 @@ impl Search {
             .fold(f64::INFINITY, f64::min);
         let cost_ns = (0..self.candidates)
             .filter(|&c| self.windows_of[c] > 0)
-            .map(|c| {
-                (self.mean(c) - fastest).max(0.0)
-                    * f64::from(self.windows_of[c])
-                    * f64::from(self.params.window)
-            })
+            .map(|c| (self.mean(c) - fastest).max(0.0) * self.calls_of[c] as f64)
             .sum();
         self.decided_ns = chosen_ns;
         self.backoff = match self.last_choice {
@@ -446,12 +479,27 @@ impl Search {
         }
     }
 
+    /// Calls per window once the default's time per call is known:
+    /// `window_time` worth of calls, from [`MIN_WINDOW`] to `window`.
+    fn window_for(&self, ns_per_call: f64) -> u32 {
+        let full = self.params.window;
+        if self.params.window_time_ns <= 0.0 || ns_per_call <= 0.0 {
+            return full;
+        }
+        let calls = (self.params.window_time_ns / ns_per_call).ceil();
+        if calls >= f64::from(full) {
+            full
+        } else {
+            (calls as u32).clamp(MIN_WINDOW.min(full), full)
+        }
+    }
+
     /// Measure mode: what was measured (`None` before the first window, or
     /// when not measuring).
     pub fn measurement(&self) -> Option<Event> {
         (self.params.measure && self.windows_of[0] > 0).then(|| Event::Measured {
             ns: self.mean(0),
-            calls: u64::from(self.windows_of[0]) * u64::from(self.params.window),
+            calls: self.calls_of[0],
         })
     }
 
@@ -514,14 +562,50 @@ mod tests {
         assert_eq!(candidate, 2);
         assert_eq!((default_ns, chosen_ns), (100.0, 50.0));
         // Default 16 calls 50 ns over, candidate 1 dropped after 8 calls at
-        // 350 ns over, candidate 3 16 calls 70 ns over.
-        assert_eq!(cost_ns, 16.0 * 50.0 + 8.0 * 350.0 + 16.0 * 70.0);
+        // 350 ns over, candidate 3 (not better than the default in its
+        // first window: no second) 8 calls 70 ns over.
+        assert_eq!(cost_ns, 16.0 * 50.0 + 8.0 * 350.0 + 8.0 * 70.0);
         // The 3x slower candidate ran one window only.
         assert!(events.contains(&Event::Trial {
             candidate: 1,
             ns: 400.0,
             calls: 8,
             dropped: true
+        }));
+    }
+
+    #[test]
+    fn long_calls_get_short_windows_and_unpromising_candidates_one() {
+        // 1 MiB allreduces on 4 ranks: the default 20 ms per call, one
+        // algorithm as fast, one twice as fast. A window is 50 ms: 3 calls.
+        let ms = 1.0e6;
+        let (s, events) = run(Params::default(), &[20.0 * ms, 19.5 * ms, 10.0 * ms], 200);
+        assert!(matches!(s.state(), State::Decided { candidate: 2, .. }));
+        let trials: Vec<(usize, u64)> = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Trial {
+                    candidate, calls, ..
+                } => Some((*candidate, *calls)),
+                _ => None,
+            })
+            .collect();
+        // The default: its first window of 8 calls, then 3; candidate 1 one
+        // window of 3 (not 5% better); candidate 2 two of 3.
+        assert_eq!(trials, vec![(0, 11), (1, 3), (2, 6)]);
+        // Checks while decided are `check_every` short windows apart.
+        assert_eq!(s.check_interval(), 3 * 64);
+        // Without window_time, every window is `window` calls.
+        let p = Params {
+            window_time_ns: 0.0,
+            ..Params::default()
+        };
+        let (_, events) = run(p, &[20.0 * ms, 19.5 * ms, 10.0 * ms], 200);
+        assert!(events.contains(&Event::Trial {
+            candidate: 0,
+            ns: 20.0 * ms,
+            calls: 16,
+            dropped: false
         }));
     }
 
