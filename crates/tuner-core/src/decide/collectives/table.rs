@@ -159,6 +159,12 @@ pub struct Tuner {
     fresh: Vec<Search>,
     entries: Box<[Entry]>,
     high: AtomicUsize,
+    /// 1 while a tuned collective runs. Set and cleared with a plain load
+    /// and store, not a read-modify-write: tuning runs only below
+    /// `MPI_THREAD_MULTIPLE`, where the MPI standard forbids two threads in
+    /// MPI at once, so this catches an erroneous program (at one of its
+    /// overlapping calls, if not at the first) without making every correct
+    /// one pay two locked instructions per call.
     in_flight: AtomicU32,
     stop: AtomicBool,
     tx: Sender<TuneEvent>,
@@ -437,6 +443,9 @@ pub struct Ticket {
     collective: Collective,
     state: Option<(AtomicRefMut<'static, CommState>, usize, Comm)>,
     timed: bool,
+    /// This call runs a value other than the default: its variable is
+    /// written before and after it.
+    switched: bool,
 }
 
 impl Ticket {
@@ -450,14 +459,16 @@ impl Ticket {
 /// Before a blocking collective on `comm` moving `bytes` (one rank's
 /// contribution): sets the algorithm this call must use. `None` when
 /// tuning is off for this collective (nothing to do after).
-#[inline]
+#[inline(always)]
 pub fn before(collective: Collective, comm: Comm, bytes: u64) -> Option<Ticket> {
     if !ON.load(Relaxed) {
         return None;
     }
     let t = TUNER.get()?;
     let switch = t.switches[collective as usize].as_ref()?;
-    if t.in_flight.fetch_add(1, AcqRel) > 0 && !t.stop.swap(true, AcqRel) {
+    let overlapping = t.in_flight.load(Relaxed) != 0;
+    t.in_flight.store(1, Relaxed);
+    if overlapping && !t.stop.swap(true, AcqRel) {
         t.tx.try_send(TuneEvent {
             t: t.start.elapsed().as_secs_f64(),
             comm: 0,
@@ -475,6 +486,7 @@ pub fn before(collective: Collective, comm: Comm, bytes: u64) -> Option<Ticket> 
             collective,
             state: None,
             timed: false,
+            switched: false,
         });
     };
     let Ok(st) = t.entries[i].state.try_borrow_mut() else {
@@ -485,6 +497,7 @@ pub fn before(collective: Collective, comm: Comm, bytes: u64) -> Option<Ticket> 
             collective,
             state: None,
             timed: false,
+            switched: false,
         });
     };
     let k = collective as usize * t.bins.len() + t.bins.of(bytes);
@@ -496,6 +509,7 @@ pub fn before(collective: Collective, comm: Comm, bytes: u64) -> Option<Ticket> 
         collective,
         state: Some((st, k, comm)),
         timed,
+        switched: value != default,
     })
 }
 
@@ -506,18 +520,28 @@ pub fn before(collective: Collective, comm: Comm, bytes: u64) -> Option<Ticket> 
 /// id is agreed with an allreduce, `MPI_Finalize` runs collectives, and so
 /// do the tool's own reductions) read the same variable, and each rank's
 /// last tuned call may have been on a different communicator.
-#[inline]
+///
+/// A timed call that ran another value than the default is charged for
+/// its two writes (the one after it, timed here, counted twice): for calls
+/// of a few hundred nanoseconds the switch itself can cost more than a
+/// faster algorithm saves, and the search must see that.
+#[inline(always)]
 pub fn after(ticket: Ticket, ns: Option<u64>) {
     let Some(t) = TUNER.get() else { return };
+    let mut ns = ns;
     if let Some(switch) = t.switches[ticket.collective as usize].as_ref() {
+        let charge = (ticket.switched && ns.is_some()).then(std::time::Instant::now);
         t.set(switch, switch.target.candidates[0].1);
+        if let (Some(start), Some(n)) = (charge, ns.as_mut()) {
+            *n = n.saturating_add(2 * start.elapsed().as_nanos() as u64);
+        }
     }
     if let Some((mut st, k, comm)) = ticket.state {
         if let Some(mine) = st.searches[k].count(ns) {
             t.agree(comm, &mut st, k, mine);
         }
     }
-    t.in_flight.fetch_sub(1, AcqRel);
+    t.in_flight.store(0, Relaxed);
 }
 
 /// The application frees `comm` (every rank of it does): its tuning
