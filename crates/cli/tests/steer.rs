@@ -21,21 +21,46 @@ const PATIENCE: Duration = Duration::from_secs(60);
 /// A LOCAL CVAR this library lets a rank write while the job runs, a value
 /// it does not hold by default, and a CVAR no rank may write on its own
 /// (with the word the refusal must contain).
-#[cfg(mpi_flavor = "mpich")]
-mod library {
-    pub const LOCAL: &str = "MPIR_CVAR_REQUEST_POLL_FREQ";
-    pub const VALUE: i64 = 16;
-    pub const FORBIDDEN: &str = "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM";
-    pub const FORBIDDEN_VALUE: &str = "ring";
-    pub const WHY: &str = "has scope ALL_EQ";
+struct Library {
+    local: &'static str,
+    value: i64,
+    forbidden: &'static str,
+    forbidden_value: &'static str,
+    why: &'static str,
 }
+
+#[cfg(mpi_flavor = "mpich")]
+fn library() -> Library {
+    Library {
+        local: "MPIR_CVAR_REQUEST_POLL_FREQ",
+        value: 16,
+        forbidden: "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM",
+        forbidden_value: "ring",
+        why: "has scope ALL_EQ",
+    }
+}
+
+/// Open MPI 5.0 renamed the shared-memory BTL from `vader` to `sm`, and
+/// 5.0.11 refuses a write of the old name after `MPI_Init`
+/// (MPI_T_ERR_CVAR_SET_NOT_NOW), so the variable depends on the version.
 #[cfg(mpi_flavor = "openmpi")]
-mod library {
-    pub const LOCAL: &str = "btl_vader_free_list_max";
-    pub const VALUE: i64 = 1024;
-    pub const FORBIDDEN: &str = "btl_vader_eager_limit";
-    pub const FORBIDDEN_VALUE: &str = "65536";
-    pub const WHY: &str = "READONLY";
+fn library() -> Library {
+    let five = mpit_testkit::open_mpi_major().is_some_and(|major| major >= 5);
+    Library {
+        local: if five {
+            "btl_sm_free_list_max"
+        } else {
+            "btl_vader_free_list_max"
+        },
+        value: 1024,
+        forbidden: if five {
+            "btl_sm_eager_limit"
+        } else {
+            "btl_vader_eager_limit"
+        },
+        forbidden_value: "65536",
+        why: "READONLY",
+    }
 }
 
 /// A job of `steady` under the tuner, holding the job lock; stopped (stop
@@ -230,15 +255,15 @@ fn firings<'a>(log: &'a [Json], policy: &'a str) -> impl Iterator<Item = &'a Jso
 
 #[test]
 fn set_changes_a_local_cvar_on_the_selected_ranks_only() {
-    use library::*;
-    // A watch of the variable: fires `then` when it holds VALUE, with the
+    let Library { local, value, .. } = library();
+    // A watch of the variable: fires `then` when it holds `value`, with the
     // value it read in `inputs`; ranks keep their default elsewhere.
     let policy = format!(
-        "[[policy]]\nname = \"watch\"\nevery = \"50ms\"\nwhen = \"cvar:{LOCAL} == {VALUE}\"\n\
+        "[[policy]]\nname = \"watch\"\nevery = \"50ms\"\nwhen = \"cvar:{local} == {value}\"\n\
          then = [ {{ note = \"changed\" }} ]\notherwise = [ {{ note = \"default\" }} ]\n"
     );
     let mut job = Running::start(3, Some(&policy));
-    let out = job.steer("set", &[&format!("{LOCAL}={VALUE}"), "--ranks", "0,2"]);
+    let out = job.steer("set", &[&format!("{local}={value}"), "--ranks", "0,2"]);
     assert_eq!(out.status.code(), Some(0), "{}", printed(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -290,13 +315,19 @@ fn set_changes_a_local_cvar_on_the_selected_ranks_only() {
 
 #[test]
 fn a_write_no_rank_may_make_alone_is_refused_with_the_reason() {
-    use library::*;
+    let Library {
+        local,
+        forbidden,
+        forbidden_value,
+        why,
+        ..
+    } = library();
     let job = Running::start(2, None);
-    let out = job.steer("set", &[&format!("{FORBIDDEN}={FORBIDDEN_VALUE}")]);
+    let out = job.steer("set", &[&format!("{forbidden}={forbidden_value}")]);
     assert_eq!(out.status.code(), Some(1), "{}", printed(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
-        stdout.contains("ranks 0-1") && stdout.contains("refused") && stdout.contains(WHY),
+        stdout.contains("ranks 0-1") && stdout.contains("refused") && stdout.contains(why),
         "{stdout}"
     );
     let id = request_id(&out);
@@ -304,10 +335,10 @@ fn a_write_no_rank_may_make_alone_is_refused_with_the_reason() {
     for log in &logs {
         let a = answer(log, &id).expect("an answer");
         assert_eq!(a["outcome"], "refused", "{a}");
-        assert!(a["message"].as_str().unwrap().contains(WHY), "{a}");
+        assert!(a["message"].as_str().unwrap().contains(why), "{a}");
     }
     // A value of the wrong type is refused too, and the job goes on.
-    let out = job.steer("set", &[&format!("{}=1.5", LOCAL)]);
+    let out = job.steer("set", &[&format!("{local}=1.5")]);
     assert_eq!(out.status.code(), Some(1), "{}", printed(&out));
     assert!(
         String::from_utf8_lossy(&out.stdout).contains("takes integers"),
@@ -427,12 +458,12 @@ fn a_broken_policy_changes_nothing_and_pause_resume_work() {
 
 #[test]
 fn requests_that_are_not_the_owners_or_not_requests_never_act() {
-    use library::*;
+    let Library { local, value, .. } = library();
     let job = Running::start(2, None);
     let control = job.dir.join("control");
     std::fs::create_dir_all(&control).unwrap();
     let request =
-        |id: &str| format!(r#"{{"id":"{id}","kind":"set","cvar":"{LOCAL}","value":"{VALUE}"}}"#);
+        |id: &str| format!(r#"{{"id":"{id}","kind":"set","cvar":"{local}","value":"{value}"}}"#);
     // Each file is made under a temporary name and renamed into place,
     // as the command does: the ranks see it only as it is meant to be.
     let place = |name: &str, text: &str, mode: u32, owner: Option<&str>| {
@@ -498,12 +529,12 @@ fn requests_that_are_not_the_owners_or_not_requests_never_act() {
         }
     }
     // Nothing was written: a later request reads the default back as old.
-    let out = job.steer("set", &[&format!("{LOCAL}={VALUE}")]);
+    let out = job.steer("set", &[&format!("{local}={value}")]);
     assert_eq!(out.status.code(), Some(0), "{}", printed(&out));
     let id = request_id(&out);
     for log in job.logs() {
         let a = answer(&log, &id).unwrap();
-        assert_ne!(a["write"]["old"][0], VALUE, "{a}");
+        assert_ne!(a["write"]["old"][0], value, "{a}");
     }
     let printed_job = job.finish();
     assert!(printed_job.contains("steady:"), "{printed_job}");
@@ -511,12 +542,12 @@ fn requests_that_are_not_the_owners_or_not_requests_never_act() {
 
 #[test]
 fn watch_shows_a_running_job_and_ends_with_it() {
-    use library::*;
+    let Library { local, value, .. } = library();
     let mut job = Running::start(2, Some(TICK_TOCK));
     job.wait_for("tick-tock deciding", |logs| {
         logs.iter().all(|l| firings(l, "tick-tock").count() >= 1)
     });
-    let out = job.steer("set", &[&format!("{LOCAL}={VALUE}"), "--ranks", "1"]);
+    let out = job.steer("set", &[&format!("{local}={value}"), "--ranks", "1"]);
     assert_eq!(out.status.code(), Some(0), "{}", printed(&out));
     let dir = job.dir.display().to_string();
     // All the variables: which ones differ most across ranks depends on
@@ -532,7 +563,7 @@ fn watch_shows_a_running_job_and_ends_with_it() {
         "variables (largest spread across ranks now):",
         "tool.mpi.time",
         "tick-tock fired",
-        &format!("set {LOCAL}={VALUE} on ranks 1: applied"),
+        &format!("set {local}={value} on ranks 1: applied"),
         "set",
     ] {
         assert!(frame.contains(row), "no {row:?} in:\n{frame}");

@@ -21,7 +21,7 @@
 use std::ffi::OsStr;
 use std::path::PathBuf;
 use std::process::{Command, Output};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 const CHILD_ENV: &str = "MPIT_TESTKIT_CHILD";
@@ -132,6 +132,28 @@ pub fn mpiexec_path_named(name: &str) -> PathBuf {
              install MPI (see README) or set MPIEXEC",
             flavor()
         )
+    })
+}
+
+/// The major version of the Open MPI that [`mpiexec_path`] launches
+/// (`mpiexec (Open MPI) 5.0.11`, `mpiexec.openmpi (OpenRTE) 4.1.4`: the last
+/// word of the first line of `mpiexec --version`), or `None` for an MPICH
+/// build or a launcher that does not say. Tests whose variables differ
+/// between Open MPI 4.1 and 5.0 (`btl_vader_*` became `btl_sm_*`) choose by
+/// it, since both builds have the flavour `openmpi`.
+pub fn open_mpi_major() -> Option<u32> {
+    static MAJOR: OnceLock<Option<u32>> = OnceLock::new();
+    *MAJOR.get_or_init(|| {
+        if flavor() != "openmpi" {
+            return None;
+        }
+        let out = Command::new(mpiexec_path())
+            .arg("--version")
+            .output()
+            .ok()?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let version = text.lines().next()?.split_whitespace().last()?;
+        version.split('.').next()?.parse().ok()
     })
 }
 
