@@ -294,15 +294,15 @@ fn report_of_a_real_run() {
             ],
         );
     }
-    // The variable plotted over time is the one with the largest spread
-    // across ranks: the first row of that table.
-    let top = out
-        .lines()
-        .skip_while(|l| !l.starts_with("Largest spread across ranks"))
-        .nth(2)
-        .and_then(|l| l.split_whitespace().next())
-        .unwrap_or_else(|| panic!("no row of largest spread:\n{out}"));
-    assert_contains(&out, &[&format!("{top} across ranks over time")]);
+    // Plotted over time: what moves (the busiest call family's rate and
+    // the time in MPI per second).
+    assert_contains(
+        &out,
+        &[
+            "tool.allreduce.calls per s across ranks over time",
+            "time in MPI per s (tool.mpi.time",
+        ],
+    );
     // Every write of the logs is in the report, with its time and rank.
     let writes: usize = (0..4)
         .map(|r| {
@@ -361,7 +361,20 @@ fn report_of_a_real_run() {
                 .starts_with("over-time-")
         })
         .collect();
-    assert_eq!(over_time.len(), 2, "{over_time:?}");
+    // What moves: the busiest call family's rate (200 allreduces per rank),
+    // the time in MPI per second, and on Open MPI a queue length that
+    // changed, if one did (each as SVG and PNG).
+    assert!(
+        over_time.len() == 4 || over_time.len() == 6,
+        "{over_time:?}"
+    );
+    for stem in [
+        "over-time-tool.allreduce.calls-rate",
+        "over-time-tool.mpi.time-rate",
+    ] {
+        check_png(&plots.join(format!("{stem}.png")));
+        check_svg(&plots.join(format!("{stem}.svg")), "per s");
+    }
     for stem in ["rank-histograms", "message-sizes", "cvar-changes"] {
         check_png(&plots.join(format!("{stem}.png")));
     }

@@ -41,7 +41,10 @@ counted.
 
 Plots (SVG and PNG, in RUN_DIR/report/ unless --plots says otherwise): \
 over-time-VAR (a variable across ranks over time, one line per rank; by \
-default the one with the largest spread across ranks), rank-histograms, \
+default what moves: the call rate of the busiest MPI call family, the \
+time each rank spends in MPI per second, and the MPI queue length that \
+changed most, if any did; else the variable with the largest spread \
+across ranks), rank-histograms, \
 message-sizes, cvar-changes, and collective-tuning (the time per call of \
 each candidate algorithm per tuned communicator, collective and size) when \
 collective tuning ran. PNG text uses DejaVu Sans or another system \
@@ -86,8 +89,9 @@ pub struct Args {
     pub no_plots: bool,
 
     /// A variable to plot across ranks over time: `name` (unbound, or bound
-    /// to MPI_COMM_WORLD) or `name@object`. Repeat for several. Default: the
-    /// variable with the largest spread across ranks.
+    /// to MPI_COMM_WORLD) or `name@object`. Repeat for several. Default:
+    /// what moves (the busiest call family's rate, the time in MPI per
+    /// second, the most active queue length; see above).
     #[arg(long = "var", value_name = "NAME")]
     pub vars: Vec<String>,
 
@@ -157,7 +161,8 @@ fn check_run_dir(dir: &Path) -> Result<()> {
 }
 
 /// The variables to keep time series of: the ones asked for, else the
-/// one summary.json says differs most (else decided after reading).
+/// default plots' that summary.json tells (the others are read after, see
+/// [`plot_variables`]).
 fn series_wanted(args: &Args) -> HashSet<String> {
     let mut wanted: HashSet<String> = HashSet::new();
     for v in &args.vars {
@@ -168,9 +173,8 @@ fn series_wanted(args: &Args) -> HashSet<String> {
     }
     if args.vars.is_empty() && !args.no_plots {
         if let Some(s) = reading::read_summary(&args.dir, &mut Vec::new()) {
-            let size = s.size;
-            if let Some(v) = analysis::default_plot_variable(&s.variables, size) {
-                wanted.insert(v);
+            for p in analysis::default_plots(&s.variables, &[], s.size) {
+                wanted.insert(p.key);
             }
         }
     }
@@ -198,30 +202,32 @@ fn nothing_to_report(run: &reading::Run) {
     }
 }
 
-/// Which variables to plot over time: the ones asked for that the logs
-/// have (a note for the others), else the one with the largest spread
-/// across ranks, its series read now if summary.json was missing.
+/// What to plot over time: the variables asked for that the logs have (a
+/// note for the others), else what moves (see
+/// [`analysis::default_plots`]), each series read now if it was not kept
+/// on the first pass.
 fn plot_variables(
     args: &Args,
     run: &reading::Run,
     a: &mut analysis::Analysis,
     notes: &mut Vec<String>,
-) -> Vec<String> {
+) -> Vec<analysis::OverTime> {
     if !args.vars.is_empty() {
-        return asked_variables(&args.vars, a, notes);
+        return asked_variables(&args.vars, a, notes)
+            .into_iter()
+            .map(|key| analysis::OverTime { key, rate: false })
+            .collect();
     }
-    let mut plot_vars: Vec<String> = Vec::new();
-    if let Some(v) = analysis::default_plot_variable(&a.stats, run.size) {
-        if !a.series.contains_key(&v) {
-            // summary.json was missing: read the series now.
-            let more = reading::read_series(run, &v);
+    let plots = analysis::default_plots(&a.stats, &a.activity, run.size);
+    for p in &plots {
+        if !a.series.contains_key(&p.key) {
+            let more = reading::read_series(run, &p.key);
             if !more.is_empty() {
-                a.series.insert(v.clone(), more);
+                a.series.insert(p.key.clone(), more);
             }
         }
-        plot_vars.push(v);
     }
-    plot_vars
+    plots
 }
 
 /// The `--var` variables with a series (`name` also as `name@world`); a

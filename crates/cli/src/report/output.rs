@@ -71,7 +71,7 @@ fn link(path: &Path, from: Option<&Path>) -> String {
 pub(super) fn draw(
     run: &Run,
     a: &Analysis,
-    vars: &[String],
+    vars: &[crate::report::analysis::OverTime],
     dir: &Path,
     markdown: Option<&Path>,
     outputs: &mut Outputs,
@@ -89,11 +89,19 @@ pub(super) fn draw(
     }
     let mut jobs: Vec<(String, String, Result<String>)> = Vec::new();
     for v in vars {
-        let series = a.series.get(v).map(Vec::as_slice).unwrap_or(&[]);
+        let series: Vec<(u32, Vec<(f64, f64)>)> = a
+            .series
+            .get(&v.key)
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+            .iter()
+            .map(|(rank, points)| (*rank, v.points(points)))
+            .collect();
+        let label = v.label();
         jobs.push((
-            format!("over-time-{}", plots::slug(v)),
-            format!("{v} across ranks over time"),
-            plots::over_time(v, series, run.size),
+            v.stem(),
+            format!("{label} across ranks over time"),
+            plots::over_time(&label, &series, run.size),
         ));
     }
     if vars.is_empty() {

@@ -15,7 +15,7 @@ mod recompute;
 
 pub use facts::Facts;
 pub use grouping::{Grouped, PolicyTotals};
-pub use interest::{by_spread, default_plot_variable, spread, Activity};
+pub use interest::{by_spread, default_plots, spread, Activity, OverTime};
 
 use super::reading::{Advice, Class, Points, Run, SetEnv, Stat, Write};
 use std::collections::BTreeMap;
