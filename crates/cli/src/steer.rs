@@ -169,10 +169,23 @@ fn steer(dir: &Path, action: Action, common: &Common) -> Result<ExitCode> {
     let mut logs: Vec<Follow> = (0..job.size)
         .map(|r| Follow::from_end(&dir.join(vocab::record::rank_file_name(r as i32))))
         .collect();
-    write_request(dir, &request)?;
+    let path = write_request(dir, &request)?;
     println!("request {}: {}", request.id, request.describe());
     let answers = wait(&mut logs, &request.id, timeout);
-    Ok(print_answers(&job, &answers, timeout))
+    let status = print_answers(&job, &answers, timeout);
+    // Every rank answered or finished: nobody needs the request any more.
+    // Otherwise it stays for the ranks that have not seen it yet.
+    if answers.len() as u32 == job.size {
+        if let Err(e) = std::fs::remove_file(&path) {
+            eprintln!("mpit-tuner: cannot remove {}: {e}", path.display());
+        }
+    } else {
+        println!(
+            "the request stays in {} for the ranks that did not answer: they act on it when they next look",
+            path.display()
+        );
+    }
+    Ok(status)
 }
 
 /// A new request id: the time (so names sort in order) and the pid.
@@ -187,8 +200,8 @@ fn new_id() -> String {
 }
 
 /// Writes the request into `DIR/control/` (created, mode 0700), mode
-/// 0600, through a temporary name.
-fn write_request(dir: &Path, request: &Request) -> Result<()> {
+/// 0600, through a temporary name; returns its path.
+fn write_request(dir: &Path, request: &Request) -> Result<PathBuf> {
     let control = dir.join(CONTROL_DIR);
     std::fs::DirBuilder::new()
         .recursive(true)
@@ -208,7 +221,8 @@ fn write_request(dir: &Path, request: &Request) -> Result<()> {
         .and_then(|()| file.sync_all())
         .with_context(|| format!("cannot write {}", tmp.display()))?;
     std::fs::rename(&tmp, &path)
-        .with_context(|| format!("cannot rename {} to {}", tmp.display(), path.display()))
+        .with_context(|| format!("cannot rename {} to {}", tmp.display(), path.display()))?;
+    Ok(path)
 }
 
 /// What became of the request on one rank.

@@ -275,27 +275,33 @@ fn set_changes_a_local_cvar_on_the_selected_ranks_only() {
         "{stdout}"
     );
     let id = request_id(&out);
+    // Every rank answered: the command removed its request file.
+    let left: Vec<_> = std::fs::read_dir(job.dir.join("control"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(left.is_empty(), "request files left: {left:?}");
     let logs = job.wait_for("the watch seeing the new value on ranks 0 and 2", |logs| {
         [0, 2].iter().all(|&r| {
             firings(&logs[r], "watch").any(|d| {
-                d["branch"] == "then" && d["inputs"][LOCAL][0].as_f64() == Some(VALUE as f64)
+                d["branch"] == "then" && d["inputs"][local][0].as_f64() == Some(value as f64)
             })
         })
     });
     for rank in [0, 2] {
         let a = answer(&logs[rank], &id).expect("an answer");
         assert_eq!(a["outcome"], "applied", "{a}");
-        assert_eq!(a["write"]["readback"][0], VALUE, "{a}");
+        assert_eq!(a["write"]["readback"][0], value, "{a}");
         assert_eq!(a["write"]["outcome"], "written", "{a}");
     }
     let a = answer(&logs[1], &id).expect("an answer");
     assert_eq!(a["outcome"], "not_for_this_rank", "{a}");
-    // Rank 1 kept its value: the watch never saw VALUE there.
+    // Rank 1 kept its value: the watch never saw `value` there.
     let watched: Vec<f64> = firings(&logs[1], "watch")
-        .map(|d| d["inputs"][LOCAL][0].as_f64().unwrap())
+        .map(|d| d["inputs"][local][0].as_f64().unwrap())
         .collect();
     assert!(
-        !watched.is_empty() && watched.iter().all(|v| *v != VALUE as f64),
+        !watched.is_empty() && watched.iter().all(|v| *v != value as f64),
         "{watched:?}"
     );
     assert!(job.stop_child().is_some_and(|s| s.success()));
@@ -386,6 +392,16 @@ fn a_policy_reloaded_mid_run_replaces_the_old_one() {
         assert!(first >= at, "decided at {first} before the reload at {at}");
         // The old policy decides no more.
         assert!(firings(log, "tick-tock").all(|d| d["t"].as_f64().unwrap() <= at));
+        // Its totals until the reload are logged then, for the report.
+        let summary = log
+            .iter()
+            .find(|r| r["type"] == "policy_summary" && r["policy"] == "tick-tock")
+            .expect("tick-tock's totals at the reload");
+        assert_eq!(
+            summary["firings"].as_u64(),
+            Some(firings(log, "tick-tock").count() as u64),
+            "{summary}"
+        );
     }
     job.finish();
 }

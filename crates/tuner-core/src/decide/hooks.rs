@@ -7,6 +7,7 @@ use crate::runtime::log::LogWriter;
 use crate::sample::Snapshot;
 use mpit::{Catalogue, MpiT};
 use policies::{CompiledPolicy, Phase, PolicySet};
+use std::collections::BTreeMap;
 use vocab::record::{self, Record};
 
 /// The warning of a rank that runs pre-init policies without knowing its
@@ -34,6 +35,10 @@ pub struct PolicyHooks {
     messages: Vec<String>,
     pre_catalogue_names: usize,
     quiet: bool,
+    /// Writes and refusals of the policies that `mpit-tuner reload`
+    /// replaced, by name: the `policy.<name>.*` quantities count the whole
+    /// run.
+    earlier: BTreeMap<String, WriteCounts>,
 }
 
 impl PolicyHooks {
@@ -58,6 +63,7 @@ impl PolicyHooks {
                     messages: Vec::new(),
                     pre_catalogue_names: 0,
                     quiet: config.quiet,
+                    earlier: BTreeMap::new(),
                 }),
                 None,
             ),
@@ -248,24 +254,29 @@ impl crate::runtime::Hooks for PolicyHooks {
         let env = env(self.rank, self.size, snapshot.t);
         self.engine
             .run(Phase::Finalize, &mut backend, &env, &mut |r| log.record(&r));
-        for (i, WriteCounts { writes, refused }) in self.engine.counts.iter().enumerate() {
-            log.record(&Record::PolicySummary(record::PolicySummary {
-                t: snapshot.t,
-                policy: self.engine.policies()[i].name().to_string(),
-                writes: *writes,
-                refused: *refused,
-                firings: self.engine.policies()[i].state().firings,
-                disabled: self.engine.disabled(i).map(str::to_string),
-            }));
-        }
+        log_summaries(&self.engine, log, snapshot.t);
     }
 
     fn quantities(&self) -> Vec<(String, &'static str, f64)> {
         let mut out = Vec::new();
-        for (i, WriteCounts { writes, refused }) in self.engine.counts.iter().enumerate() {
+        let mut earlier = self.earlier.clone();
+        let mut push = |name: &str, c: WriteCounts| {
+            out.push((format!("policy.{name}.writes"), "total", c.writes as f64));
+            out.push((format!("policy.{name}.refused"), "total", c.refused as f64));
+        };
+        for (i, now) in self.engine.counts.iter().enumerate() {
             let name = self.engine.policies()[i].name();
-            out.push((format!("policy.{name}.writes"), "total", *writes as f64));
-            out.push((format!("policy.{name}.refused"), "total", *refused as f64));
+            let before = earlier.remove(name).unwrap_or_default();
+            push(
+                name,
+                WriteCounts {
+                    writes: before.writes + now.writes,
+                    refused: before.refused + now.refused,
+                },
+            );
+        }
+        for (name, c) in earlier {
+            push(&name, c);
         }
         out
     }
@@ -323,6 +334,7 @@ impl PolicyHooks {
                 messages: Vec::new(),
                 pre_catalogue_names: 0,
                 quiet: true,
+                earlier: BTreeMap::new(),
             },
             said,
         ))
@@ -344,6 +356,18 @@ impl PolicyHooks {
         t: f64,
     ) -> Result<String, String> {
         let (engine, said) = checked_engine(set, &self.host, mpit, catalogue, log, t)?;
+        // What the replaced policies did, logged now (the report adds it
+        // to what their successors of the same name do), and kept for the
+        // quantities.
+        log_summaries(&self.engine, log, t);
+        for (i, c) in self.engine.counts.iter().enumerate() {
+            let e = self
+                .earlier
+                .entry(self.engine.policies()[i].name().to_string())
+                .or_default();
+            e.writes += c.writes;
+            e.refused += c.refused;
+        }
         self.engine = engine;
         Ok(said)
     }
@@ -394,6 +418,21 @@ impl PolicyHooks {
             );
         }
         self.messages.extend(lines);
+    }
+}
+
+/// A `policy_summary` record per policy of `engine`: its writes, refusals
+/// and firings so far.
+fn log_summaries(engine: &Engine, log: &mut LogWriter, t: f64) {
+    for (i, WriteCounts { writes, refused }) in engine.counts.iter().enumerate() {
+        log.record(&Record::PolicySummary(record::PolicySummary {
+            t,
+            policy: engine.policies()[i].name().to_string(),
+            writes: *writes,
+            refused: *refused,
+            firings: engine.policies()[i].state().firings,
+            disabled: engine.disabled(i).map(str::to_string),
+        }));
     }
 }
 

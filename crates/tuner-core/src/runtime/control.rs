@@ -88,9 +88,16 @@ impl Steering {
         let Ok(entries) = std::fs::read_dir(&self.dir) else {
             return;
         };
-        let mut names: Vec<String> = entries
+        let present: HashSet<String> = entries
             .filter_map(|e| e.ok()?.file_name().into_string().ok())
-            .filter(|n| control::id_of_file_name(n).is_some() && !self.handled.contains(n))
+            .filter(|n| control::id_of_file_name(n).is_some())
+            .collect();
+        // Requests the command removed (every rank answered) are
+        // forgotten: the set stays as small as the directory.
+        self.handled.retain(|n| present.contains(n));
+        let mut names: Vec<String> = present
+            .into_iter()
+            .filter(|n| !self.handled.contains(n))
             .collect();
         if names.is_empty() {
             return;

@@ -40,6 +40,10 @@ pub struct PolicyTotals {
 pub fn policy_totals(ranks: &[RankLog]) -> Vec<PolicyTotals> {
     let mut per: BTreeMap<&str, PolicyTotals> = BTreeMap::new();
     for r in ranks {
+        // A rank logs a policy's totals at the end, and also at each
+        // `mpit-tuner reload` that replaced it: the records add up, and
+        // the rank counts once.
+        let mut seen: BTreeMap<&str, bool> = BTreeMap::new();
         for p in &r.policies {
             let t = per
                 .entry(p.policy.as_str())
@@ -47,11 +51,17 @@ pub fn policy_totals(ranks: &[RankLog]) -> Vec<PolicyTotals> {
                     policy: p.policy.clone(),
                     ..PolicyTotals::default()
                 });
-            t.ranks += 1;
+            let disabled = seen.entry(p.policy.as_str()).or_insert_with(|| {
+                t.ranks += 1;
+                false
+            });
             t.writes += p.writes;
             t.refused += p.refused;
             t.firings += p.firings;
-            t.disabled += u32::from(p.disabled.is_some());
+            if p.disabled.is_some() && !*disabled {
+                *disabled = true;
+                t.disabled += 1;
+            }
         }
     }
     per.into_values().collect()
@@ -163,6 +173,33 @@ pub fn warning_pattern(message: &str) -> (String, Vec<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use vocab::record::PolicySummary;
+
+    #[test]
+    fn a_policy_logged_at_a_reload_and_at_the_end_counts_once_per_rank() {
+        let summary = |policy: &str, writes: u64, firings: u64| PolicySummary {
+            t: 1.0,
+            policy: policy.into(),
+            writes,
+            refused: 0,
+            firings,
+            disabled: None,
+        };
+        let ranks: Vec<RankLog> = (0..2)
+            .map(|rank| RankLog {
+                rank,
+                policies: vec![summary("a", 1, 5), summary("b", 0, 1), summary("a", 2, 3)],
+                ..RankLog::default()
+            })
+            .collect();
+        let totals = policy_totals(&ranks);
+        assert_eq!(totals.len(), 2);
+        assert_eq!(
+            (totals[0].ranks, totals[0].writes, totals[0].firings),
+            (2, 6, 16)
+        );
+        assert_eq!((totals[1].ranks, totals[1].firings), (2, 2));
+    }
 
     #[test]
     fn warnings_differing_in_names_are_one_kind() {
