@@ -1,10 +1,18 @@
 #!/usr/bin/env bash
-# The main job: sets up a fresh machine, builds mpit-tuner, and runs the
-# demo MPI program (examples/stencil3d, 4 ranks) under the tuner with the
-# default policies, then shows what the tuner recorded.
+# The main job: sets up a fresh machine, builds mpit-tuner, and runs two
+# MPI programs under the tuner with the default policies, then shows what
+# it recorded:
+#   1. examples/stencil3d on 4 ranks (a few seconds), and the run directory;
+#   2. examples/c/steady on 4 ranks for DEMO_SECONDS (24 by default), whose
+#      work changes every DEMO_PHASE seconds (6) between a 64 KiB ring
+#      exchange and bursts of small allreduces, watched live while it runs
+#      (`mpit-tuner watch`: full screen on a terminal, `q` leaves the view
+#      and the job goes on; plain frames every 4 s otherwise), then
+#      `mpit-tuner report` with its plots of what moved.
 #
 #   bash scripts/demo.sh            # MPICH (default)
 #   MPI=openmpi bash scripts/demo.sh
+#   DEMO_SECONDS=60 DEMO_PHASE=10 bash scripts/demo.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -16,6 +24,10 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_
 target="target/${flavor}"
 cargo build --release --locked --target-dir "$target" -p mpit-tuner -p mpit-tuner-preload -p stencil3d
 bin="$target/release"
+examples="$PWD/$target/examples-demo"
+make -s -C examples MPI="$flavor" OUT="$examples" FORTRAN=no "$examples/steady"
+seconds="${DEMO_SECONDS:-24}"
+phase="${DEMO_PHASE:-6}"
 
 echo
 echo "== the MPI_T variables of this library (mpit-tuner list, first lines)"
@@ -33,7 +45,36 @@ echo "== what the tuner recorded in $run_dir"
 ls -l "$run_dir"
 echo "-- first records of rank 0's log:"
 head -n 3 "$run_dir/rank-00000.jsonl" | cut -c1-300
-if "$bin/mpit-tuner" report --help >/dev/null 2>&1; then
-  echo
-  "$bin/mpit-tuner" report "$run_dir"
+
+# The long job: started in the background, watched until it ends.
+watched="demo-watch-${flavor}"
+rm -rf "$watched" "$watched.stop"
+echo
+echo "== examples/c/steady on 4 ranks for ${seconds} s, its work changing every ${phase} s"
+echo "   (from another shell: $bin/mpit-tuner watch $watched)"
+"$bin/mpit-tuner" run --dir "$watched" --interval 100ms --quiet -- \
+  "mpiexec.${flavor}" -n 4 "$examples/steady" "$PWD/$watched.stop" "seconds=${seconds}" "phase=${phase}" &
+job=$!
+for _ in $(seq 100); do
+  [ -e "$watched/rank-00000.jsonl" ] && break
+  kill -0 "$job" 2>/dev/null || break
+  sleep 0.2
+done
+if [ -e "$watched/rank-00000.jsonl" ]; then
+  if [ -t 1 ] && [ -n "${TERM:-}" ] && [ "${TERM}" != dumb ]; then
+    "$bin/mpit-tuner" watch "$watched" || true
+  else
+    "$bin/mpit-tuner" watch --plain --every 4s --top 6 "$watched" || true
+  fi
 fi
+status=0
+wait "$job" || status=$?
+if [ "$status" -ne 0 ]; then
+  echo "demo: the steady job failed (exit $status)" >&2
+  exit "$status"
+fi
+
+echo
+echo "== mpit-tuner report $watched (plots in $watched/report/)"
+"$bin/mpit-tuner" report "$watched"
+ls "$watched/report/"over-time-*.png
