@@ -13,20 +13,12 @@
 # printed after each flavour. Each phase prints its elapsed time, and the
 # total at the end. This is what CI runs (.ci/run).
 #
-#   bash scripts/test.sh                      # CI: mpich, openmpi, the ABI
-#                                             # build, clippy, benchmarks
-#   MPIT_FLAVOURS=all bash scripts/test.sh    # also mpich5 and openmpi5,
-#                                             # and the support matrix check
-#   MPIT_FLAVOURS="mpich5 openmpi5" bash scripts/test.sh   # some flavours
-#                                             # (then no benchmarks; add
+#   bash scripts/test.sh                      # CI: the four flavours, the
+#                                             # ABI build, the support matrix
+#                                             # check, clippy, benchmarks
+#   MPIT_FLAVOURS="mpich openmpi" bash scripts/test.sh   # some flavours
+#                                             # only (then no benchmarks; add
 #                                             # mpi-abi for the ABI build)
-#
-# The registry flavours are not in the default run yet: three steering
-# tests (crates/cli/tests/steer.rs) use Open MPI 4.1's btl_vader_free_list_max,
-# which Open MPI 5.0.11 refuses after MPI_Init (MPI_T_ERR_CVAR_SET_NOT_NOW;
-# 5.0 takes btl_sm_free_list_max), and no complete four-flavour run was made
-# on the merged tree yet; a red default run blocks everyone. Run them with
-# MPIT_FLAVOURS=all.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -67,9 +59,8 @@ wrapper() {
 }
 
 all_four=""
-case "${MPIT_FLAVOURS:-}" in
+case "${MPIT_FLAVOURS:-all}" in
   all) flavours="mpich openmpi mpich5 openmpi5"; all_four=1 ;;
-  "") flavours="mpich openmpi" ;;
   *) flavours="${MPIT_FLAVOURS//mpi-abi/}" ;;
 esac
 
@@ -111,7 +102,7 @@ done
 # mpi_abi.h, libmpi_abi.so.1), run in a job of a program built with
 # mpicc_abi (crates/preload/tests/abi.rs; the other flavours say it does not
 # apply to them).
-if [ -z "${MPIT_FLAVOURS:-}" ] || [ -n "$all_four" ] || [[ " $MPIT_FLAVOURS " == *" mpi-abi "* ]]; then
+if [ -n "$all_four" ] || [[ " ${MPIT_FLAVOURS:-} " == *" mpi-abi "* ]]; then
   phase "standard ABI: build the preload with mpicc_abi and run a job (target/mpi-abi)"
   MPICC="$MPIT_MPICH5_MPICC_ABI" cargo build -p mpit-tuner-preload --lib --locked --target-dir target/mpi-abi
   MPICC="$MPIT_MPICH5_MPICC_ABI" cargo test -p mpit-tuner-preload --test abi --locked --target-dir target/mpi-abi \
@@ -122,7 +113,7 @@ if [ -n "$all_four" ]; then
   phase "support matrix: README.md against the measurements"
   bash scripts/support-matrix.sh --check
 fi
-if [ -z "${MPIT_FLAVOURS:-}" ] || [ -n "$all_four" ]; then
+if [ -n "$all_four" ]; then
   phase "clippy (MPICH build)"
   MPICC=mpicc.mpich cargo clippy --workspace --all-targets --locked --target-dir target/mpich -- -D warnings
   phase "benchmarks compile (MPICH build, bench profile)"
