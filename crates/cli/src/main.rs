@@ -113,6 +113,18 @@ enum Command {
     /// write (scope, type, range), writes, reads back, and answers in its
     /// log; prints the answers per rank. Exits 1 if a rank refused or did
     /// not answer in time.
+    ///
+    /// ALL_EQ and GROUP_EQ variables are never written by a rank alone. A
+    /// collective's algorithm variable that online collective tuning
+    /// drives (MPIT_TUNER_COLLECTIVES=tune on MPICH 4.0/4.1/5.0), such as
+    /// MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM=recursive_doubling (an
+    /// algorithm's name or its number; `auto` is the default), pins that
+    /// collective's algorithm on every rank at the next agreed point of
+    /// each communicator, and its search stops: the answers say "applied
+    /// at the next agreed point", the `pinned` collective records where it
+    /// took effect. Such a request is for every rank: --ranks and --hosts
+    /// are refused. Any other ALL_EQ or GROUP_EQ variable, or any while
+    /// online tuning is off (Open MPI), is refused with what is missing.
     Set(steer::SetArgs),
 
     /// Pause one policy (or all) of a running job.

@@ -21,12 +21,18 @@ const PATIENCE: Duration = Duration::from_secs(60);
 /// A LOCAL CVAR this library lets a rank write while the job runs, a value
 /// it does not hold by default, and a CVAR no rank may write on its own
 /// (with the word the refusal must contain).
+///
+/// And the allreduce's algorithm variable, with an algorithm other than
+/// the default (MPICH; what a refusal of it must say while online
+/// collective tuning is on, asked for with `--tune-collectives`).
 struct Library {
     local: &'static str,
     value: i64,
     forbidden: &'static str,
     forbidden_value: &'static str,
     why: &'static str,
+    algorithm: &'static str,
+    pinned: &'static str,
 }
 
 #[cfg(mpi_flavor = "mpich")]
@@ -37,6 +43,8 @@ fn library() -> Library {
         forbidden: "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM",
         forbidden_value: "ring",
         why: "has scope ALL_EQ",
+        algorithm: "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM",
+        pinned: "recursive_doubling",
     }
 }
 
@@ -60,6 +68,8 @@ fn library() -> Library {
         },
         forbidden_value: "65536",
         why: "READONLY",
+        algorithm: "coll_tuned_allreduce_algorithm",
+        pinned: "3",
     }
 }
 
@@ -77,6 +87,17 @@ struct Running {
 
 impl Running {
     fn start(ranks: u32, policy: Option<&str>) -> Running {
+        Running::start_with(ranks, policy, &[], &[])
+    }
+
+    /// [`Running::start`] with more options of `mpit-tuner run` and
+    /// environment variables for the job.
+    fn start_with(
+        ranks: u32,
+        policy: Option<&str>,
+        run_args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Running {
         preload_lib();
         let steady = example("steady");
         let lock = mpit_testkit::job_lock();
@@ -101,8 +122,9 @@ impl Running {
             "--quiet".into(),
             "--policy".into(),
             policy_arg,
-            "--".into(),
         ];
+        args.extend(run_args.iter().map(|a| a.to_string()));
+        args.push("--".into());
         args.extend(launcher(ranks));
         args.extend([
             steady.display().to_string(),
@@ -111,7 +133,9 @@ impl Running {
         ]);
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let out = std::fs::File::create(&output).unwrap();
-        let child = command(&args)
+        let mut cmd = command(&args);
+        cmd.envs(env.iter().copied());
+        let child = cmd
             .stdout(out.try_clone().unwrap())
             .stderr(out)
             .stdin(Stdio::null())
@@ -341,7 +365,19 @@ fn a_write_no_rank_may_make_alone_is_refused_with_the_reason() {
     for log in &logs {
         let a = answer(log, &id).expect("an answer");
         assert_eq!(a["outcome"], "refused", "{a}");
-        assert!(a["message"].as_str().unwrap().contains(why), "{a}");
+        let message = a["message"].as_str().unwrap();
+        assert!(message.contains(why), "{a}");
+        // MPICH's algorithm variable: the reason names what is missing,
+        // online collective tuning, which this job does not run.
+        if cfg!(mpi_flavor = "mpich") {
+            for said in [
+                "only collective algorithm variables can be changed while the job runs",
+                "MPIT_TUNER_COLLECTIVES=tune",
+                "online collective tuning does not run in this job",
+            ] {
+                assert!(message.contains(said), "no {said:?} in {a}");
+            }
+        }
     }
     // A value of the wrong type is refused too, and the job goes on.
     let out = job.steer("set", &[&format!("{local}=1.5")]);
@@ -351,6 +387,211 @@ fn a_write_no_rank_may_make_alone_is_refused_with_the_reason() {
         "{}",
         printed(&out)
     );
+    job.finish();
+}
+
+/// The `collective` records of a log with `event`, for request `id`.
+fn collective_events<'a>(log: &'a [Json], event: &'a str, id: &'a str) -> Vec<&'a Json> {
+    log.iter()
+        .filter(|r| r["type"] == "collective" && r["event"] == event && r["request"] == id)
+        .collect()
+}
+
+/// A job that tunes its allreduce online (windows of one call, so its
+/// first search ends within a second of `steady`'s loop) gets a user's
+/// algorithm: refused when narrowed to some ranks or not a candidate,
+/// then taken, and pinned by every rank at the same call; the search
+/// stops and the user's algorithm is what runs from then on. The report
+/// and summary.json show it as the user's pin.
+#[test]
+fn a_collective_algorithm_set_while_tuning_is_pinned_on_every_rank_at_one_call() {
+    let Library { algorithm, .. } = library();
+    if !cfg!(mpi_flavor = "mpich") {
+        mpit_testkit::not_applicable(
+            "a_collective_algorithm_set_while_tuning_is_pinned_on_every_rank_at_one_call",
+            "online collective tuning runs on MPICH only (a written algorithm reaches only \
+             communicators created later on Open MPI); the refusal there is tested by \
+             collective_algorithms_are_refused_where_online_tuning_is_off",
+        );
+        return;
+    }
+    let mut job = Running::start_with(
+        3,
+        None,
+        &["--tune-collectives=allreduce"],
+        &[("MPIT_TUNER_COLLECTIVES_WINDOW", "1")],
+    );
+    let decided = |r: &Json| {
+        r["type"] == "collective" && r["event"] == "decision" && r["collective"] == "allreduce"
+    };
+    let logs = job.wait_for("every rank's first allreduce decision", |logs| {
+        logs.iter().all(|l| l.iter().any(decided))
+    });
+    // Another algorithm than the search kept: the pin overrides it.
+    let kept = logs[0].iter().rfind(|r| decided(r)).unwrap()["algorithm"].clone();
+    let pinned = if kept == "recursive_doubling" {
+        "reduce_scatter_allgather"
+    } else {
+        "recursive_doubling"
+    };
+
+    // For every rank or none: narrowed, it is refused on every rank.
+    let out = job.steer("set", &[&format!("{algorithm}={pinned}"), "--ranks", "0"]);
+    assert_eq!(out.status.code(), Some(1), "{}", printed(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("ranks 0-2 (")
+            && stdout.contains("refused")
+            && stdout.contains("ALL_EQ: every rank must take the same value"),
+        "{stdout}"
+    );
+    let narrowed = request_id(&out);
+    // Not one of the algorithms tuned: refused, naming them.
+    let out = job.steer("set", &[&format!("{algorithm}=no_such_algorithm")]);
+    assert_eq!(out.status.code(), Some(1), "{}", printed(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("`no_such_algorithm` is not one of the algorithms tuned for allreduce")
+            && stdout.contains(pinned),
+        "{stdout}"
+    );
+    let unknown = request_id(&out);
+
+    let out = job.steer("set", &[&format!("{algorithm}={pinned}")]);
+    assert_eq!(out.status.code(), Some(0), "{}", printed(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("ranks 0-2 (") && stdout.contains("applied at the next agreed point"),
+        "{stdout}"
+    );
+    let id = request_id(&out);
+    let logs = job.wait_for("every rank pinning, then running the pin", |logs| {
+        logs.iter().all(|l| {
+            !collective_events(l, "pinned", &id).is_empty()
+                && !collective_events(l, "held", &id).is_empty()
+        })
+    });
+    let mut points = Vec::new();
+    for (rank, log) in logs.iter().enumerate() {
+        for refused in [&narrowed, &unknown] {
+            let a = answer(log, refused).expect("an answer");
+            assert_eq!(a["outcome"], "refused", "rank {rank}: {a}");
+        }
+        let a = answer(log, &id).expect("an answer");
+        assert_eq!(a["outcome"], "applied", "rank {rank}: {a}");
+        assert!(
+            a["message"].as_str().unwrap().contains(pinned),
+            "rank {rank}: {a}"
+        );
+        // The pin: where (communicator, size bin, calls before it) and what.
+        let pins = collective_events(log, "pinned", &id);
+        let at: Vec<(String, String, u64)> = pins
+            .iter()
+            .map(|p| {
+                assert_eq!(p["algorithm"], pinned, "rank {rank}: {p}");
+                assert_eq!(p["collective"], "allreduce", "rank {rank}: {p}");
+                (
+                    p["comm"].as_str().unwrap().to_string(),
+                    p["bin"].to_string(),
+                    p["calls"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        points.push(at);
+        // After the pin, no search on that communicator's allreduce, and
+        // what ran was the pinned algorithm, every call.
+        let from = log
+            .iter()
+            .position(|r| r["type"] == "collective" && r["event"] == "pinned" && r["request"] == id)
+            .unwrap();
+        let comm = pins[0]["comm"].clone();
+        for r in &log[from..] {
+            if r["type"] == "collective" && r["comm"] == comm && r["collective"] == "allreduce" {
+                assert!(
+                    ["pinned", "held"].contains(&r["event"].as_str().unwrap()),
+                    "rank {rank}: a search after the pin: {r}"
+                );
+            }
+        }
+        let held = collective_events(log, "held", &id);
+        assert_eq!(held[0]["algorithm"], pinned, "rank {rank}: {}", held[0]);
+        assert_eq!(held[0]["value"], pins[0]["value"], "rank {rank}");
+        assert!(held[0]["calls"].as_u64().unwrap() > 0, "{}", held[0]);
+    }
+    // The same agreed point on every rank: the same call of the same
+    // communicator and size bin.
+    assert!(!points[0].is_empty());
+    assert!(points.iter().all(|p| *p == points[0]), "{points:?}");
+
+    // Stopped, with its run directory kept until the end of the test.
+    assert!(job.stop_child().is_some_and(|s| s.success()));
+    let dir = job.dir.clone();
+    // summary.json: the outcome shows the user's pin, apart from what the
+    // search kept.
+    let summary: Json =
+        serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
+    let outcomes = summary["collectives"].as_array().expect("collectives");
+    assert!(
+        outcomes.iter().any(|o| o["collective"] == "allreduce"
+            && o["pinned"] == pinned
+            && o["pinned_by"] == id.as_str()
+            && o["searches"].as_u64().unwrap() >= 1),
+        "{outcomes:?}"
+    );
+    let dir = dir.display().to_string();
+    let report = command(&["report", &dir]).output().unwrap();
+    assert_eq!(report.status.code(), Some(0), "{}", printed(&report));
+    let text = String::from_utf8_lossy(&report.stdout);
+    assert!(text.contains("Pinned by a user's request"), "{text}");
+    assert!(
+        text.lines().any(|l| l.contains(&id) && l.contains(pinned)),
+        "{text}"
+    );
+}
+
+/// Where online collective tuning is off (Open MPI: a written algorithm
+/// reaches only communicators created later), or does not tune the
+/// collective (MPICH tuning bcast only), a `set` of the allreduce's
+/// algorithm is refused with what is missing, and the job goes on.
+#[test]
+fn collective_algorithms_are_refused_where_online_tuning_is_off() {
+    let Library {
+        algorithm, pinned, ..
+    } = library();
+    let asked = if cfg!(mpi_flavor = "mpich") {
+        "--tune-collectives=bcast"
+    } else {
+        "--tune-collectives=allreduce"
+    };
+    let job = Running::start_with(2, None, &[asked], &[]);
+    let out = job.steer("set", &[&format!("{algorithm}={pinned}")]);
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    if stdout.contains("exports no CVAR named") {
+        mpit_testkit::not_applicable(
+            "collective_algorithms_are_refused_where_online_tuning_is_off",
+            &format!("this library does not export {algorithm} (is coll/tuned loaded?): {stdout}"),
+        );
+        return;
+    }
+    assert_eq!(out.status.code(), Some(1), "{}", printed(&out));
+    let missing = if cfg!(mpi_flavor = "mpich") {
+        "online collective tuning runs but does not tune allreduce here (it tunes MPIR_CVAR_BCAST_INTRA_ALGORITHM"
+    } else {
+        "online collective tuning is off in this job: Open MPI"
+    };
+    assert!(
+        stdout.contains("ranks 0-1 (")
+            && stdout.contains("refused")
+            && stdout
+                .contains("only collective algorithm variables can be changed while the job runs")
+            && stdout.contains(missing),
+        "{stdout}"
+    );
+    let id = request_id(&out);
+    for log in job.logs() {
+        assert_eq!(answer(&log, &id).expect("an answer")["outcome"], "refused");
+        assert!(log.iter().all(|r| r["event"] != "pinned"));
+    }
     job.finish();
 }
 

@@ -562,7 +562,11 @@ pub struct CollectiveTuning {
     pub t: f64,
     /// `start` (what is tuned, once per rank), `trial`, `decision`,
     /// `recheck`, `stopped`, `setup_failed`, `reduction_failed`,
-    /// `write_failed`, `concurrent`, `off` (why nothing is tuned); in
+    /// `write_failed`, `concurrent`, `off` (why nothing is tuned),
+    /// `pinned` (a user's request, `request`, pinned the algorithm at this
+    /// agreed point: `calls` before it; searching stops), `held` (the
+    /// first agreed point after a pin: the pinned algorithm ran `calls`
+    /// calls since, at `time_us` per call); in
     /// measure mode (`MPIT_TUNER_COLLECTIVES=measure`) `algorithms` (once
     /// per collective: the algorithm set at start and every one the
     /// variable has) and `measured` (per communicator, collective and bin,
@@ -612,6 +616,10 @@ pub struct CollectiveTuning {
     /// `algorithms` events: every algorithm of the collective's variable.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub algorithms: Vec<Algorithm>,
+    /// `pinned` and `held`: the id of the user's request (`mpit-tuner
+    /// set`; its `control` record has the same id).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<String>,
 }
 
 /// One algorithm of a library's algorithm variable.

@@ -70,6 +70,13 @@ pub struct CollectiveOutcome {
     pub searches: u32,
     /// Each candidate tried: its last agreed time per call.
     pub candidates: Vec<CandidateTime>,
+    /// The algorithm a user's request (`mpit-tuner set`) pinned, which ran
+    /// from then on instead of any search's choice (`None`: not pinned).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pinned: Option<String>,
+    /// The id of that request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pinned_by: Option<String>,
 }
 
 /// A candidate algorithm as a search last measured it.

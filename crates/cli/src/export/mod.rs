@@ -499,6 +499,7 @@ mod tests {
             cost_us: Some(5.0),
             message: None,
             algorithms: Vec::new(),
+            request: None,
         }
     }
 

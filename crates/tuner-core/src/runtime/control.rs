@@ -10,16 +10,22 @@
 //! `error` answer; nothing a file holds can stop the rank.
 //!
 //! A `set` goes through the actuator like a policy's write (scope, type,
-//! range, read-back), with the rule for user requests: ALL_EQ and GROUP_EQ
-//! variables are refused, since a request reaches each rank at its own
-//! moment. `reload` compiles and checks the file on this rank before it
+//! range, read-back), with the rule for user requests: a request reaches
+//! each rank at its own moment, so a variable every rank must hold the
+//! same value of (ALL_EQ, GROUP_EQ, and the collective algorithm
+//! variables) is never written here. Those of them that online collective
+//! tuning drives are handed to it as a pending choice, which every rank
+//! pins at an agreed point of the collective (see
+//! [`crate::decide::collectives`]); the others are refused, with what is
+//! missing. `reload` compiles and checks the file on this rank before it
 //! replaces the running policies.
 
 use super::log::LogWriter;
 use super::Hooks;
 use crate::decide::actuator::{self, Request as WriteRequest, When};
+use crate::decide::collectives;
 use crate::decide::PolicyHooks;
-use mpit::meta::Datatype;
+use mpit::meta::{Datatype, Scope};
 use mpit::{Catalogue, MpiT};
 use policies::{HostSelector, PolicySet, RankSelector};
 use std::collections::HashSet;
@@ -162,10 +168,17 @@ impl Steering {
                 return answer(log, "", String::new(), a);
             }
         };
-        let result = match self.selects(&request) {
-            Err(why) => (ControlOutcome::Refused, Some(why), None),
-            Ok(false) => (ControlOutcome::NotForThisRank, None, None),
-            Ok(true) => self.apply(&request.action, mpit, catalogue, hooks, log, t),
+        // A variable every rank must hold the same value of: for every
+        // rank or none, whatever `ranks` and `hosts` select.
+        let equal = match &request.action {
+            Action::Set { cvar, value } => set_equal(catalogue, cvar, value, &request, self.rank),
+            _ => None,
+        };
+        let result = match (equal, self.selects(&request)) {
+            (Some(answer), _) => answer,
+            (None, Err(why)) => (ControlOutcome::Refused, Some(why), None),
+            (None, Ok(false)) => (ControlOutcome::NotForThisRank, None, None),
+            (None, Ok(true)) => self.apply(&request.action, mpit, catalogue, hooks, log, t),
         };
         answer(log, request.action.kind(), request.describe(), result);
     }
@@ -284,6 +297,129 @@ enum Read {
     Ignored(String),
     /// Unreadable, and why (answered as an error).
     Failed(String),
+}
+
+/// What a request must do to change a variable every rank holds the same
+/// value of while the job runs.
+const EQUAL_RULE: &str = "only collective algorithm variables can be changed while the job \
+     runs, and only while online collective tuning runs (MPIT_TUNER_COLLECTIVES=tune), which \
+     switches every rank at the same call";
+
+/// The answer to a `set` of a variable every rank must hold the same value
+/// of (scope ALL_EQ or GROUP_EQ, or a collective's algorithm variable,
+/// whatever scope the library gives it), or `None` for any other (the
+/// actuator's rules apply). Such a variable is never written here: the
+/// ones online collective tuning drives are handed to it, to be pinned on
+/// every rank at an agreed point; the others are refused with what is
+/// missing. The answer is the same on every rank (the tuner's collectives
+/// and candidates are agreed at start), so a request is taken everywhere
+/// or nowhere.
+fn set_equal(
+    catalogue: &Catalogue,
+    cvar: &str,
+    value: &str,
+    request: &Request,
+    rank: u32,
+) -> Option<Answer> {
+    let info = catalogue.cvar(cvar)?;
+    let collective = collectives::algorithm_variable(cvar);
+    if !info.scope.is_writable() || !(info.scope.requires_equal_values() || collective.is_some()) {
+        return None;
+    }
+    let scope = info.scope;
+    let refuse = |why: String| Some((ControlOutcome::Refused, Some(why), None));
+    if request.ranks.is_some() || !request.hosts.is_empty() {
+        let label = if matches!(scope, Scope::GroupEq) {
+            "GROUP_EQ"
+        } else {
+            "ALL_EQ"
+        };
+        let narrowed = match (&request.ranks, request.hosts.is_empty()) {
+            (Some(r), true) => format!("--ranks {r}"),
+            (Some(r), false) => format!("--ranks {r} --hosts {}", request.hosts.join(",")),
+            (None, _) => format!("--hosts {}", request.hosts.join(",")),
+        };
+        return refuse(format!(
+            "{label}: every rank must take the same value, so `{cvar}` (scope {scope}) cannot be \
+             set on some ranks only ({narrowed}); send the request to every rank"
+        ));
+    }
+    let Some(collective) = collective else {
+        return refuse(format!(
+            "`{cvar}` has scope {scope}; {EQUAL_RULE}; `{cvar}` is not one: set it before the job \
+             starts (its environment variable, or a pre-init or init policy)"
+        ));
+    };
+    let Some(tuner) = collectives::tuner() else {
+        let missing = match collectives::off_reason() {
+            Some(why) => format!("online collective tuning is off in this job: {why}"),
+            None => "online collective tuning does not run in this job (start the job with \
+                     MPIT_TUNER_COLLECTIVES=tune, `mpit-tuner run --tune-collectives`, or \
+                     `tune = true` in the policy file's [collectives] table)"
+                .to_string(),
+        };
+        return refuse(format!(
+            "`{cvar}` has scope {scope}; {EQUAL_RULE}; {missing}"
+        ));
+    };
+    if tuner.stopped() {
+        return refuse(format!(
+            "`{cvar}` has scope {scope}; {EQUAL_RULE}; online collective tuning stopped on rank \
+             {} (the `collective` records say why): the library's defaults run from now on",
+            rank
+        ));
+    }
+    if tuner.measuring() {
+        return refuse(format!(
+            "`{cvar}` has scope {scope}; {EQUAL_RULE}; this job only measures the collectives \
+             (MPIT_TUNER_COLLECTIVES=measure) and switches nothing"
+        ));
+    }
+    let Some(target) = tuner.driving(cvar) else {
+        let driven: Vec<&str> = tuner.tuned().map(|t| t.cvar.name.as_str()).collect();
+        return refuse(format!(
+            "`{cvar}` has scope {scope}; {EQUAL_RULE}; online collective tuning runs but does not \
+             tune {} here (it tunes {}; the `skipped` collective records say why)",
+            collective.name(),
+            driven.join(", ")
+        ));
+    };
+    let wanted = value.trim();
+    let number = wanted.parse::<i64>().ok();
+    let Some(candidate) = target
+        .candidates
+        .iter()
+        .position(|(n, v)| n.eq_ignore_ascii_case(wanted) || Some(*v) == number)
+    else {
+        let all: Vec<String> = target
+            .candidates
+            .iter()
+            .map(|(n, v)| format!("{n} ({v})"))
+            .collect();
+        return refuse(format!(
+            "`{cvar}`: `{wanted}` is not one of the algorithms tuned for {} here: {}",
+            collective.name(),
+            all.join(", ")
+        ));
+    };
+    if !tuner.request_pin(target.collective, candidate, &request.id) {
+        return refuse(format!(
+            "`{cvar}`: the collective tuner did not take the request"
+        ));
+    }
+    let (name, number) = &target.candidates[candidate];
+    let coll = collective.name();
+    Some((
+        ControlOutcome::Applied,
+        Some(format!(
+            "applied at the next agreed point: {coll} pinned to {name} ({cvar} = {number}) on \
+             every communicator, at its next agreed point once every rank holds this request; \
+             nothing is switched by this answer: the `pinned` collective records with request \
+             {} say where it took effect; searching stops for {coll}",
+            request.id
+        )),
+        None,
+    ))
 }
 
 /// A user's CVAR write through the actuator, with the value read as the

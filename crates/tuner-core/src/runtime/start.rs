@@ -602,6 +602,7 @@ fn tune_collectives(
         (_, true, None) => why_not.unwrap_or_else(|| "nothing to tune".into()),
     };
     log.record(&tune::note(0.0, "off", why_not.clone()));
+    tune::set_off_reason(why_not.clone());
     if rank == 0 {
         mpit::say!("mpit-tuner: collective tuning is off: {why_not}");
     }

@@ -1,7 +1,8 @@
 //! "Collective tuning": what online collective tuning chose, per
 //! communicator, collective and message size, from the `collective`
 //! records of the logs (identical on every rank of a communicator, so each
-//! is counted once), and why it did not run where it did not.
+//! is counted once), what users pinned (`mpit-tuner set`, apart from what
+//! the searches kept), and why it did not run where it did not.
 
 use crate::report::reading::Run;
 use crate::report::tables::{Block, Section};
@@ -29,6 +30,10 @@ pub(crate) fn outcomes(run: &Run) -> Vec<CollectiveOutcome> {
     all.into_values().collect()
 }
 
+/// A pin as the report shows it: its record, the time per call first
+/// measured after it (`held`), and the rank whose records these are.
+type Pin<'a> = (&'a CollectiveTuning, Option<f64>, u32);
+
 /// The section, or `None` when no log has a `collective` record.
 pub(super) fn collectives(run: &Run) -> Option<Section> {
     if run.ranks.iter().all(|r| r.collectives.is_empty()) {
@@ -40,9 +45,33 @@ pub(super) fn collectives(run: &Run) -> Option<Section> {
     let mut decided: BTreeMap<(String, String, u64), (&CollectiveTuning, f64, u32)> =
         BTreeMap::new();
     let mut messages: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+    // Per (communicator, collective, bin), the last pin (from one rank:
+    // every rank of the communicator pins at the same point) and what ran
+    // after it.
+    let mut pinned: BTreeMap<(String, String, u64), Pin> = BTreeMap::new();
     for log in &run.ranks {
         for r in &log.collectives {
+            let key = || {
+                (
+                    r.comm.clone(),
+                    r.collective.clone().unwrap_or_default(),
+                    r.bin.map_or(0, |b| b.0),
+                )
+            };
             match r.event.as_str() {
+                "pinned" => {
+                    let entry = pinned.entry(key()).or_insert((r, None, log.rank));
+                    if entry.2 == log.rank {
+                        *entry = (r, None, log.rank);
+                    }
+                }
+                "held" => {
+                    if let Some(entry) = pinned.get_mut(&key()) {
+                        if entry.2 == log.rank && entry.0.request == r.request {
+                            entry.1 = r.time_us;
+                        }
+                    }
+                }
                 "decision" => {
                     let key = (
                         r.comm.clone(),
@@ -70,8 +99,10 @@ pub(super) fn collectives(run: &Run) -> Option<Section> {
             }
         }
     }
-    if decided.is_empty() {
+    if decided.is_empty() && pinned.is_empty() {
         s.text("No search ended: too few calls per communicator, collective and size, or tuning did not run.");
+    } else if decided.is_empty() {
+        s.text("No search ended before the users' pins below.");
     } else {
         let rows = decided
             .iter()
@@ -103,6 +134,41 @@ pub(super) fn collectives(run: &Run) -> Option<Section> {
                 "search cost ms",
             ],
             &[false, false, false, true, false, true, true, true],
+            rows,
+            "",
+        );
+    }
+    if !pinned.is_empty() {
+        let rows = pinned
+            .iter()
+            .map(|((comm, coll, _), (r, held_us, _))| {
+                vec![
+                    format!("{comm} ({})", r.comm_size.unwrap_or(0)),
+                    coll.clone(),
+                    bin_text(r.bin),
+                    format!(
+                        "{} ({})",
+                        r.algorithm.clone().unwrap_or_default(),
+                        r.value.map_or_else(String::new, |v| v.to_string())
+                    ),
+                    r.request.clone().unwrap_or_default(),
+                    r.calls.map_or_else(String::new, |c| c.to_string()),
+                    held_us.map_or_else(|| "-".to_string(), |t| format!("{t:.1}")),
+                ]
+            })
+            .collect();
+        s.text("Pinned by a user's request (`mpit-tuner set`), not chosen by a search: from the agreed point after the call shown (the same call on every rank of the communicator), the user's algorithm ran every call and searching stopped; its time per call as first measured after the pin:");
+        s.table(
+            &[
+                "communicator",
+                "collective",
+                "bytes",
+                "pinned",
+                "request",
+                "after call",
+                "pinned us",
+            ],
+            &[false, false, false, false, false, true, true],
             rows,
             "",
         );

@@ -63,6 +63,11 @@ pub fn collective_tuning(outcomes: &[CollectiveOutcome]) -> Result<String> {
                 o.comm_size.map_or(String::new(), |s| format!("{s} ranks")),
                 o.gain.map_or(String::new(), |g| format!(", gain {g:.2}x"))
             );
+            // A user's pin overrides what the search kept.
+            let caption = match &o.pinned {
+                Some(p) => format!("{caption}, pinned {p}"),
+                None => caption,
+            };
             let mut chart = ChartBuilder::on(panel)
                 .caption(cut(&caption, 48), (FONT, 13))
                 .margin(8)

@@ -31,6 +31,16 @@ pub fn algorithm_cvar(library: Library, c: Collective) -> Option<String> {
     }
 }
 
+/// The collective whose algorithm variable is `cvar` in any library known
+/// here (MPICH, Open MPI, MVAPICH2), if it is one.
+pub fn algorithm_variable(cvar: &str) -> Option<Collective> {
+    COLLECTIVES.into_iter().find(|&c| {
+        mpich_cvar(c) == cvar
+            || openmpi_cvar(c) == cvar
+            || mvapich2_cvar(c).as_deref() == Some(cvar)
+    })
+}
+
 /// Algorithms as (name, value), in value order.
 pub type Named = Vec<(String, i64)>;
 
@@ -597,6 +607,23 @@ mod tests {
             support(Library::OpenMpi, "Open MPI v6.0.0"),
             Support::Unknown(_)
         ));
+    }
+
+    #[test]
+    fn algorithm_variables_are_known_by_name() {
+        assert_eq!(
+            algorithm_variable("MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM"),
+            Some(Collective::Allreduce)
+        );
+        assert_eq!(
+            algorithm_variable("coll_tuned_bcast_algorithm"),
+            Some(Collective::Bcast)
+        );
+        assert_eq!(
+            algorithm_variable("MPIR_CVAR_ALLTOALL_COLLECTIVE_ALGORITHM"),
+            Some(Collective::Alltoall)
+        );
+        assert_eq!(algorithm_variable("MPIR_CVAR_REQUEST_POLL_FREQ"), None);
     }
 
     #[test]

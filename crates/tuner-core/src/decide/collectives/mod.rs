@@ -25,24 +25,51 @@
 //! Only libraries whose algorithm variables take effect at the next call
 //! are tuned online (see [`support`]); for the others the run says so and
 //! points to tuning across runs.
+//!
+//! # A user's choice while the job runs
+//!
+//! `mpit-tuner set RUN_DIR MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM=recursive_doubling`
+//! is the one way to change an ALL_EQ variable while the job runs, and only
+//! for the algorithm variables this tuner drives:
+//! ```text
+//! helper thread (control.rs, its own moment on each rank)
+//!   -> checks: tuning runs (not measuring), drives this variable, the
+//!      value is one of its candidates (name or number), no --ranks/--hosts
+//!   -> Tuner::request_pin: the collective's atomic slot := key(id) << 5 | candidate
+//!   -> `control` answer: applied at the next agreed point (nothing switched yet)
+//! app thread, at an agreed point of that collective on a communicator
+//!   -> the slot rides in the reduction already made there: MAX(slot), MAX(-slot)
+//!   -> equal (every rank holds the same request): every search of that
+//!      collective on the communicator is pinned to the candidate, here,
+//!      on every rank: `pinned` records (request id, calls before it)
+//!   -> from the next call on the candidate runs every call; searching
+//!      stops; the first point after it logs `held` (calls since, time)
+//! ```
+//! No rank decides alone and the helper never writes the variable: the pin
+//! is decided from reduced data at a call every rank of the communicator
+//! reaches in the same order. Ranks that hold different requests (one
+//! arrived late) wait for the next point. The slot stays set, so later
+//! points of other communicators, and communicators created later, pin to
+//! the same choice. A `set` of the default's name (`auto`) pins the
+//! default; searching does not resume in this run.
 
 mod library;
 pub mod search;
 mod table;
 
 pub use library::{
-    algorithm_cvar, algorithms, mpich4_algorithms, mpich5_algorithms, mpich_algorithms, mpich_cvar,
-    mvapich2_cvar, openmpi_cvar, support, Collective, LibraryAlgorithms, Support, Target,
-    COLLECTIVES,
+    algorithm_cvar, algorithm_variable, algorithms, mpich4_algorithms, mpich5_algorithms,
+    mpich_algorithms, mpich_cvar, mvapich2_cvar, openmpi_cvar, support, Collective,
+    LibraryAlgorithms, Support, Target, COLLECTIVES,
 };
 pub use search::{Agreed, Event, Params, Search, State};
 pub use table::{
-    activate, after, before, comm_freeing, events, on, prepare, started, stop, tuner, Bins, Ticket,
-    TuneEvent, Tuner, What, MAX_COMMS,
+    activate, after, before, comm_freeing, events, on, prepare, request_key, started, stop, tuner,
+    Bins, Ticket, TuneEvent, Tuner, What, MAX_COMMS,
 };
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 use vocab::record::{CollectiveTuning, Record};
 use vocab::summary::{CandidateTime, CollectiveOutcome};
 
@@ -50,6 +77,20 @@ use vocab::summary::{CandidateTime, CollectiveOutcome};
 static LOGGED: Mutex<Outcomes> = Mutex::new(Outcomes {
     map: BTreeMap::new(),
 });
+
+/// Why online tuning is off in this process, when it was asked for and
+/// did not start (for the answers to a user's request).
+static OFF: OnceLock<String> = OnceLock::new();
+
+/// Records why online tuning did not start here (the first reason kept).
+pub fn set_off_reason(why: String) {
+    let _ = OFF.set(why);
+}
+
+/// Why online tuning did not start here, if it was asked for.
+pub fn off_reason() -> Option<&'static str> {
+    OFF.get().map(String::as_str)
+}
 
 /// An outcome's key: (communicator, collective, size bin).
 pub type OutcomeKey = (String, String, Option<(u64, Option<u64>)>);
@@ -63,10 +104,10 @@ pub struct Outcomes {
 }
 
 impl Outcomes {
-    /// Folds one record in (records other than trials and decisions are
-    /// ignored).
+    /// Folds one record in (records other than trials, decisions and
+    /// pins are ignored).
     pub fn add(&mut self, r: &CollectiveTuning) {
-        if r.event != "trial" && r.event != "decision" {
+        if !matches!(r.event.as_str(), "trial" | "decision" | "pinned" | "held") {
             return;
         }
         let Some(collective) = &r.collective else {
@@ -88,9 +129,16 @@ impl Outcomes {
                 cost_us: 0.0,
                 searches: 0,
                 candidates: Vec::new(),
+                pinned: None,
+                pinned_by: None,
             });
         let algorithm = r.algorithm.clone().unwrap_or_default();
-        if r.event == "trial" {
+        if r.event == "pinned" || r.event == "held" {
+            // The user's choice, not a search result: `chosen` keeps what
+            // the last search found.
+            o.pinned = Some(algorithm);
+            o.pinned_by = r.request.clone();
+        } else if r.event == "trial" {
             // A search measures the default first.
             o.default.get_or_insert_with(|| algorithm.clone());
             match o.candidates.iter_mut().find(|c| c.algorithm == algorithm) {
@@ -181,6 +229,7 @@ fn make_record(event: &TuneEvent) -> Record<'static> {
         cost_us: None,
         message: None,
         algorithms: Vec::new(),
+        request: None,
     };
     match &event.what {
         What::Search(Event::Trial {
@@ -224,6 +273,40 @@ fn make_record(event: &TuneEvent) -> Record<'static> {
             r.value = value(0);
             r.time_us = Some(ns / 1e3);
             r.calls = Some(*calls);
+        }
+        What::Search(Event::Pinned {
+            candidate,
+            calls,
+            request,
+        }) => {
+            let id = t.and_then(|t| t.request_id(*request));
+            r.event = "pinned".into();
+            r.algorithm = name(*candidate);
+            r.value = value(*candidate);
+            r.calls = Some(*calls);
+            r.message = Some(format!(
+                "user request {}: {} from the next call on, on every rank of the communicator; searching stops",
+                id.as_deref().unwrap_or("?"),
+                r.algorithm.as_deref().unwrap_or("?")
+            ));
+            r.request = id;
+        }
+        What::Search(Event::Held {
+            candidate,
+            ns,
+            calls,
+            request,
+        }) => {
+            r.event = "held".into();
+            r.algorithm = name(*candidate);
+            r.value = value(*candidate);
+            r.calls = Some(*calls);
+            r.time_us = (*ns > 0.0).then_some(ns / 1e3);
+            r.message = Some(format!(
+                "the pinned {} ran every one of the {calls} calls since the pin",
+                r.algorithm.as_deref().unwrap_or("?")
+            ));
+            r.request = t.and_then(|t| t.request_id(*request));
         }
         What::Search(Event::Stopped) => {
             r.event = "stopped".into();
@@ -291,5 +374,6 @@ fn blank(t: f64, event: &str, message: Option<String>) -> CollectiveTuning {
         cost_us: None,
         message,
         algorithms: Vec::new(),
+        request: None,
     }
 }

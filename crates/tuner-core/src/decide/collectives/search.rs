@@ -29,6 +29,14 @@
 //! [`MAX_BACKOFF`] times `check_every` windows, so a job whose times wander
 //! without a better algorithm to find pays for a bounded number of searches;
 //! a different choice brings the distance back to `check_every`.
+//!
+//! A user's choice (`mpit-tuner set`, handed over by the helper thread and
+//! agreed on by the table, see [`super::table`]) ends the search:
+//! [`Search::pin`] at an agreed point puts it in [`State::Pinned`], where
+//! the user's candidate runs every call and nothing is searched any more.
+//! A pinned search still has an agreed point every `check_every` windows
+//! (for a later request and for a stop), and reports once, at the first
+//! of them, what ran since the pin ([`Event::Held`]).
 
 /// Candidates per search at most (the default included).
 pub const MAX_CANDIDATES: usize = 16;
@@ -150,6 +158,13 @@ pub enum State {
         /// Calls since the decision.
         since: u64,
     },
+    /// Pinned by a user's request: `candidate` every call, no search.
+    Pinned {
+        /// The user's candidate.
+        candidate: usize,
+        /// Calls since the pin.
+        since: u64,
+    },
     /// Tuning stopped: the default for good.
     Off,
 }
@@ -189,6 +204,28 @@ pub enum Event {
     },
     /// A rank stopped tuning: the default from now on.
     Stopped,
+    /// A user's request pinned the search to `candidate` at this point
+    /// (the same call on every rank): searching stops.
+    Pinned {
+        /// The user's candidate (0: the default).
+        candidate: usize,
+        /// Calls of this search before the pin (the same on every rank).
+        calls: u64,
+        /// The request's key (see the table's `request_key`).
+        request: u64,
+    },
+    /// The first agreed point after a pin: what ran since.
+    Held {
+        /// The pinned candidate, which ran every call since the pin.
+        candidate: usize,
+        /// Its agreed time per call in the timed window (ns; 0 if none
+        /// was timed).
+        ns: f64,
+        /// Calls since the pin.
+        calls: u64,
+        /// The request's key.
+        request: u64,
+    },
     /// Measure mode, at the end: the agreed time per call of the algorithm
     /// set at start over the windows measured.
     Measured {
@@ -232,6 +269,10 @@ pub struct Search {
     backoff: u32,
     /// What the last search chose, to tell a search that found the same.
     last_choice: Option<usize>,
+    /// Pinned: whether [`Event::Held`] was reported.
+    held: bool,
+    /// Pinned: the request's key.
+    request: u64,
 }
 
 impl Search {
@@ -260,6 +301,8 @@ impl Search {
             strikes: 0,
             backoff: 1,
             last_choice: None,
+            held: false,
+            request: 0,
         }
     }
 
@@ -277,7 +320,9 @@ impl Search {
     #[inline]
     pub fn choice(&self) -> usize {
         match self.state {
-            State::Trial { candidate, .. } | State::Decided { candidate, .. } => candidate,
+            State::Trial { candidate, .. }
+            | State::Decided { candidate, .. }
+            | State::Pinned { candidate, .. } => candidate,
             State::Warmup | State::Off => 0,
         }
     }
@@ -291,6 +336,8 @@ impl Search {
             State::Decided { .. } => {
                 self.params.drift > 0.0 && self.in_window < u64::from(self.window)
             }
+            // What ran after a pin: the first window of each interval.
+            State::Pinned { .. } => self.in_window < u64::from(self.params.window),
             State::Warmup | State::Off => false,
         }
     }
@@ -318,12 +365,13 @@ impl Search {
                 }
                 return None;
             }
-            State::Decided { since, .. } => *since += 1,
+            State::Decided { since, .. } | State::Pinned { since, .. } => *since += 1,
             State::Trial { .. } => {}
         }
         self.in_window += 1;
         let length = match self.state {
             State::Decided { .. } => self.check_interval(),
+            State::Pinned { .. } => self.pinned_interval(),
             _ => u64::from(self.window),
         };
         (self.in_window >= length).then(|| {
@@ -340,6 +388,37 @@ impl Search {
         u64::from(self.window) * u64::from(self.params.check_every) * u64::from(self.backoff)
     }
 
+    /// Calls between two agreed points while pinned: `check_every`
+    /// windows, never backed off (a later request waits at most this).
+    pub fn pinned_interval(&self) -> u64 {
+        u64::from(self.params.window) * u64::from(self.params.check_every)
+    }
+
+    /// Pins the search to `candidate` (a user's request), at an agreed
+    /// point: every rank must call it at the same call of the
+    /// communicator with the same arguments. The window starts again and
+    /// the candidate runs from the next call on. Returns the event for the
+    /// log, or `None` when the search is off (stopped, measuring, or no
+    /// candidates) or `candidate` is not one of its candidates.
+    pub fn pin(&mut self, candidate: usize, request: u64) -> Option<Event> {
+        if self.state == State::Off || self.params.measure || candidate >= self.candidates {
+            return None;
+        }
+        self.reset_window();
+        self.strikes = 0;
+        self.held = false;
+        self.request = request;
+        self.state = State::Pinned {
+            candidate,
+            since: 0,
+        };
+        Some(Event::Pinned {
+            candidate,
+            calls: self.calls,
+            request,
+        })
+    }
+
     fn reset_window(&mut self) {
         self.in_window = 0;
         self.window_ns = 0;
@@ -351,6 +430,7 @@ impl Search {
     /// the last trial and the decision). Allocates nothing.
     pub fn agree(&mut self, agreed: Agreed) -> [Option<Event>; 2] {
         let window_calls = self.in_window;
+        let timed = self.window_timed > 0;
         self.reset_window();
         if agreed.stop {
             let was_on = self.state != State::Off;
@@ -386,6 +466,21 @@ impl Search {
                     self.state = State::Decided { candidate, since };
                     [None, None]
                 }
+            }
+            State::Pinned { candidate, since } => {
+                if self.held {
+                    return [None, None];
+                }
+                self.held = true;
+                [
+                    Some(Event::Held {
+                        candidate,
+                        ns: if timed { agreed.max_mean_ns } else { 0.0 },
+                        calls: since,
+                        request: self.request,
+                    }),
+                    None,
+                ]
             }
             State::Warmup | State::Off => [None, None],
         }
@@ -887,6 +982,179 @@ mod tests {
                 calls: 80
             })
         );
+    }
+
+    /// Feeds calls at `times[choice]` until `n` agreed points passed;
+    /// returns every event and the candidate each call used.
+    fn points(s: &mut Search, times: &[u64], n: usize) -> (Vec<Event>, Vec<usize>) {
+        let mut events = Vec::new();
+        let mut used = Vec::new();
+        let mut seen = 0;
+        while seen < n {
+            let c = s.choice();
+            used.push(c);
+            let timed = s.wants_time().then_some(times[c]);
+            if let Some(mine) = s.count(timed) {
+                seen += 1;
+                events.extend(
+                    s.agree(Agreed {
+                        max_mean_ns: mine,
+                        stop: false,
+                    })
+                    .into_iter()
+                    .flatten(),
+                );
+            }
+        }
+        (events, used)
+    }
+
+    #[test]
+    fn a_pin_stops_the_search_and_its_candidate_runs_every_call() {
+        let p = Params::default();
+        // Pinned in the middle of a search (candidate 1 under trial).
+        let mut s = Search::new(p, 4);
+        points(&mut s, &[100, 50, 400, 90], 2);
+        assert!(matches!(s.state(), State::Trial { candidate: 1, .. }));
+        let calls = s.calls();
+        assert_eq!(
+            s.pin(2, 77),
+            Some(Event::Pinned {
+                candidate: 2,
+                calls,
+                request: 77
+            })
+        );
+        assert_eq!(
+            s.state(),
+            State::Pinned {
+                candidate: 2,
+                since: 0
+            }
+        );
+        // Candidate 2 is 8x slower than the default: a search would drop
+        // it at once; pinned, it runs every call, and nothing is searched.
+        let (events, used) = points(&mut s, &[100, 50, 400, 90], 10);
+        assert!(used.iter().all(|&c| c == 2), "{used:?}");
+        let interval = s.pinned_interval();
+        assert_eq!(interval, 8 * 64);
+        assert_eq!(used.len() as u64, 10 * interval);
+        // One report, at the first point after the pin, with the agreed
+        // time of the first (timed) window.
+        assert_eq!(
+            events,
+            vec![Event::Held {
+                candidate: 2,
+                ns: 400.0,
+                calls: interval,
+                request: 77
+            }]
+        );
+        // Only the first window of each interval is timed.
+        let mut timed = 0;
+        for _ in 0..interval {
+            timed += u64::from(s.wants_time());
+            s.count(Some(1));
+        }
+        assert_eq!(timed, 8);
+    }
+
+    #[test]
+    fn a_pin_holds_through_drift_and_the_default_can_be_pinned() {
+        let p = Params {
+            check_every: 2,
+            recheck: 100,
+            ..Params::default()
+        };
+        let (mut s, _) = run(p, &[100.0, 50.0], 100);
+        assert!(matches!(s.state(), State::Decided { candidate: 1, .. }));
+        assert!(matches!(
+            s.pin(0, 1),
+            Some(Event::Pinned { candidate: 0, .. })
+        ));
+        // Times that would restart a decided search (drift, recheck) do
+        // not restart a pinned one.
+        let mut events = Vec::new();
+        for i in 0..10_000u64 {
+            assert_eq!(s.choice(), 0);
+            let timed = s.wants_time().then_some(if i % 2 == 0 { 10 } else { 5000 });
+            if let Some(mine) = s.count(timed) {
+                events.extend(
+                    s.agree(Agreed {
+                        max_mean_ns: mine,
+                        stop: false,
+                    })
+                    .into_iter()
+                    .flatten(),
+                );
+            }
+        }
+        assert_eq!(events.len(), 1, "{events:?}");
+        assert!(matches!(events[0], Event::Held { candidate: 0, .. }));
+        // A later request re-pins; a stop still ends it.
+        assert!(matches!(
+            s.pin(1, 2),
+            Some(Event::Pinned { candidate: 1, .. })
+        ));
+        assert_eq!(s.choice(), 1);
+        points(&mut s, &[1, 1], 1);
+        let [stopped, _] = s.agree(Agreed {
+            max_mean_ns: 0.0,
+            stop: true,
+        });
+        assert_eq!(stopped, Some(Event::Stopped));
+        assert_eq!(s.choice(), 0);
+        assert_eq!(s.pin(1, 3), None, "a stopped search is never pinned");
+    }
+
+    #[test]
+    fn a_pin_outside_the_candidates_or_while_measuring_is_ignored() {
+        let mut s = Search::new(Params::default(), 3);
+        assert_eq!(s.pin(3, 1), None);
+        assert_eq!(s.state(), State::Warmup);
+        let mut m = Search::new(
+            Params {
+                measure: true,
+                ..Params::default()
+            },
+            3,
+        );
+        assert_eq!(m.pin(0, 1), None);
+        assert_eq!(Search::new(Params::default(), 1).pin(0, 1), None);
+    }
+
+    #[test]
+    fn ranks_that_pin_at_the_same_point_stay_in_step() {
+        // Two ranks with different local times, pinned at the same agreed
+        // point, use the same candidate at every call after it.
+        let p = Params {
+            window: 2,
+            check_every: 3,
+            ..Params::default()
+        };
+        let mut a = Search::new(p, 4);
+        let mut b = Search::new(p, 4);
+        let mut pinned_at = None;
+        for i in 0..5_000u64 {
+            assert_eq!(a.choice(), b.choice(), "call {i}");
+            let pa = a.count(a.wants_time().then_some(10 + i % 7));
+            let pb = b.count(b.wants_time().then_some(1000 + i % 13));
+            assert_eq!(pa.is_some(), pb.is_some());
+            if let (Some(x), Some(y)) = (pa, pb) {
+                let agreed = Agreed {
+                    max_mean_ns: x.max(y),
+                    stop: false,
+                };
+                assert_eq!(a.agree(agreed), b.agree(agreed));
+                if pinned_at.is_none() && i > 100 {
+                    assert_eq!(a.pin(3, 9), b.pin(3, 9));
+                    pinned_at = Some(i);
+                }
+            }
+        }
+        assert!(pinned_at.is_some());
+        assert_eq!(a.state(), b.state());
+        assert_eq!(a.choice(), 3);
     }
 
     #[test]

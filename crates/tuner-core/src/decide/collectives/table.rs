@@ -17,6 +17,18 @@
 //! choices until its peers learn of the stop at the next agreed point of
 //! each communicator, so no call ever runs with different algorithms on
 //! different ranks.
+//!
+//! A user's choice (`mpit-tuner set` of an algorithm variable the tuner
+//! drives) reaches each rank's helper thread at its own moment, so the
+//! helper only stores it in the collective's atomic slot
+//! ([`Tuner::request_pin`]: the request's key and the candidate, one
+//! `u64`). The slot goes into the reduction of every agreed point of that
+//! collective, as its maximum and (negated) its minimum over ranks: only
+//! when every rank of the communicator holds the same request do they pin
+//! every search of that collective on the communicator, at that point,
+//! together. A rank without it, or with a newer one, holds the pin back
+//! until the ranks agree; the slot stays set, so communicators that reach
+//! their points later, or are created later, pin too.
 
 use super::library::{Collective, Target, COLLECTIVES};
 use super::search::{Agreed, Event, Params, Search};
@@ -25,7 +37,7 @@ use crossbeam_channel::{Receiver, Sender};
 use mpit::collective::{self, Collectives, ErrorsReturn, ReduceOp, Verdict};
 use mpit::{Comm, Cvar, HandleBits, MpiT, PrivateComm};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
 /// Communicators tuned at once; later ones run with the defaults.
@@ -128,6 +140,9 @@ struct Switch {
     current: AtomicI64,
     /// The first write error, reported once.
     failed: AtomicBool,
+    /// A user's pending choice: `key << 5 | candidate` (0: none), written
+    /// by the helper thread, read at agreed points.
+    pin: AtomicU64,
 }
 
 /// One communicator's tuning.
@@ -142,6 +157,9 @@ struct CommState {
     private: Option<PrivateComm>,
     /// One search per (collective, bin).
     searches: Vec<Search>,
+    /// Per collective, the user's choice (a [`Switch`]'s `pin`) pinned on
+    /// this communicator (0: none).
+    pinned: [u64; COLLECTIVES.len()],
 }
 
 struct Entry {
@@ -173,6 +191,25 @@ pub struct Tuner {
     start: Instant,
     world_rank: i32,
     labels: AtomicU64,
+    /// The ids of the users' requests by key, for the log (the helper
+    /// thread's only: never touched on a call).
+    requests: Mutex<Vec<(u64, String)>>,
+}
+
+/// Bits of a pin slot that hold the candidate (candidates are fewer than
+/// 32: [`super::search::MAX_CANDIDATES`]).
+const PIN_CANDIDATE_BITS: u32 = 5;
+
+/// The key of a user's request: a hash of its id (the same on every rank,
+/// never 0), in the 58 bits a pin slot leaves it.
+pub fn request_key(id: &str) -> u64 {
+    // FNV-1a: stable across processes and builds, unlike the std hasher.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in id.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    (h & ((1 << (63 - PIN_CANDIDATE_BITS)) - 1)).max(1)
 }
 
 impl std::fmt::Debug for Tuner {
@@ -217,6 +254,60 @@ impl Tuner {
     pub fn candidate_name(&self, collective: Collective, i: usize) -> Option<&str> {
         let s = self.switches.get(collective as usize)?.as_ref()?;
         s.target.candidates.get(i).map(|(n, _)| n.as_str())
+    }
+
+    /// The collective whose algorithm variable is `cvar`, if tuned here.
+    pub fn driving(&self, cvar: &str) -> Option<&Target> {
+        self.tuned().find(|t| t.cvar.name == cvar)
+    }
+
+    /// Whether tuning stopped on this rank (a failed reduction or write,
+    /// collectives from two threads): the defaults from the next agreed
+    /// points on, and no pin ever again.
+    pub fn stopped(&self) -> bool {
+        self.stop.load(Acquire)
+    }
+
+    /// Whether this tuner only measures (`MPIT_TUNER_COLLECTIVES=measure`).
+    pub fn measuring(&self) -> bool {
+        self.params.measure
+    }
+
+    /// Hands a user's choice of `candidate` (an index into the candidates
+    /// of `collective`) to the agreed points, as request `id` (the helper
+    /// thread calls it; the calls only read the slot). Replaces a pending
+    /// one. Returns false when the collective is not tuned or the
+    /// candidate is not one of its.
+    pub fn request_pin(&self, collective: Collective, candidate: usize, id: &str) -> bool {
+        let Some(switch) = self
+            .switches
+            .get(collective as usize)
+            .and_then(Option::as_ref)
+        else {
+            return false;
+        };
+        if candidate >= switch.target.candidates.len() || self.params.measure {
+            return false;
+        }
+        let key = request_key(id);
+        {
+            let mut ids = self.requests.lock().unwrap_or_else(|e| e.into_inner());
+            if !ids.iter().any(|(k, _)| *k == key) {
+                ids.push((key, id.to_string()));
+            }
+        }
+        switch
+            .pin
+            .store((key << PIN_CANDIDATE_BITS) | candidate as u64, Release);
+        true
+    }
+
+    /// The id of the request of `key` (for the log).
+    pub fn request_id(&self, key: u64) -> Option<String> {
+        let ids = self.requests.lock().unwrap_or_else(|e| e.into_inner());
+        ids.iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, id)| id.clone())
     }
 
     /// Events that did not fit the queue between two ticks.
@@ -288,6 +379,7 @@ impl Tuner {
                 st.label = 0;
                 st.size = 0;
                 st.searches.clone_from(&self.fresh);
+                st.pinned = [0; COLLECTIVES.len()];
                 drop(st);
                 self.high.fetch_max(i + 1, AcqRel);
                 return Some(i);
@@ -409,8 +501,19 @@ impl Tuner {
         }
         let Some(private) = &st.private else { return };
         let stop = self.stop.load(Acquire);
-        let send = [mine.round().clamp(0.0, 9.0e18) as i64, i64::from(stop)];
-        let mut recv = [0i64; 2];
+        // The user's pending choice, as its maximum and (negated) minimum
+        // over ranks: equal only when every rank holds the same request.
+        let pin = self.switches[collective as usize]
+            .as_ref()
+            .map_or(0, |s| s.pin.load(Acquire));
+        let pin = i64::try_from(pin).unwrap_or(0);
+        let send = [
+            mine.round().clamp(0.0, 9.0e18) as i64,
+            i64::from(stop),
+            pin,
+            -pin,
+        ];
+        let mut recv = [0i64; 4];
         let mut seq = Collectives::new(private.comm(), 0);
         seq.allreduce_i64(&send, &mut recv, ReduceOp::Max);
         let agreed = if seq.failed() {
@@ -432,8 +535,33 @@ impl Tuner {
                 stop: recv[1] != 0,
             }
         };
+        let agreed_pin =
+            (!agreed.stop && recv[2] == -recv[3] && recv[2] > 0).then(|| recv[2] as u64);
         for event in st.searches[k].agree(agreed).into_iter().flatten() {
             self.emit(st, Some(collective), bin, What::Search(event));
+        }
+        let c = collective as usize;
+        if let Some(pin) = agreed_pin.filter(|p| st.pinned[c] != *p) {
+            self.pin(st, collective, pin, bin);
+        }
+    }
+
+    /// Every rank of the communicator agreed on the user's choice `pin` for
+    /// `collective` at this point (of the search of bin `bin`): every
+    /// search of that collective on the communicator is pinned, here, on
+    /// every rank alike. Logged for the bins that had calls.
+    fn pin(&self, st: &mut CommState, collective: Collective, pin: u64, bin: usize) {
+        let candidate = (pin & ((1 << PIN_CANDIDATE_BITS) - 1)) as usize;
+        let key = pin >> PIN_CANDIDATE_BITS;
+        st.pinned[collective as usize] = pin;
+        let bins = self.bins.len();
+        for b in 0..bins {
+            let search = &mut st.searches[collective as usize * bins + b];
+            let called = search.calls() > 0 || b == bin;
+            let event = search.pin(candidate, key);
+            if let Some(event) = event.filter(|_| called) {
+                self.emit(st, Some(collective), b, What::Search(event));
+            }
         }
     }
 }
@@ -601,6 +729,7 @@ pub fn prepare(
                     target,
                     cvar,
                     failed: AtomicBool::new(false),
+                    pin: AtomicU64::new(0),
                 });
             }
             Err(e) => messages.push(format!("{name}: cannot open it: {e}")),
@@ -625,6 +754,7 @@ pub fn prepare(
                 size: 0,
                 private: None,
                 searches: fresh.clone(),
+                pinned: [0; COLLECTIVES.len()],
             }),
         })
         .collect();
@@ -643,6 +773,7 @@ pub fn prepare(
         start: Instant::now(),
         world_rank,
         labels: AtomicU64::new(0),
+        requests: Mutex::new(Vec::new()),
     };
     (Some(tuner), messages)
 }
