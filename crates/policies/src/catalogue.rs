@@ -169,6 +169,13 @@ pub struct Diagnostic {
     pub message: String,
 }
 
+impl Diagnostic {
+    /// Puts diagnostics in file order: line, column, then severity.
+    pub fn sort(diagnostics: &mut [Diagnostic]) {
+        diagnostics.sort_by_key(|d| (d.location.line, d.location.column, d.severity));
+    }
+}
+
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.policy_name.is_empty() {

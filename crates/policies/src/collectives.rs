@@ -184,13 +184,7 @@ impl CollectiveSpec {
                 );
             }
         }
-        out.sort_by(|a, b| {
-            (a.location.line, a.location.column, a.severity).cmp(&(
-                b.location.line,
-                b.location.column,
-                b.severity,
-            ))
-        });
+        Diagnostic::sort(&mut out);
         out
     }
 }
