@@ -82,10 +82,29 @@ pub struct RunArgs {
     #[arg(long, value_name = "LIST", num_args = 0..=1, default_missing_value = "tune")]
     tune_collectives: Option<String>,
 
+    #[command(flatten)]
+    launch: Launch,
+}
+
+/// Runs `mpit-tuner run`.
+pub fn run(args: &RunArgs) -> Result<ExitCode> {
+    check_abi(
+        &find_library(args.launch.lib.as_deref())?,
+        &args.launch.command,
+    )?;
+    let env = environment(args)?;
+    let status = launch(&args.launch.command, &env)?;
+    Ok(exit_code(status))
+}
+
+/// The preload library and the launcher command, as `run` and `tune`
+/// take them.
+#[derive(Debug, Args)]
+pub struct Launch {
     /// The preload library (default: MPIT_TUNER_LIB, else libmpit_tuner.so
     /// next to mpit-tuner).
     #[arg(long, value_name = "PATH")]
-    lib: Option<PathBuf>,
+    pub lib: Option<PathBuf>,
 
     /// The launcher and its arguments, after `--`: `mpiexec -n 4 ./app`.
     #[arg(
@@ -95,15 +114,7 @@ pub struct RunArgs {
         trailing_var_arg = true,
         allow_hyphen_values = true
     )]
-    command: Vec<OsString>,
-}
-
-/// Runs `mpit-tuner run`.
-pub fn run(args: &RunArgs) -> Result<ExitCode> {
-    check_abi(&find_library(args.lib.as_deref())?, &args.command)?;
-    let env = environment(args)?;
-    let status = launch(&args.command, &env)?;
-    Ok(exit_code(status))
+    pub command: Vec<OsString>,
 }
 
 /// The exit status of `mpit-tuner` for a launcher's: its own, or 128 + the
@@ -171,7 +182,7 @@ pub fn preload(lib: Option<&Path>) -> Result<(OsString, OsString)> {
 fn environment(args: &RunArgs) -> Result<Vec<(OsString, OsString)>> {
     let mut env: Vec<(OsString, OsString)> = Vec::new();
     let mut set = |k: &str, v: &OsStr| env.push((k.into(), v.to_os_string()));
-    let (name, value) = preload(args.lib.as_deref())?;
+    let (name, value) = preload(args.launch.lib.as_deref())?;
     set(&name.to_string_lossy(), &value);
     if let Some(text) = &args.interval {
         match policies::parse_duration(text) {

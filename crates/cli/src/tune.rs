@@ -11,6 +11,7 @@
 //! one setting per collective that minimises its total measured time to
 //! `tune.env`, ready to be sourced before the job.
 
+use crate::run::Launch;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use serde::Serialize;
@@ -71,20 +72,8 @@ pub struct TuneArgs {
     #[arg(long, value_name = "N", default_value_t = 1)]
     reps: u32,
 
-    /// The preload library (default: MPIT_TUNER_LIB, else libmpit_tuner.so
-    /// next to mpit-tuner).
-    #[arg(long, value_name = "PATH")]
-    lib: Option<PathBuf>,
-
-    /// The launcher and its arguments, after `--`: `mpiexec -n 4 ./app`.
-    #[arg(
-        value_name = "LAUNCHER",
-        required = true,
-        num_args = 1..,
-        trailing_var_arg = true,
-        allow_hyphen_values = true
-    )]
-    command: Vec<OsString>,
+    #[command(flatten)]
+    launch: Launch,
 }
 
 /// One measured (communicator size, collective, bin).
@@ -170,8 +159,8 @@ pub fn run(args: &TuneArgs) -> Result<ExitCode> {
     };
     let dir = std::path::absolute(&dir).with_context(|| format!("{}", dir.display()))?;
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let preload = crate::run::preload(args.lib.as_deref())?;
-    let open_mpi = crate::run::is_open_mpi(&args.command[0]);
+    let preload = crate::run::preload(args.launch.lib.as_deref())?;
+    let open_mpi = crate::run::is_open_mpi(&args.launch.command[0]);
 
     let mut runs = Vec::new();
     eprintln!("mpit-tuner tune: run 0, the library's defaults");
@@ -292,6 +281,7 @@ pub fn run(args: &TuneArgs) -> Result<ExitCode> {
     let json = TuneJson {
         library: library.clone(),
         command: args
+            .launch
             .command
             .iter()
             .map(|a| a.to_string_lossy().into_owned())
@@ -550,7 +540,7 @@ fn measure(
             env.push((k.into(), v.into()));
         }
     }
-    let status = crate::run::launch(&args.command, &env)?;
+    let status = crate::run::launch(&args.launch.command, &env)?;
     let measured = read_measured(&run_dir).unwrap_or_else(|e| {
         eprintln!("mpit-tuner tune: {label}: {e:#}");
         Measured::new()
