@@ -259,24 +259,25 @@ impl crate::runtime::Hooks for PolicyHooks {
 
     fn quantities(&self) -> Vec<(String, &'static str, f64)> {
         let mut out = Vec::new();
-        let mut earlier = self.earlier.clone();
         let mut push = |name: &str, c: WriteCounts| {
             out.push((format!("policy.{name}.writes"), "total", c.writes as f64));
             out.push((format!("policy.{name}.refused"), "total", c.refused as f64));
         };
-        for (i, now) in self.engine.counts.iter().enumerate() {
-            let name = self.engine.policies()[i].name();
-            let before = earlier.remove(name).unwrap_or_default();
+        let policies = self.engine.policies();
+        for (p, now) in policies.iter().zip(&self.engine.counts) {
+            let before = self.earlier.get(p.name()).copied().unwrap_or_default();
             push(
-                name,
+                p.name(),
                 WriteCounts {
                     writes: before.writes + now.writes,
                     refused: before.refused + now.refused,
                 },
             );
         }
-        for (name, c) in earlier {
-            push(&name, c);
+        for (name, c) in &self.earlier {
+            if !policies.iter().any(|p| p.name() == name) {
+                push(name, *c);
+            }
         }
         out
     }

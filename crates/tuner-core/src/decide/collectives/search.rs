@@ -615,6 +615,15 @@ impl Search {
 mod tests {
     use super::*;
 
+    /// What the ranks agree when none stopped and the slowest mean is
+    /// `mine` (one rank, or all alike).
+    fn agreed(mine: f64) -> Agreed {
+        Agreed {
+            max_mean_ns: mine,
+            stop: false,
+        }
+    }
+
     /// Runs a search to its decision with a fixed time per candidate;
     /// returns the events.
     fn run(params: Params, times: &[f64], calls: usize) -> (Search, Vec<Event>) {
@@ -624,14 +633,7 @@ mod tests {
             let c = s.choice();
             let ns = s.wants_time().then_some(times[c] as u64);
             if let Some(mine) = s.count(ns) {
-                events.extend(
-                    s.agree(Agreed {
-                        max_mean_ns: mine,
-                        stop: false,
-                    })
-                    .into_iter()
-                    .flatten(),
-                );
+                events.extend(s.agree(agreed(mine)).into_iter().flatten());
             }
         }
         (s, events)
@@ -740,12 +742,7 @@ mod tests {
         for _ in 0..calls {
             let timed = s.wants_time().then_some(ns);
             if let Some(mine) = s.count(timed) {
-                events.extend(
-                    s.agree(Agreed {
-                        max_mean_ns: mine,
-                        stop: false,
-                    })[0],
-                );
+                events.extend(s.agree(agreed(mine))[0]);
             }
         }
         events
@@ -757,10 +754,7 @@ mod tests {
         loop {
             let timed = s.wants_time().then_some(ns);
             if let Some(mine) = s.count(timed) {
-                let events = s.agree(Agreed {
-                    max_mean_ns: mine,
-                    stop: false,
-                });
+                let events = s.agree(agreed(mine));
                 assert_eq!(events, [None, None]);
                 return;
             }
@@ -829,10 +823,7 @@ mod tests {
             let timed = s.wants_time().then_some(ns);
             calls += 1;
             if let Some(mine) = s.count(timed) {
-                for event in s.agree(Agreed {
-                    max_mean_ns: mine,
-                    stop: false,
-                }) {
+                for event in s.agree(agreed(mine)) {
                     if let Some(Event::Decision { candidate, .. }) = event {
                         assert_eq!(candidate, 1);
                         intervals.push(s.check_interval());
@@ -858,10 +849,7 @@ mod tests {
             let c = s.choice();
             let timed = s.wants_time().then_some(phase_times[c]);
             if let Some(mine) = s.count(timed) {
-                for event in s.agree(Agreed {
-                    max_mean_ns: mine,
-                    stop: false,
-                }) {
+                for event in s.agree(agreed(mine)) {
                     if let Some(Event::Decision { candidate, .. }) = event {
                         decisions.push((candidate, s.check_interval()));
                     }
@@ -902,14 +890,7 @@ mod tests {
             let ns = (base[s.choice()] * noise) as u64;
             let timed = s.wants_time().then_some(ns);
             if let Some(mine) = s.count(timed) {
-                for event in s
-                    .agree(Agreed {
-                        max_mean_ns: mine,
-                        stop: false,
-                    })
-                    .into_iter()
-                    .flatten()
-                {
+                for event in s.agree(agreed(mine)).into_iter().flatten() {
                     if matches!(event, Event::Decision { .. }) {
                         searches += 1;
                     }
@@ -996,14 +977,7 @@ mod tests {
             let timed = s.wants_time().then_some(times[c]);
             if let Some(mine) = s.count(timed) {
                 seen += 1;
-                events.extend(
-                    s.agree(Agreed {
-                        max_mean_ns: mine,
-                        stop: false,
-                    })
-                    .into_iter()
-                    .flatten(),
-                );
+                events.extend(s.agree(agreed(mine)).into_iter().flatten());
             }
         }
         (events, used)
@@ -1079,14 +1053,7 @@ mod tests {
             assert_eq!(s.choice(), 0);
             let timed = s.wants_time().then_some(if i % 2 == 0 { 10 } else { 5000 });
             if let Some(mine) = s.count(timed) {
-                events.extend(
-                    s.agree(Agreed {
-                        max_mean_ns: mine,
-                        stop: false,
-                    })
-                    .into_iter()
-                    .flatten(),
-                );
+                events.extend(s.agree(agreed(mine)).into_iter().flatten());
             }
         }
         assert_eq!(events.len(), 1, "{events:?}");
