@@ -25,6 +25,9 @@ bash scripts/setup.sh
 eval "$(bash scripts/mpi-wheels.sh)"
 
 export CARGO_TERM_COLOR=never
+# A clean clone builds every crate once per flavour: incremental compilation
+# only costs time and disk there (set CARGO_INCREMENTAL=1 to keep it).
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 # MPI jobs as root (CI) and oversubscribed 2-core machines. Open MPI 5's
 # launcher (PRRTE) ignores OMPI_MCA_rmaps_base_oversubscribe.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
