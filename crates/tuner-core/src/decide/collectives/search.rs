@@ -383,6 +383,47 @@ impl Search {
         })
     }
 
+    /// How many of the next calls change nothing but the counts: untimed,
+    /// on the same candidate, none ending a window. The table lets the
+    /// wrapper run that many without borrowing the search (steady state),
+    /// and [`Search::count_quiet`] adds them later. 0 while searching,
+    /// warming up or measuring, and from the call that starts a timed
+    /// window on.
+    pub fn quiet(&self) -> u32 {
+        let length = match self.state {
+            State::Off if !self.params.measure => return u32::MAX,
+            State::Decided { .. }
+                if self.params.drift <= 0.0 || self.in_window >= u64::from(self.window) =>
+            {
+                self.check_interval()
+            }
+            State::Pinned { .. } if self.in_window >= u64::from(self.params.window) => {
+                self.pinned_interval()
+            }
+            _ => return 0,
+        };
+        // The call that makes `in_window` reach `length` ends the window.
+        let left = length.saturating_sub(self.in_window).saturating_sub(1);
+        u32::try_from(left).unwrap_or(u32::MAX)
+    }
+
+    /// Counts `n` calls that [`Search::quiet`] allowed, as `n` calls of
+    /// [`Search::count`] without a duration would have.
+    pub fn count_quiet(&mut self, n: u32) {
+        if n == 0 {
+            return;
+        }
+        let n = u64::from(n);
+        self.calls += n;
+        match &mut self.state {
+            State::Off => return,
+            State::Decided { since, .. } | State::Pinned { since, .. } => *since += n,
+            // Not reached: quiet() gives 0 there.
+            State::Warmup | State::Trial { .. } => {}
+        }
+        self.in_window += n;
+    }
+
     /// Calls between two check points while decided.
     pub fn check_interval(&self) -> u64 {
         u64::from(self.window) * u64::from(self.params.check_every) * u64::from(self.backoff)
@@ -1129,5 +1170,84 @@ mod tests {
         let mut s = Search::new(Params::default(), 1);
         assert_eq!(s.state(), State::Off);
         assert_eq!(s.count(Some(5)), None);
+    }
+
+    /// The wrapper's steady state: calls that `quiet` allows run without
+    /// the search and are added later with `count_quiet`. A search driven
+    /// that way reaches every agreed point at the same call, with the same
+    /// choice on every call, as one that counts each call, through a
+    /// search, a decision, drift, a restart and a pin.
+    #[test]
+    fn quiet_calls_counted_later_are_the_calls_counted_one_by_one() {
+        let p = Params {
+            check_every: 4,
+            ..Params::default()
+        };
+        let mut each = Search::new(p, 3);
+        let mut quiet = Search::new(p, 3);
+        // (budget handed out, left of it)
+        let (mut given, mut left) = (0u32, 0u32);
+        let mut skipped = 0u64;
+        for call in 0..6000u64 {
+            // Drift at call 2000: the chosen candidate slows down 3x.
+            let times = if call < 2000 {
+                [100, 300, 50]
+            } else {
+                [100, 300, 150]
+            };
+            if call == 4000 {
+                let e = each.pin(1, 7);
+                quiet.count_quiet(given - left);
+                (given, left) = (0, 0);
+                assert_eq!(quiet.pin(1, 7), e);
+            }
+            let c = each.choice();
+            let ns = each.wants_time().then_some(times[c]);
+            let point = each.count(ns);
+            if left > 0 {
+                left -= 1;
+                skipped += 1;
+                assert_eq!(quiet.choice(), c, "call {call}");
+                assert_eq!((ns, point), (None, None), "call {call}");
+                continue;
+            }
+            quiet.count_quiet(given);
+            assert_eq!(quiet.choice(), c, "call {call}");
+            assert_eq!(quiet.wants_time(), ns.is_some(), "call {call}");
+            let quiet_point = quiet.count(ns);
+            assert_eq!(quiet_point, point, "call {call}");
+            if let Some(mine) = point {
+                assert_eq!(
+                    quiet.agree(agreed(mine)),
+                    each.agree(agreed(mine)),
+                    "call {call}"
+                );
+            }
+            given = quiet.quiet();
+            left = given;
+        }
+        quiet.count_quiet(given - left);
+        assert_eq!(format!("{quiet:?}"), format!("{each:?}"));
+        // Most steady-state calls took the quiet way.
+        assert!(skipped > 4000, "{skipped} of 6000");
+    }
+
+    #[test]
+    fn stopped_searches_are_all_quiet_and_measuring_ones_never() {
+        let mut s = Search::new(Params::default(), 3);
+        assert_eq!(s.quiet(), 0);
+        s.agree(Agreed {
+            max_mean_ns: 0.0,
+            stop: true,
+        });
+        assert_eq!(s.quiet(), u32::MAX);
+        let m = Search::new(
+            Params {
+                measure: true,
+                ..Params::default()
+            },
+            3,
+        );
+        assert_eq!(m.quiet(), 0);
     }
 }

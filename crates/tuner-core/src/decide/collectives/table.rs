@@ -11,7 +11,11 @@
 //! allocated when tuning starts, a communicator claims an entry with one
 //! compare-and-swap, and its state is borrowed with `AtomicRefCell`, whose
 //! failure to borrow never waits: it means two threads are in collectives
-//! on one communicator (erroneous in MPI) and stops tuning. Calls on several
+//! on one communicator (erroneous in MPI) and stops tuning. In steady state
+//! (a decided search between its timed windows) a call does not borrow the
+//! state: it takes one of the calls [`Search::quiet`] handed to its
+//! entry's slot, with a plain load and store, and the search counts them
+//! at its next call that times or ends a window. Calls on several
 //! communicators from several threads at once stop it too, because the
 //! algorithm variable is process-wide. A rank that stops keeps the agreed
 //! choices until its peers learn of the stop at the next agreed point of
@@ -200,11 +204,19 @@ struct CommState {
     /// Per collective, the user's choice (a [`Switch`]'s `pin`) pinned on
     /// this communicator (0: none).
     pinned: [u64; COLLECTIVES.len()],
+    /// Per search, the quiet calls handed to the entry's `quiet` slot
+    /// when it was last filled (see [`Tuner::settle`]).
+    given: Vec<u32>,
 }
 
 struct Entry {
     bits: AtomicU64,
     state: AtomicRefCell<CommState>,
+    /// Per search, the steady state the wrapper may run without borrowing
+    /// `state`: `candidate << 32 | calls left` ([`Search::quiet`]). Only
+    /// the thread in the collective touches it, with a plain load and
+    /// store (as `in_flight`); 0 sends the call the long way.
+    quiet: Box<[AtomicU64]>,
 }
 
 /// The tuner of this process.
@@ -369,6 +381,37 @@ impl Tuner {
         }
     }
 
+    /// Adds the quiet calls of search `k` that ran since its slot was
+    /// filled (the calls it had left are taken back: the next call goes
+    /// the long way).
+    #[inline]
+    fn settle(entry: &Entry, st: &mut CommState, k: usize) {
+        let given = st.given[k];
+        if given == 0 {
+            return;
+        }
+        let left = entry.quiet[k].load(Relaxed) as u32;
+        entry.quiet[k].store(0, Relaxed);
+        st.given[k] = 0;
+        st.searches[k].count_quiet(given.saturating_sub(left));
+    }
+
+    /// [`Tuner::settle`] for every search of the entry.
+    fn settle_all(entry: &Entry, st: &mut CommState) {
+        for k in 0..st.searches.len() {
+            Tuner::settle(entry, st, k);
+        }
+    }
+
+    /// Fills the slot of search `k` from its state after a call.
+    #[inline]
+    fn refill(entry: &Entry, st: &mut CommState, k: usize) {
+        let search = &st.searches[k];
+        let calls = search.quiet();
+        st.given[k] = calls;
+        entry.quiet[k].store(((search.choice() as u64) << 32) | u64::from(calls), Relaxed);
+    }
+
     /// Measure mode: the measurements of a communicator, for the log.
     fn emit_measurements(&self, st: &CommState) {
         if !self.params.measure || !st.ready || st.off {
@@ -420,7 +463,11 @@ impl Tuner {
                 st.size = 0;
                 st.searches.clone_from(&self.fresh);
                 st.pinned = [0; COLLECTIVES.len()];
+                st.given.fill(0);
                 drop(st);
+                for q in e.quiet.iter() {
+                    q.store(0, Relaxed);
+                }
                 self.high.fetch_max(i + 1, AcqRel);
                 return Some(i);
             }
@@ -428,12 +475,18 @@ impl Tuner {
         None
     }
 
-    /// Sets `collective`'s variable to `value` if it is not already.
-    #[inline]
+    /// Sets `collective`'s variable to `value` if it is not already (the
+    /// compare inlined into the wrapper, the write not).
+    #[inline(always)]
     fn set(&self, switch: &Switch, value: i64) {
-        if switch.current.load(Relaxed) == value {
-            return;
+        if switch.current.load(Relaxed) != value {
+            self.write(switch, value);
         }
+    }
+
+    /// Writes `collective`'s variable.
+    #[inline(never)]
+    fn write(&self, switch: &Switch, value: i64) {
         match switch.cvar.write_scalar_int(value) {
             Ok(()) => switch.current.store(value, Relaxed),
             Err(e) => {
@@ -526,7 +579,7 @@ impl Tuner {
 
     /// An agreed point of search `k`: one reduction, the same numbers on
     /// every rank, the same transition.
-    fn agree(&self, comm: Comm, st: &mut CommState, k: usize, mine: f64) {
+    fn agree(&self, entry: &Entry, comm: Comm, st: &mut CommState, k: usize, mine: f64) {
         if !st.ready {
             self.setup(comm, st);
         }
@@ -582,7 +635,7 @@ impl Tuner {
         }
         let c = collective as usize;
         if let Some(pin) = agreed_pin.filter(|p| st.pinned[c] != *p) {
-            self.pin(st, collective, pin, bin);
+            self.pin(entry, st, collective, pin, bin);
         }
     }
 
@@ -590,13 +643,17 @@ impl Tuner {
     /// `collective` at this point (of the search of bin `bin`): every
     /// search of that collective on the communicator is pinned, here, on
     /// every rank alike. Logged for the bins that had calls.
-    fn pin(&self, st: &mut CommState, collective: Collective, pin: u64, bin: usize) {
+    fn pin(&self, entry: &Entry, st: &mut CommState, collective: Collective, pin: u64, bin: usize) {
         let candidate = (pin & ((1 << PIN_CANDIDATE_BITS) - 1)) as usize;
         let key = pin >> PIN_CANDIDATE_BITS;
         st.pinned[collective as usize] = pin;
         let bins = self.bins.len();
         for b in 0..bins {
-            let search = &mut st.searches[collective as usize * bins + b];
+            let k = collective as usize * bins + b;
+            // Its quiet calls counted, and its slot emptied: the next call
+            // on that bin runs the pinned candidate.
+            Tuner::settle(entry, st, k);
+            let search = &mut st.searches[k];
             let called = search.calls() > 0 || b == bin;
             let event = search.pin(candidate, key);
             if let Some(event) = event.filter(|_| called) {
@@ -609,7 +666,14 @@ impl Tuner {
 /// A tuned call in progress: returned by [`before`], given to [`after`].
 pub struct Ticket {
     collective: Collective,
-    state: Option<(AtomicRefMut<'static, CommState>, usize, Comm)>,
+    /// The communicator's state, its entry, the search and the
+    /// communicator (`None`: nothing to count after the call).
+    state: Option<(
+        AtomicRefMut<'static, CommState>,
+        &'static Entry,
+        usize,
+        Comm,
+    )>,
     timed: bool,
     /// This call runs a value other than the default: its variable is
     /// written before and after it.
@@ -657,7 +721,26 @@ pub fn before(collective: Collective, comm: Comm, bytes: u64) -> Option<Ticket> 
             switched: false,
         });
     };
-    let Ok(st) = t.entries[i].state.try_borrow_mut() else {
+    let entry = &t.entries[i];
+    let k = collective as usize * t.bins.len() + t.bins.of(bytes);
+    // Steady state: a call that changes nothing but the counts.
+    let quiet = entry.quiet[k].load(Relaxed);
+    if quiet as u32 != 0 {
+        entry.quiet[k].store(quiet - 1, Relaxed);
+        let value = switch
+            .target
+            .candidates
+            .get((quiet >> 32) as usize)
+            .map_or(default, |c| c.1);
+        t.set(switch, value);
+        return Some(Ticket {
+            collective,
+            state: None,
+            timed: false,
+            switched: false,
+        });
+    }
+    let Ok(mut st) = entry.state.try_borrow_mut() else {
         // Another thread holds this communicator: erroneous, and the
         // algorithm cannot be chosen consistently any more.
         t.stop.store(true, Release);
@@ -668,14 +751,14 @@ pub fn before(collective: Collective, comm: Comm, bytes: u64) -> Option<Ticket> 
             switched: false,
         });
     };
-    let k = collective as usize * t.bins.len() + t.bins.of(bytes);
+    Tuner::settle(entry, &mut st, k);
     let search = &st.searches[k];
     let value = switch.target.candidates[search.choice()].1;
     t.set(switch, value);
     let timed = search.wants_time();
     Some(Ticket {
         collective,
-        state: Some((st, k, comm)),
+        state: Some((st, entry, k, comm)),
         timed,
         switched: value != default,
     })
@@ -704,10 +787,11 @@ pub fn after(ticket: Ticket, ns: Option<u64>) {
             *n = n.saturating_add(2 * start.elapsed().as_nanos() as u64);
         }
     }
-    if let Some((mut st, k, comm)) = ticket.state {
+    if let Some((mut st, entry, k, comm)) = ticket.state {
         if let Some(mine) = st.searches[k].count(ns) {
-            t.agree(comm, &mut st, k, mine);
+            t.agree(entry, comm, &mut st, k, mine);
         }
+        Tuner::refill(entry, &mut st, k);
     }
     t.in_flight.store(0, Relaxed);
 }
@@ -727,6 +811,7 @@ pub fn comm_freeing(comm: Comm) {
     e.bits.store(TOMBSTONE, Release);
     match e.state.try_borrow_mut() {
         Ok(mut st) => {
+            Tuner::settle_all(e, &mut st);
             t.emit_measurements(&st);
             if let Some(mut p) = st.private.take() {
                 if let Err(err) = p.free() {
@@ -795,7 +880,9 @@ pub fn prepare(
                 private: None,
                 searches: fresh.clone(),
                 pinned: [0; COLLECTIVES.len()],
+                given: vec![0; fresh.len()],
             }),
+            quiet: (0..fresh.len()).map(|_| AtomicU64::new(0)).collect(),
         })
         .collect();
     let tuner = Tuner {
@@ -880,6 +967,7 @@ pub fn stop() -> Vec<String> {
     for e in t.entries.iter() {
         match e.state.try_borrow_mut() {
             Ok(mut st) => {
+                Tuner::settle_all(e, &mut st);
                 if e.bits.load(Acquire) != FREE {
                     t.emit_measurements(&st);
                 }
