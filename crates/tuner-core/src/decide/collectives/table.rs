@@ -676,11 +676,24 @@ pub struct Ticket {
     )>,
     timed: bool,
     /// This call runs a value other than the default: its variable is
-    /// written before and after it.
+    /// written before and after it (read only for timed calls, to charge
+    /// them the writes).
     switched: bool,
 }
 
 impl Ticket {
+    /// A call that runs untimed and is not counted after (the default
+    /// without a search, or a quiet call of a decided one).
+    #[inline(always)]
+    fn uncounted(collective: Collective) -> Ticket {
+        Ticket {
+            collective,
+            state: None,
+            timed: false,
+            switched: false,
+        }
+    }
+
     /// Whether the caller should time the call.
     #[inline]
     pub fn timed(&self) -> bool {
@@ -714,12 +727,7 @@ pub fn before(collective: Collective, comm: Comm, bytes: u64) -> Option<Ticket> 
     let default = switch.target.candidates[0].1;
     let Some(i) = t.entry(comm) else {
         t.set(switch, default);
-        return Some(Ticket {
-            collective,
-            state: None,
-            timed: false,
-            switched: false,
-        });
+        return Some(Ticket::uncounted(collective));
     };
     let entry = &t.entries[i];
     let k = collective as usize * t.bins.len() + t.bins.of(bytes);
@@ -733,23 +741,13 @@ pub fn before(collective: Collective, comm: Comm, bytes: u64) -> Option<Ticket> 
             .get((quiet >> 32) as usize)
             .map_or(default, |c| c.1);
         t.set(switch, value);
-        return Some(Ticket {
-            collective,
-            state: None,
-            timed: false,
-            switched: false,
-        });
+        return Some(Ticket::uncounted(collective));
     }
     let Ok(mut st) = entry.state.try_borrow_mut() else {
         // Another thread holds this communicator: erroneous, and the
         // algorithm cannot be chosen consistently any more.
         t.stop.store(true, Release);
-        return Some(Ticket {
-            collective,
-            state: None,
-            timed: false,
-            switched: false,
-        });
+        return Some(Ticket::uncounted(collective));
     };
     Tuner::settle(entry, &mut st, k);
     let search = &st.searches[k];
