@@ -120,7 +120,9 @@ if [ -n "$all_four" ]; then
   phase "clippy (MPICH build)"
   MPICC=mpicc.mpich cargo clippy --workspace --all-targets --locked --target-dir target/mpich -- -D warnings
   phase "benchmarks compile (MPICH build, bench profile)"
-  MPICC=mpicc.mpich cargo bench --workspace --no-run --locked --target-dir target/mpich
+  # The bench targets only: without `--bench '*'` cargo also builds every
+  # library's unit tests in the bench profile, which the test phases ran.
+  MPICC=mpicc.mpich cargo bench --workspace --bench '*' --no-run --locked --target-dir target/mpich
   phase "application-level overhead, short mode (MPICH and Open MPI: every variant must run)"
   bash benches/overhead.sh --short
   phase "collective tuning benchmark, short mode (MPICH and Open MPI: every variant must run)"
