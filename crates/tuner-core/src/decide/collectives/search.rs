@@ -13,10 +13,12 @@
 //!
 //! The schedule: `warmup` calls with the default; then each candidate
 //! (index 0 is the library's default) for `windows` windows of `window`
-//! calls. Long calls get shorter windows: after the default's first window,
-//! a window lasts `ceil(window_time / its time per call)` calls, at least
+//! calls. Long calls get shorter windows: the default's first window is
+//! [`MIN_WINDOW`] calls, and after it a window lasts
+//! `ceil(window_time / the default's time per call)` calls, at least
 //! [`MIN_WINDOW`] and at most `window` (a 20 ms allreduce needs 3 calls to
-//! be measured, not 8). A candidate slower than `drop_factor` times the
+//! be measured, not 8). A candidate's time is the mean over its windows
+//! weighted by their calls. A candidate slower than `drop_factor` times the
 //! default after its first window is dropped there, and one that does not
 //! beat the default by `margin` in its first window gets no second. The
 //! fastest candidate is kept if it beats the default by `margin`, else the
@@ -47,6 +49,18 @@ pub const MIN_WINDOW: u32 = 2;
 /// The distance between check points grows to at most this many times
 /// `check_every` windows.
 pub const MAX_BACKOFF: u32 = 64;
+
+/// The default's first window in a search, which measures its time per
+/// call to size the other windows: [`MIN_WINDOW`] calls when windows are
+/// sized by `window_time` (a long call is not run `window` times at the
+/// default before anything else is tried), else `window`.
+fn first_window(params: Params) -> u32 {
+    if params.measure || params.window_time_ns <= 0.0 {
+        params.window
+    } else {
+        MIN_WINDOW.min(params.window)
+    }
+}
 
 /// The knobs of a search, the same on every rank (they come from the
 /// policy file, whose identity the ranks agree on at start).
@@ -251,14 +265,15 @@ pub struct Search {
     /// This rank's timed nanoseconds and timed calls in the window.
     window_ns: u64,
     window_timed: u32,
-    /// Agreed time per call of each candidate (sum over its windows).
+    /// Agreed time per call of each candidate times the calls of the
+    /// window, summed over its windows.
     sums: [f64; MAX_CANDIDATES],
     windows_of: [u32; MAX_CANDIDATES],
     /// Calls each candidate ran in its windows.
     calls_of: [u64; MAX_CANDIDATES],
     dropped: [bool; MAX_CANDIDATES],
-    /// Calls per window in this search (`window` until the default's first
-    /// window is agreed, then shorter for long calls).
+    /// Calls per window in this search ([`first_window`] until the
+    /// default's first window is agreed, then `window_time` worth of calls).
     window: u32,
     /// The decided candidate's time per call, for the drift check.
     decided_ns: f64,
@@ -296,7 +311,7 @@ impl Search {
             windows_of: [0; MAX_CANDIDATES],
             calls_of: [0; MAX_CANDIDATES],
             dropped: [false; MAX_CANDIDATES],
-            window: params.sanitized().window,
+            window: first_window(params.sanitized()),
             decided_ns: 0.0,
             strikes: 0,
             backoff: 1,
@@ -481,7 +496,7 @@ impl Search {
         match self.state {
             State::Trial { candidate, done } => {
                 self.calls_of[candidate] += window_calls;
-                self.trial_point(candidate, done + 1, agreed)
+                self.trial_point(candidate, done + 1, window_calls, agreed)
             }
             State::Decided { candidate, since } => {
                 let drifted = self.params.drift > 0.0
@@ -532,19 +547,27 @@ impl Search {
         self.windows_of = [0; MAX_CANDIDATES];
         self.calls_of = [0; MAX_CANDIDATES];
         self.dropped = [false; MAX_CANDIDATES];
-        self.window = self.params.window;
+        self.window = first_window(self.params);
         self.state = State::Trial {
             candidate: 0,
             done: 0,
         };
     }
 
+    /// A candidate's agreed time per call over its windows, each window
+    /// weighted by its calls (the default's first window is shorter).
     fn mean(&self, c: usize) -> f64 {
-        self.sums[c] / f64::from(self.windows_of[c].max(1))
+        self.sums[c] / self.calls_of[c].max(1) as f64
     }
 
-    fn trial_point(&mut self, candidate: usize, done: u32, agreed: Agreed) -> [Option<Event>; 2] {
-        self.sums[candidate] += agreed.max_mean_ns;
+    fn trial_point(
+        &mut self,
+        candidate: usize,
+        done: u32,
+        calls: u64,
+        agreed: Agreed,
+    ) -> [Option<Event>; 2] {
+        self.sums[candidate] += agreed.max_mean_ns * calls as f64;
         self.windows_of[candidate] = done;
         if self.params.measure {
             self.state = State::Trial { candidate, done };
@@ -615,7 +638,8 @@ impl Search {
         }
     }
 
-    /// Calls per window once the default's time per call is known:
+    /// Calls per window once the default's time per call is known (from
+    /// its first window, of [`first_window`] calls):
     /// `window_time` worth of calls, from [`MIN_WINDOW`] to `window`.
     fn window_for(&self, ns_per_call: f64) -> u32 {
         let full = self.params.window;
@@ -699,10 +723,10 @@ mod tests {
         };
         assert_eq!(candidate, 2);
         assert_eq!((default_ns, chosen_ns), (100.0, 50.0));
-        // Default 16 calls 50 ns over, candidate 1 dropped after 8 calls at
+        // Default 10 calls (a first window of 2, then 8) 50 ns over, candidate 1 dropped after 8 calls at
         // 350 ns over, candidate 3 (not better than the default in its
         // first window: no second) 8 calls 70 ns over.
-        assert_eq!(cost_ns, 16.0 * 50.0 + 8.0 * 350.0 + 8.0 * 70.0);
+        assert_eq!(cost_ns, 10.0 * 50.0 + 8.0 * 350.0 + 8.0 * 70.0);
         // The 3x slower candidate ran one window only.
         assert!(events.contains(&Event::Trial {
             candidate: 1,
@@ -728,9 +752,9 @@ mod tests {
                 _ => None,
             })
             .collect();
-        // The default: its first window of 8 calls, then 3; candidate 1 one
+        // The default: its first window of 2 calls, then 3; candidate 1 one
         // window of 3 (not 5% better); candidate 2 two of 3.
-        assert_eq!(trials, vec![(0, 11), (1, 3), (2, 6)]);
+        assert_eq!(trials, vec![(0, 5), (1, 3), (2, 6)]);
         // Checks while decided are `check_every` short windows apart.
         assert_eq!(s.check_interval(), 3 * 64);
         // Without window_time, every window is `window` calls.
@@ -748,6 +772,43 @@ mod tests {
     }
 
     #[test]
+    fn the_first_window_sizes_the_others_and_weighs_by_its_calls() {
+        // Warm-up 2 calls; the default's first window: 2 calls at 30 ms
+        // sets windows of 50 ms / 30 ms = 2 calls; its second window at
+        // 20 ms. Its time is (2 * 30 + 2 * 20) / 4 = 25 ms, and a
+        // candidate at 24 ms is not 5% faster.
+        let ms = 1.0e6;
+        let mut s = Search::new(Params::default(), 2);
+        let mut points = Vec::new();
+        for call in 0..12u64 {
+            let c = s.choice();
+            let ns = match (c, call) {
+                (0, 0..=3) => 30.0 * ms,
+                (0, _) => 20.0 * ms,
+                _ => 24.0 * ms,
+            };
+            let timed = s.wants_time().then_some(ns as u64);
+            if let Some(mine) = s.count(timed) {
+                points.push(s.calls());
+                let events = s.agree(agreed(mine));
+                if let [Some(Event::Trial {
+                    candidate: 0,
+                    ns,
+                    calls,
+                    ..
+                }), _] = events
+                {
+                    assert_eq!((ns, calls), (25.0 * ms, 4));
+                }
+            }
+        }
+        // Points after calls 4 (the first window), 6 (the second), 8 (the
+        // candidate's one window: not promising).
+        assert_eq!(points, vec![4, 6, 8]);
+        assert!(matches!(s.state(), State::Decided { candidate: 0, .. }));
+    }
+
+    #[test]
     fn the_default_stays_unless_beaten_by_the_margin() {
         let (s, _) = run(Params::default(), &[100.0, 97.0, 99.0], 200);
         assert!(matches!(s.state(), State::Decided { candidate: 0, .. }));
@@ -759,7 +820,7 @@ mod tests {
         for _ in 0..2 {
             s.count(None);
         }
-        for _ in 0..7 {
+        for _ in 1..MIN_WINDOW {
             assert_eq!(s.count(Some(10)), None);
         }
         assert_eq!(s.count(Some(10)), Some(10.0));
