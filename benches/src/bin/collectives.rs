@@ -6,7 +6,8 @@
 //! `examples/c/coll_bench.c` built in `target/<library>`), on 2 and 4
 //! ranks, for each case (allreduce of 8 B, 64 KiB and 1 MiB, bcast of
 //! 1 MiB, and coll_bench's `mixed` application), it runs these variants,
-//! interleaved run by run (A B C ... A B C ...):
+//! interleaved run by run, the order rotated by one each round (A B C,
+//! B C A, C A B, ...: no variant always runs right after the slowest one):
 //!
 //! - `default`: no tool, the library's own choice;
 //! - one per algorithm of the collective, fixed at start (MPICH:
@@ -353,6 +354,8 @@ struct Tuned {
     /// Per key: the last decision, the number of searches that ended, and
     /// the calls spent in trials.
     keys: BTreeMap<TuneKey, KeyLog>,
+    /// The run's measured time (coll_bench's `time_s`, seconds).
+    run_s: f64,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -360,6 +363,10 @@ struct KeyLog {
     last: Option<String>,
     searches: u64,
     trial_calls: u64,
+    /// Exploration cost of the searches that ended, as the tuner measured
+    /// it (`cost_us` of its decisions: what the trials took beyond the
+    /// fastest candidate), microseconds.
+    cost_us: f64,
 }
 
 fn human(bytes: u64) -> String {
@@ -408,6 +415,7 @@ fn read_tuned(dir: &Path, ranks: u32, colls: &[&str]) -> Result<Tuned, String> {
                     } else {
                         k.searches += 1;
                         k.last = c.algorithm;
+                        k.cost_us += c.cost_us.unwrap_or(0.0);
                     }
                 }
                 _ => {}
@@ -542,7 +550,9 @@ fn measure(opts: &Options, flavor: &str) -> Measured {
                 ],
                 Coll::Bcast => vec!["bcast".into(), case.bytes.to_string(), d.iters.to_string()],
             };
-            for (vi, v) in d.variants.iter().enumerate() {
+            let n = d.variants.len();
+            for vi in (0..n).map(|i| (i + rep) % n) {
+                let v = &d.variants[vi];
                 seq += 1;
                 let dir = scratch.path().join(format!("run-{seq}"));
                 let mut env = v.env.clone();
@@ -591,7 +601,10 @@ fn measure(opts: &Options, flavor: &str) -> Measured {
                 }
                 if v.online {
                     match read_tuned(&dir, ranks, tuned_colls(case.coll)) {
-                        Ok(t) => d.tuned.push(t),
+                        Ok(tuned) => d.tuned.push(Tuned {
+                            run_s: time.unwrap_or(0.0),
+                            ..tuned
+                        }),
                         Err(e) => {
                             m.errors.push(format!("{what}: {e}"));
                             d.times[vi][rep] = None;
@@ -769,14 +782,16 @@ fn tables(m: &Measured, opts: &Options) -> String {
         let _ = writeln!(
             t,
             "Online tuning per key (rank 0's log, application communicator): the last \
-             decision of each round, the searches that ended and the calls spent in \
-             trials (medians over the rounds).\n"
+             decision of each round, the searches that ended, the calls spent in \
+             trials, and the exploration cost the tuner measured (what the trials took \
+             beyond the fastest candidate, summed over the searches) as a share of the \
+             run's time (medians over the rounds).\n"
         );
         let _ = writeln!(
             t,
-            "| ranks | case | key | chose | searches | trial calls | of calls |"
+            "| ranks | case | key | chose | searches | trial calls | of calls | exploration cost |"
         );
-        let _ = writeln!(t, "|---|---|---|---|---|---|---|");
+        let _ = writeln!(t, "|---|---|---|---|---|---|---|---|");
         for (&(ranks, ci), d) in &m.data {
             let keys: std::collections::BTreeSet<&String> =
                 d.tuned.iter().flat_map(|t| t.keys.keys()).collect();
@@ -789,14 +804,21 @@ fn tables(m: &Measured, opts: &Options) -> String {
                             .collect::<Vec<_>>(),
                     )
                 };
+                let cost: Vec<f64> = d
+                    .tuned
+                    .iter()
+                    .filter(|t| t.run_s > 0.0)
+                    .map(|t| t.keys.get(k).map_or(0.0, |k| k.cost_us) * 1e-6 / t.run_s)
+                    .collect();
                 let _ = writeln!(
                     t,
-                    "| {ranks} | {} | {k} | {} | {} | {} | {} |",
+                    "| {ranks} | {} | {k} | {} | {} | {} | {} | {:.1}% |",
                     CASES[ci].label,
                     choices(d, k),
                     per(|k| k.searches),
                     per(|k| k.trial_calls),
-                    d.iters
+                    d.iters,
+                    100.0 * jobs::median(&cost)
                 );
             }
         }
@@ -850,7 +872,8 @@ fn main() -> ExitCode {
         started.elapsed().as_secs_f64()
     );
     println!(
-        "Variants interleaved run by run; ranks > cores are oversubscribed. \
+        "Variants interleaved run by run, their order rotated by one each round; ranks > \
+         cores are oversubscribed. \
          Online: `MPIT_TUNER_COLLECTIVES=tune` with the release preload.\n"
     );
     let mut failed = false;
