@@ -243,8 +243,8 @@ pub enum Event {
     /// Measure mode, at the end: the agreed time per call of the algorithm
     /// set at start over the windows measured.
     Measured {
-        /// Agreed time per call (ns): the mean over windows of the
-        /// maximum over ranks of each rank's mean.
+        /// Agreed time per call (ns): the mean over windows, weighted by
+        /// their calls, of the maximum over ranks of each rank's mean.
         ns: f64,
         /// Calls measured (whole windows; the warm-up and the last,
         /// unfinished window are not).
@@ -268,8 +268,7 @@ pub struct Search {
     /// Agreed time per call of each candidate times the calls of the
     /// window, summed over its windows.
     sums: [f64; MAX_CANDIDATES],
-    windows_of: [u32; MAX_CANDIDATES],
-    /// Calls each candidate ran in its windows.
+    /// Calls each candidate ran in its windows (0: not measured).
     calls_of: [u64; MAX_CANDIDATES],
     dropped: [bool; MAX_CANDIDATES],
     /// Calls per window in this search ([`first_window`] until the
@@ -308,7 +307,6 @@ impl Search {
             window_ns: 0,
             window_timed: 0,
             sums: [0.0; MAX_CANDIDATES],
-            windows_of: [0; MAX_CANDIDATES],
             calls_of: [0; MAX_CANDIDATES],
             dropped: [false; MAX_CANDIDATES],
             window: first_window(params.sanitized()),
@@ -544,7 +542,6 @@ impl Search {
 
     fn restart(&mut self) {
         self.sums = [0.0; MAX_CANDIDATES];
-        self.windows_of = [0; MAX_CANDIDATES];
         self.calls_of = [0; MAX_CANDIDATES];
         self.dropped = [false; MAX_CANDIDATES];
         self.window = first_window(self.params);
@@ -568,7 +565,6 @@ impl Search {
         agreed: Agreed,
     ) -> [Option<Event>; 2] {
         self.sums[candidate] += agreed.max_mean_ns * calls as f64;
-        self.windows_of[candidate] = done;
         if self.params.measure {
             self.state = State::Trial { candidate, done };
             return [None, None];
@@ -606,7 +602,7 @@ impl Search {
     fn decide(&mut self) -> Event {
         let default_ns = self.mean(0);
         let best = (1..self.candidates)
-            .filter(|&c| !self.dropped[c] && self.windows_of[c] > 0)
+            .filter(|&c| !self.dropped[c] && self.calls_of[c] > 0)
             .min_by(|&a, &b| self.mean(a).total_cmp(&self.mean(b)));
         let chosen = match best {
             Some(b) if self.mean(b) < default_ns * (1.0 - self.params.margin) => b,
@@ -614,11 +610,11 @@ impl Search {
         };
         let chosen_ns = self.mean(chosen);
         let fastest = (0..self.candidates)
-            .filter(|&c| self.windows_of[c] > 0)
+            .filter(|&c| self.calls_of[c] > 0)
             .map(|c| self.mean(c))
             .fold(f64::INFINITY, f64::min);
         let cost_ns = (0..self.candidates)
-            .filter(|&c| self.windows_of[c] > 0)
+            .filter(|&c| self.calls_of[c] > 0)
             .map(|c| (self.mean(c) - fastest).max(0.0) * self.calls_of[c] as f64)
             .sum();
         self.decided_ns = chosen_ns;
@@ -657,7 +653,7 @@ impl Search {
     /// Measure mode: what was measured (`None` before the first window, or
     /// when not measuring).
     pub fn measurement(&self) -> Option<Event> {
-        (self.params.measure && self.windows_of[0] > 0).then(|| Event::Measured {
+        (self.params.measure && self.calls_of[0] > 0).then(|| Event::Measured {
             ns: self.mean(0),
             calls: self.calls_of[0],
         })
@@ -667,7 +663,7 @@ impl Search {
     /// one not measured), for the summary.
     pub fn measured(&self) -> impl Iterator<Item = (usize, f64)> + '_ {
         (0..self.candidates).map(|c| {
-            if self.windows_of[c] > 0 {
+            if self.calls_of[c] > 0 {
                 (c, self.mean(c))
             } else {
                 (c, f64::NAN)
@@ -723,9 +719,10 @@ mod tests {
         };
         assert_eq!(candidate, 2);
         assert_eq!((default_ns, chosen_ns), (100.0, 50.0));
-        // Default 10 calls (a first window of 2, then 8) 50 ns over, candidate 1 dropped after 8 calls at
-        // 350 ns over, candidate 3 (not better than the default in its
-        // first window: no second) 8 calls 70 ns over.
+        // Default 10 calls (a first window of 2, then 8) 50 ns over,
+        // candidate 1 dropped after 8 calls at 350 ns over, candidate 3 (not
+        // better than the default in its first window: no second) 8 calls
+        // 70 ns over.
         assert_eq!(cost_ns, 10.0 * 50.0 + 8.0 * 350.0 + 8.0 * 70.0);
         // The 3x slower candidate ran one window only.
         assert!(events.contains(&Event::Trial {
