@@ -560,7 +560,10 @@ pub struct CatalogueGrowth {
 pub struct CollectiveTuning {
     /// Seconds since start.
     pub t: f64,
-    /// `start` (what is tuned, once per rank), `trial`, `decision`,
+    /// `start` (what is tuned, once per rank), `trial` (a candidate's
+    /// windows; the default has a second `trial` in a search that would
+    /// leave it, its confirming window, whose `time_us` is the smaller of
+    /// its two measurements and `calls` that window's), `decision`,
     /// `recheck`, `stopped`, `setup_failed`, `reduction_failed`,
     /// `write_failed`, `concurrent`, `off` (why nothing is tuned),
     /// `pinned` (a user's request, `request`, pinned the algorithm at this
