@@ -11,7 +11,13 @@
 //! only on agreed numbers and call counts, so every rank makes the same
 //! choice, deterministically, without any rank deciding alone.
 //!
-//! The schedule: `warmup` calls with the default; then each candidate
+//! The schedule: `warmup` calls with the default; then, until every rank
+//! has run `settle` since tuning started, windows of the default that are
+//! agreed and thrown away, each twice as long as the last (up to
+//! [`MAX_SETTLE_WINDOW`] calls): a job's first milliseconds are not its
+//! steady state (2 MPICH ranks measured their first thousand 8-byte
+//! allreduces 1.5-2x slower than later ones, and the algorithm measured
+//! last looked the best); then each candidate
 //! (index 0 is the library's default) for `windows` windows of `window`
 //! calls. Long calls get shorter windows: the default's first window is
 //! [`MIN_WINDOW`] calls, and after it a window lasts
@@ -52,6 +58,9 @@ pub const MAX_CANDIDATES: usize = 16;
 /// The shortest window `window_time` makes (calls).
 pub const MIN_WINDOW: u32 = 2;
 
+/// The longest window while settling (calls).
+pub const MAX_SETTLE_WINDOW: u32 = 1024;
+
 /// The distance between check points grows to at most this many times
 /// `check_every` windows.
 pub const MAX_BACKOFF: u32 = 64;
@@ -74,6 +83,9 @@ fn first_window(params: Params) -> u32 {
 pub struct Params {
     /// Calls with the default before measuring (first-call effects).
     pub warmup: u32,
+    /// Nothing is measured until every rank has run this long since
+    /// tuning started (ns; 0: off; measure mode never settles).
+    pub settle_ns: f64,
     /// Calls in one measurement window (at least 1).
     pub window: u32,
     /// After the default's first window, windows of about this many
@@ -108,6 +120,7 @@ impl Default for Params {
     fn default() -> Params {
         Params {
             warmup: 2,
+            settle_ns: 20.0e6,
             window: 8,
             window_time_ns: 50.0e6,
             windows: 2,
@@ -157,6 +170,20 @@ pub struct Agreed {
     pub max_mean_ns: f64,
     /// Some rank stopped tuning: every rank goes back to the default.
     pub stop: bool,
+    /// The least time any rank has run since tuning started (ns).
+    pub min_elapsed_ns: f64,
+}
+
+impl Agreed {
+    /// What the ranks agree after the job's start: `max_mean_ns`, and
+    /// whether one stopped.
+    pub fn settled(max_mean_ns: f64, stop: bool) -> Agreed {
+        Agreed {
+            max_mean_ns,
+            stop,
+            min_elapsed_ns: f64::INFINITY,
+        }
+    }
 }
 
 /// Where a search is.
@@ -507,6 +534,14 @@ impl Search {
             return [was_on.then_some(Event::Stopped), None];
         }
         match self.state {
+            State::Trial {
+                candidate: 0,
+                done: 0,
+            } if !self.params.measure && agreed.min_elapsed_ns < self.params.settle_ns => {
+                // The job's first calls: thrown away.
+                self.window = self.window.saturating_mul(2).min(MAX_SETTLE_WINDOW);
+                [None, None]
+            }
             State::Trial { candidate, done } => {
                 self.calls_of[candidate] += window_calls;
                 self.trial_point(candidate, done + 1, window_calls, agreed)
@@ -725,10 +760,7 @@ mod tests {
     /// What the ranks agree when none stopped and the slowest mean is
     /// `mine` (one rank, or all alike).
     fn agreed(mine: f64) -> Agreed {
-        Agreed {
-            max_mean_ns: mine,
-            stop: false,
-        }
+        Agreed::settled(mine, false)
     }
 
     /// Runs a search to its decision with a fixed time per candidate;
@@ -919,6 +951,60 @@ mod tests {
     }
 
     #[test]
+    fn nothing_is_measured_until_every_rank_has_run_settle() {
+        // An 8-byte allreduce at 1200 ns for the job's first 10 ms, 400 ns
+        // after; the others 450 ns (not 5% better than 400). One rank
+        // reports its time since start at each point: 0.5 us per call.
+        let mut s = Search::new(Params::default(), 3);
+        let mut points = Vec::new();
+        let mut events = Vec::new();
+        for call in 0..60_000u64 {
+            let elapsed = call as f64 * 500.0;
+            let ns = match s.choice() {
+                0 if elapsed < 10.0e6 => 1200.0,
+                0 => 400.0,
+                _ => 450.0,
+            };
+            let timed = s.wants_time().then_some(ns as u64);
+            if let Some(mine) = s.count(timed) {
+                points.push(s.calls());
+                let agreed = Agreed {
+                    min_elapsed_ns: elapsed,
+                    ..Agreed::settled(mine, false)
+                };
+                events.extend(s.agree(agreed).into_iter().flatten());
+            }
+        }
+        // Warm-up 2, then windows of 2, 4, 8, ... 1024 calls thrown away
+        // until the point after 20 ms (40,000 calls) of every rank.
+        assert_eq!(&points[..4], &[4, 8, 16, 32]);
+        let Some(Event::Trial { calls, ns, .. }) = events.first() else {
+            panic!("no trial: {events:?}")
+        };
+        assert_eq!(
+            *calls,
+            1024 + 8,
+            "the first measured window, then one of `window`"
+        );
+        assert_eq!(*ns, 400.0);
+        assert!(matches!(s.state(), State::Decided { candidate: 0, .. }));
+        // Measure mode never settles (its windows start at the first call).
+        let p = Params {
+            measure: true,
+            ..Params::default()
+        };
+        let mut s = Search::new(p, 1);
+        for _ in 0..2 + p.window {
+            s.count(Some(100));
+        }
+        s.agree(Agreed {
+            min_elapsed_ns: 0.0,
+            ..Agreed::settled(100.0, false)
+        });
+        assert!(s.measurement().is_some());
+    }
+
+    #[test]
     fn the_default_stays_unless_beaten_by_the_margin() {
         let (s, _) = run(Params::default(), &[100.0, 97.0, 99.0], 200);
         assert!(matches!(s.state(), State::Decided { candidate: 0, .. }));
@@ -935,10 +1021,7 @@ mod tests {
         }
         assert_eq!(s.count(Some(10)), Some(10.0));
         assert_eq!(
-            s.agree(Agreed {
-                max_mean_ns: 10.0,
-                stop: true
-            }),
+            s.agree(Agreed::settled(10.0, true)),
             [Some(Event::Stopped), None]
         );
         assert_eq!(s.choice(), 0);
@@ -1137,10 +1220,7 @@ mod tests {
             let pb = b.count(Some(1000 * i));
             assert_eq!(pa.is_some(), pb.is_some());
             if let (Some(x), Some(y)) = (pa, pb) {
-                let agreed = Agreed {
-                    max_mean_ns: x.max(y),
-                    stop: false,
-                };
+                let agreed = Agreed::settled(x.max(y), false);
                 assert_eq!(a.agree(agreed), b.agree(agreed));
             }
         }
@@ -1161,10 +1241,7 @@ mod tests {
                 assert!(timed.is_some(), "call {i} not timed");
             }
             if let Some(mine) = s.count(timed) {
-                let agreed = Agreed {
-                    max_mean_ns: mine * 2.0,
-                    stop: false,
-                };
+                let agreed = Agreed::settled(mine * 2.0, false);
                 assert_eq!(s.agree(agreed), [None, None]);
             }
         }
@@ -1277,10 +1354,7 @@ mod tests {
         ));
         assert_eq!(s.choice(), 1);
         points(&mut s, &[1, 1], 1);
-        let [stopped, _] = s.agree(Agreed {
-            max_mean_ns: 0.0,
-            stop: true,
-        });
+        let [stopped, _] = s.agree(Agreed::settled(0.0, true));
         assert_eq!(stopped, Some(Event::Stopped));
         assert_eq!(s.choice(), 0);
         assert_eq!(s.pin(1, 3), None, "a stopped search is never pinned");
@@ -1320,10 +1394,7 @@ mod tests {
             let pb = b.count(b.wants_time().then_some(1000 + i % 13));
             assert_eq!(pa.is_some(), pb.is_some());
             if let (Some(x), Some(y)) = (pa, pb) {
-                let agreed = Agreed {
-                    max_mean_ns: x.max(y),
-                    stop: false,
-                };
+                let agreed = Agreed::settled(x.max(y), false);
                 assert_eq!(a.agree(agreed), b.agree(agreed));
                 if pinned_at.is_none() && i > 100 {
                     assert_eq!(a.pin(3, 9), b.pin(3, 9));
@@ -1407,10 +1478,7 @@ mod tests {
     fn stopped_searches_are_all_quiet_and_measuring_ones_never() {
         let mut s = Search::new(Params::default(), 3);
         assert_eq!(s.quiet(), 0);
-        s.agree(Agreed {
-            max_mean_ns: 0.0,
-            stop: true,
-        });
+        s.agree(Agreed::settled(0.0, true));
         assert_eq!(s.quiet(), u32::MAX);
         let m = Search::new(
             Params {

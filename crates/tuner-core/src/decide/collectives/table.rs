@@ -184,6 +184,10 @@ struct Switch {
     current: AtomicI64,
     /// The first write error, reported once.
     failed: AtomicBool,
+    /// What one write of the variable costs here (ns), measured at start
+    /// ([`write_cost`]): a timed call that ran another value than the
+    /// default is charged two.
+    write_ns: u64,
     /// A user's pending choice: `key << 5 | candidate` (0: none), written
     /// by the helper thread, read at agreed points.
     pin: AtomicU64,
@@ -586,10 +590,7 @@ impl Tuner {
         let collective = COLLECTIVES[k / self.bins.len()];
         let bin = k % self.bins.len();
         if st.off {
-            st.searches[k].agree(Agreed {
-                max_mean_ns: 0.0,
-                stop: true,
-            });
+            st.searches[k].agree(Agreed::settled(0.0, true));
             return;
         }
         let Some(private) = &st.private else { return };
@@ -600,13 +601,17 @@ impl Tuner {
             .as_ref()
             .map_or(0, |s| s.pin.load(Acquire));
         let pin = i64::try_from(pin).unwrap_or(0);
+        // This rank's time since tuning started, negated: its maximum is
+        // the least over ranks.
+        let elapsed = i64::try_from(self.start.elapsed().as_nanos()).unwrap_or(i64::MAX);
         let send = [
             mine.round().clamp(0.0, 9.0e18) as i64,
             i64::from(stop),
             pin,
             -pin,
+            -elapsed,
         ];
-        let mut recv = [0i64; 4];
+        let mut recv = [0i64; 5];
         let mut seq = Collectives::new(private.comm(), 0);
         seq.allreduce_i64(&send, &mut recv, ReduceOp::Max);
         let agreed = if seq.failed() {
@@ -618,14 +623,12 @@ impl Tuner {
                 .into_pending()
                 .map_or_else(|| "MPI_Allreduce failed".to_string(), |f| f.message);
             self.emit(st, Some(collective), bin, What::ReductionFailed(why));
-            Agreed {
-                max_mean_ns: 0.0,
-                stop: true,
-            }
+            Agreed::settled(0.0, true)
         } else {
             Agreed {
                 max_mean_ns: recv[0] as f64,
                 stop: recv[1] != 0,
+                min_elapsed_ns: -(recv[4] as f64),
             }
         };
         let agreed_pin =
@@ -771,18 +774,20 @@ pub fn before(collective: Collective, comm: Comm, bytes: u64) -> Option<Ticket> 
 /// last tuned call may have been on a different communicator.
 ///
 /// A timed call that ran another value than the default is charged for
-/// its two writes (the one after it, timed here, counted twice): for calls
-/// of a few hundred nanoseconds the switch itself can cost more than a
-/// faster algorithm saves, and the search must see that.
+/// its two writes, at the cost per write measured at start: for calls of a
+/// few hundred nanoseconds the switch itself could cost more than a faster
+/// algorithm saves, and the search must see that. (Timing the write here
+/// instead would charge the clock's own cost: two clock reads of 25 ns
+/// around a 5 ns write on MPICH 4.0.2, counted twice, made every candidate
+/// of an 8-byte allreduce look 15% slower than it was.)
 #[inline(always)]
 pub fn after(ticket: Ticket, ns: Option<u64>) {
     let Some(t) = TUNER.get() else { return };
     let mut ns = ns;
     if let Some(switch) = t.switches[ticket.collective as usize].as_ref() {
-        let charge = (ticket.switched && ns.is_some()).then(std::time::Instant::now);
         t.set(switch, switch.target.candidates[0].1);
-        if let (Some(start), Some(n)) = (charge, ns.as_mut()) {
-            *n = n.saturating_add(2 * start.elapsed().as_nanos() as u64);
+        if let (true, Some(n)) = (ticket.switched, ns.as_mut()) {
+            *n = n.saturating_add(2 * switch.write_ns);
         }
     }
     if let Some((mut st, entry, k, comm)) = ticket.state {
@@ -827,6 +832,22 @@ pub fn comm_freeing(comm: Comm) {
     }
 }
 
+/// What one write of `cvar` costs (ns): the fastest of a few batches of
+/// writes of `value`, the value already set (so nothing changes), timed
+/// per batch so that the clock's own cost is not in it.
+fn write_cost(cvar: &Cvar<'static>, value: i64) -> mpit::Result<u64> {
+    const BATCH: u32 = 64;
+    let mut best = u64::MAX;
+    for _ in 0..4 {
+        let start = Instant::now();
+        for _ in 0..BATCH {
+            cvar.write_scalar_int(value)?;
+        }
+        best = best.min(start.elapsed().as_nanos() as u64 / u64::from(BATCH));
+    }
+    Ok(best)
+}
+
 /// Prepares tuning `targets` in this process: opens the variables'
 /// handles (kept for the life of the process, on `mpit`, which is never
 /// finalized by the tool) and allocates the table. Returns the tuner, to be
@@ -844,18 +865,26 @@ pub fn prepare(
     let mut switches: Vec<Option<Switch>> = COLLECTIVES.iter().map(|_| None).collect();
     for target in targets {
         let name = target.cvar.name.clone();
-        match Cvar::open(mpit, &target.cvar, mpit::Object::None) {
-            Ok(cvar) => {
+        let opened = Cvar::open(mpit, &target.cvar, mpit::Object::None)
+            .map_err(|e| format!("{name}: cannot open it: {e}"))
+            .and_then(|cvar| {
+                let cost = write_cost(&cvar, target.candidates[0].1)
+                    .map_err(|e| format!("{name}: writing its default value fails: {e}"))?;
+                Ok((cvar, cost))
+            });
+        match opened {
+            Ok((cvar, write_ns)) => {
                 let i = target.collective as usize;
                 switches[i] = Some(Switch {
                     current: AtomicI64::new(target.candidates[0].1),
                     target,
                     cvar,
                     failed: AtomicBool::new(false),
+                    write_ns,
                     pin: AtomicU64::new(0),
                 });
             }
-            Err(e) => messages.push(format!("{name}: cannot open it: {e}")),
+            Err(message) => messages.push(message),
         }
     }
     if switches.iter().all(Option::is_none) {
