@@ -30,6 +30,12 @@ pub struct CollectiveSpec {
     /// Long calls get windows of about this long (from 2 to `window`
     /// calls); zero: always `window` calls.
     pub window_time: Option<std::time::Duration>,
+    /// Short calls get windows of at least this long (from `window` to
+    /// 4096 calls); zero: off.
+    pub min_window_time: Option<std::time::Duration>,
+    /// A communicator's first search measures nothing until every rank
+    /// has run this long since tuning started; zero: off.
+    pub settle: Option<std::time::Duration>,
     /// How much faster than the default a candidate must be (0.05: 5%).
     pub margin: Option<f64>,
     /// A candidate this many times slower than the default after its first
@@ -197,6 +203,8 @@ pub(crate) struct RawCollectives {
     window: Option<Spanned<i64>>,
     windows: Option<Spanned<i64>>,
     window_time: Option<Spanned<String>>,
+    min_window_time: Option<Spanned<String>>,
+    settle: Option<Spanned<String>>,
     margin: Option<Spanned<f64>>,
     drop_factor: Option<Spanned<f64>>,
     recheck: Option<Spanned<i64>>,
@@ -234,15 +242,20 @@ pub(crate) fn compile(
     spec.recheck = count(raw.recheck, "recheck", 0);
     spec.min_comm_size =
         count(raw.min_comm_size, "min_comm_size", 1).map(|n| n.min(u64::from(u32::MAX)) as u32);
-    if let Some(w) = raw.window_time {
-        match crate::parse_duration(w.get_ref()) {
-            Ok(d) => spec.window_time = Some(d),
-            Err(e) => errors.push((
-                w.span(),
-                format!("`window_time` is a duration such as \"50ms\" or \"0\" (off): {e}"),
-            )),
-        }
-    }
+    let mut duration = |v: Option<Spanned<String>>, what: &str, example: &str| {
+        let v = v?;
+        crate::parse_duration(v.get_ref())
+            .map_err(|e| {
+                errors.push((
+                    v.span(),
+                    format!("`{what}` is a duration such as \"{example}\" or \"0\" (off): {e}"),
+                ))
+            })
+            .ok()
+    };
+    spec.window_time = duration(raw.window_time, "window_time", "50ms");
+    spec.min_window_time = duration(raw.min_window_time, "min_window_time", "200us");
+    spec.settle = duration(raw.settle, "settle", "20ms");
     if let Some(m) = raw.margin {
         let x = *m.get_ref();
         if (0.0..1.0).contains(&x) {
@@ -365,6 +378,8 @@ tune = true
 window = 4
 windows = 3
 window_time = "20ms"
+min_window_time = "1ms"
+settle = "0"
 margin = 0.1
 drop_factor = 5.0
 recheck = 10000
@@ -385,6 +400,11 @@ allreduce = ["ring"]
         assert!(spec.tune);
         assert_eq!((spec.window, spec.windows), (Some(4), Some(3)));
         assert_eq!(spec.window_time, Some(std::time::Duration::from_millis(20)));
+        assert_eq!(
+            spec.min_window_time,
+            Some(std::time::Duration::from_millis(1))
+        );
+        assert_eq!(spec.settle, Some(std::time::Duration::ZERO));
         assert_eq!((spec.margin, spec.drop_factor), (Some(0.1), Some(5.0)));
         assert_eq!(spec.recheck, Some(10000));
         assert_eq!(spec.bins, Some(vec![64, 65536]));
@@ -479,6 +499,13 @@ bcast = ["a", "a"]
             .to_string();
         assert!(
             err.contains("w.toml:2:15: error: in [collectives]: `window_time` is a duration"),
+            "{err}"
+        );
+        let err = PolicySet::parse("[collectives]\nmin_window_time = \"200\"\n", "m.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("m.toml:2:19: error: in [collectives]: `min_window_time` is a duration such as \"200us\""),
             "{err}"
         );
         let err = PolicySet::parse("[collectives]\ntune = true\nwindw = 3\n", "u.toml")

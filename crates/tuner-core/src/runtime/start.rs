@@ -419,6 +419,10 @@ fn tune_collectives(
         window_time_ns: spec
             .window_time
             .map_or(d.window_time_ns, |t| t.as_nanos() as f64),
+        min_window_time_ns: spec
+            .min_window_time
+            .map_or(d.min_window_time_ns, |t| t.as_nanos() as f64),
+        settle_ns: spec.settle.map_or(d.settle_ns, |t| t.as_nanos() as f64),
         margin: spec.margin.unwrap_or(d.margin),
         drop_factor: spec.drop_factor.unwrap_or(d.drop_factor),
         recheck: spec.recheck.unwrap_or(d.recheck),

@@ -23,7 +23,10 @@
 //! [`MIN_WINDOW`] calls, and after it a window lasts
 //! `ceil(window_time / the default's time per call)` calls, at least
 //! [`MIN_WINDOW`] and at most `window` (a 20 ms allreduce needs 3 calls to
-//! be measured, not 8). A candidate's time is the mean over its windows
+//! be measured, not 8). Short calls get longer windows: at least
+//! `min_window_time` worth of calls, up to [`MAX_WINDOW`] (8 calls of an
+//! 8-byte allreduce last 3 us, and one preemption of a rank for a few
+//! microseconds doubled such a window's time; 200 us of calls dilute it). A candidate's time is the mean over its windows
 //! weighted by their calls. A candidate slower than `drop_factor` times the
 //! default after its first window is dropped there, and one that does not
 //! beat the default by `margin` in its first window gets no second. The
@@ -61,6 +64,9 @@ pub const MIN_WINDOW: u32 = 2;
 /// The longest window while settling (calls).
 pub const MAX_SETTLE_WINDOW: u32 = 1024;
 
+/// The longest window `min_window_time` makes (calls).
+pub const MAX_WINDOW: u32 = 4096;
+
 /// The distance between check points grows to at most this many times
 /// `check_every` windows.
 pub const MAX_BACKOFF: u32 = 64;
@@ -92,6 +98,9 @@ pub struct Params {
     /// nanoseconds (from [`MIN_WINDOW`] to `window` calls); 0: always
     /// `window` calls.
     pub window_time_ns: f64,
+    /// After the default's first window, windows of at least this many
+    /// nanoseconds (from `window` to [`MAX_WINDOW`] calls); 0: off.
+    pub min_window_time_ns: f64,
     /// Windows per candidate (at least 1).
     pub windows: u32,
     /// A candidate whose first window is this many times slower than the
@@ -123,6 +132,7 @@ impl Default for Params {
             settle_ns: 20.0e6,
             window: 8,
             window_time_ns: 50.0e6,
+            min_window_time_ns: 200.0e3,
             windows: 2,
             drop_factor: 3.0,
             margin: 0.05,
@@ -143,6 +153,11 @@ impl Params {
             window: self.window.max(1),
             window_time_ns: if self.window_time_ns.is_finite() {
                 self.window_time_ns.max(0.0)
+            } else {
+                0.0
+            },
+            min_window_time_ns: if self.min_window_time_ns.is_finite() {
+                self.min_window_time_ns.max(0.0)
             } else {
                 0.0
             },
@@ -717,10 +732,19 @@ impl Search {
 
     /// Calls per window once the default's time per call is known (from
     /// its first window, of [`first_window`] calls):
-    /// `window_time` worth of calls, from [`MIN_WINDOW`] to `window`.
+    /// `window_time` worth of calls, from [`MIN_WINDOW`] to `window`, or
+    /// for short calls `min_window_time` worth, from `window` to
+    /// [`MAX_WINDOW`].
     fn window_for(&self, ns_per_call: f64) -> u32 {
         let full = self.params.window;
-        if self.params.window_time_ns <= 0.0 || ns_per_call <= 0.0 {
+        if ns_per_call <= 0.0 {
+            return full;
+        }
+        let short = (self.params.min_window_time_ns / ns_per_call).ceil();
+        if short > f64::from(full) {
+            return (short.min(f64::from(MAX_WINDOW)) as u32).max(full);
+        }
+        if self.params.window_time_ns <= 0.0 {
             return full;
         }
         let calls = (self.params.window_time_ns / ns_per_call).ceil();
@@ -757,6 +781,16 @@ impl Search {
 mod tests {
     use super::*;
 
+    /// The defaults without `min_window_time`: these tests count windows
+    /// of `window` calls on times of a few hundred nanoseconds;
+    /// `short_calls_get_windows_of_min_window_time` tests it.
+    fn params() -> Params {
+        Params {
+            min_window_time_ns: 0.0,
+            ..Params::default()
+        }
+    }
+
     /// What the ranks agree when none stopped and the slowest mean is
     /// `mine` (one rank, or all alike).
     fn agreed(mine: f64) -> Agreed {
@@ -780,7 +814,7 @@ mod tests {
 
     #[test]
     fn the_fastest_candidate_wins() {
-        let p = Params::default();
+        let p = params();
         let (s, events) = run(p, &[100.0, 400.0, 50.0, 120.0], 200);
         assert!(matches!(s.state(), State::Decided { candidate: 2, .. }));
         let Some(Event::Decision {
@@ -817,7 +851,7 @@ mod tests {
         // 1 MiB allreduces on 4 ranks: the default 20 ms per call, one
         // algorithm as fast, one twice as fast. A window is 50 ms: 3 calls.
         let ms = 1.0e6;
-        let (s, events) = run(Params::default(), &[20.0 * ms, 19.5 * ms, 10.0 * ms], 200);
+        let (s, events) = run(params(), &[20.0 * ms, 19.5 * ms, 10.0 * ms], 200);
         assert!(matches!(s.state(), State::Decided { candidate: 2, .. }));
         let trials: Vec<(usize, u64)> = events
             .iter()
@@ -837,7 +871,7 @@ mod tests {
         // Without window_time, every window is `window` calls.
         let p = Params {
             window_time_ns: 0.0,
-            ..Params::default()
+            ..params()
         };
         let (_, events) = run(p, &[20.0 * ms, 19.5 * ms, 10.0 * ms], 200);
         assert!(events.contains(&Event::Trial {
@@ -855,7 +889,7 @@ mod tests {
         // 20 ms. Its time is (2 * 30 + 2 * 20) / 4 = 25 ms, and a
         // candidate at 24 ms is not 5% faster.
         let ms = 1.0e6;
-        let mut s = Search::new(Params::default(), 2);
+        let mut s = Search::new(params(), 2);
         let mut points = Vec::new();
         for call in 0..12u64 {
             let c = s.choice();
@@ -889,7 +923,7 @@ mod tests {
     /// per call until `slow_calls` calls, then `later`; every other
     /// candidate `other`. Returns the decision.
     fn decide_after_a_slow_start(first: f64, slow_calls: u64, later: f64, other: f64) -> Event {
-        let mut s = Search::new(Params::default(), 3);
+        let mut s = Search::new(params(), 3);
         for call in 0..200u64 {
             let ns = match s.choice() {
                 0 if call < slow_calls => first,
@@ -955,7 +989,7 @@ mod tests {
         // An 8-byte allreduce at 1200 ns for the job's first 10 ms, 400 ns
         // after; the others 450 ns (not 5% better than 400). One rank
         // reports its time since start at each point: 0.5 us per call.
-        let mut s = Search::new(Params::default(), 3);
+        let mut s = Search::new(params(), 3);
         let mut points = Vec::new();
         let mut events = Vec::new();
         for call in 0..60_000u64 {
@@ -991,7 +1025,7 @@ mod tests {
         // Measure mode never settles (its windows start at the first call).
         let p = Params {
             measure: true,
-            ..Params::default()
+            ..params()
         };
         let mut s = Search::new(p, 1);
         for _ in 0..2 + p.window {
@@ -1006,13 +1040,13 @@ mod tests {
 
     #[test]
     fn the_default_stays_unless_beaten_by_the_margin() {
-        let (s, _) = run(Params::default(), &[100.0, 97.0, 99.0], 200);
+        let (s, _) = run(params(), &[100.0, 97.0, 99.0], 200);
         assert!(matches!(s.state(), State::Decided { candidate: 0, .. }));
     }
 
     #[test]
     fn a_stop_goes_back_to_the_default_for_good() {
-        let mut s = Search::new(Params::default(), 3);
+        let mut s = Search::new(params(), 3);
         for _ in 0..2 {
             s.count(None);
         }
@@ -1060,7 +1094,7 @@ mod tests {
     fn drift_restarts_the_search_once_confirmed() {
         let p = Params {
             check_every: 2,
-            ..Params::default()
+            ..params()
         };
         let (mut s, _) = run(p, &[100.0, 50.0], 100);
         assert!(matches!(s.state(), State::Decided { candidate: 1, .. }));
@@ -1083,7 +1117,7 @@ mod tests {
     fn one_noisy_check_point_is_not_a_drift() {
         let p = Params {
             check_every: 2,
-            ..Params::default()
+            ..params()
         };
         let (mut s, _) = run(p, &[100.0, 50.0], 100);
         to_check_point(&mut s, 50);
@@ -1100,7 +1134,7 @@ mod tests {
     fn a_search_that_finds_the_same_backs_off_and_a_new_choice_resets() {
         let p = Params {
             check_every: 2,
-            ..Params::default()
+            ..params()
         };
         // Candidate 1 (50 ns) beats the default (100 ns); the decided time
         // is then reported as 200 ns at check points, a drift, but every
@@ -1159,11 +1193,51 @@ mod tests {
     }
 
     #[test]
+    fn short_calls_get_windows_of_min_window_time() {
+        // An 8-byte allreduce at 400 ns: windows of 200 us are 500 calls
+        // (the default's first window stays 2). Candidate 1 (480 ns, not
+        // promising) gets one window, candidate 2 (300 ns) two, and the
+        // default its confirming window.
+        let (s, events) = run(Params::default(), &[400.0, 480.0, 300.0], 5000);
+        assert!(matches!(s.state(), State::Decided { candidate: 2, .. }));
+        let trials: Vec<(usize, u64)> = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Trial {
+                    candidate, calls, ..
+                } => Some((*candidate, *calls)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(trials, vec![(0, 502), (1, 500), (2, 1000), (0, 500)]);
+        // Check points while decided are `check_every` such windows apart.
+        assert_eq!(s.check_interval(), 500 * 64);
+        // At most MAX_WINDOW calls, however short the call: warm-up 2,
+        // first window 2, then the default and both windows of the candidate
+        // at MAX_WINDOW each reach the confirming window.
+        let (s, _) = run(
+            Params::default(),
+            &[20.0, 10.0],
+            3 * MAX_WINDOW as usize + 4,
+        );
+        assert!(matches!(s.state(), State::Confirm), "{:?}", s.state());
+        // Calls of 30 us: 8 calls last 240 us, longer than 200 us, so the
+        // windows stay `window`.
+        let (_, events) = run(Params::default(), &[30e3, 40e3], 100);
+        assert!(events.contains(&Event::Trial {
+            candidate: 1,
+            ns: 40e3,
+            calls: 8,
+            dropped: false
+        }));
+    }
+
+    #[test]
     fn noise_costs_a_bounded_share_of_calls() {
         // Times wander by up to +-70% around the decided candidate's, from
         // a fixed seed: searches restart now and then, but the distance
         // between them grows, so exploration stays a small share of calls.
-        let p = Params::default();
+        let p = params();
         let mut s = Search::new(p, 4);
         let base = [100.0, 60.0, 400.0, 90.0];
         let mut seed = 0x9e37_79b9_7f4a_7c15u64;
@@ -1210,7 +1284,7 @@ mod tests {
             window: 1,
             windows: 1,
             warmup: 0,
-            ..Params::default()
+            ..params()
         };
         let mut a = Search::new(p, 4);
         let mut b = Search::new(p, 4);
@@ -1230,7 +1304,7 @@ mod tests {
     fn measure_mode_times_every_window_and_never_switches() {
         let p = Params {
             measure: true,
-            ..Params::default()
+            ..params()
         };
         let mut s = Search::new(p, 5);
         assert_eq!(s.measurement(), None);
@@ -1274,7 +1348,7 @@ mod tests {
 
     #[test]
     fn a_pin_stops_the_search_and_its_candidate_runs_every_call() {
-        let p = Params::default();
+        let p = params();
         // Pinned in the middle of a search (candidate 1 under trial).
         let mut s = Search::new(p, 4);
         points(&mut s, &[100, 50, 400, 90], 2);
@@ -1327,7 +1401,7 @@ mod tests {
         let p = Params {
             check_every: 2,
             recheck: 100,
-            ..Params::default()
+            ..params()
         };
         let (mut s, _) = run(p, &[100.0, 50.0], 100);
         assert!(matches!(s.state(), State::Decided { candidate: 1, .. }));
@@ -1362,18 +1436,18 @@ mod tests {
 
     #[test]
     fn a_pin_outside_the_candidates_or_while_measuring_is_ignored() {
-        let mut s = Search::new(Params::default(), 3);
+        let mut s = Search::new(params(), 3);
         assert_eq!(s.pin(3, 1), None);
         assert_eq!(s.state(), State::Warmup);
         let mut m = Search::new(
             Params {
                 measure: true,
-                ..Params::default()
+                ..params()
             },
             3,
         );
         assert_eq!(m.pin(0, 1), None);
-        assert_eq!(Search::new(Params::default(), 1).pin(0, 1), None);
+        assert_eq!(Search::new(params(), 1).pin(0, 1), None);
     }
 
     #[test]
@@ -1383,7 +1457,7 @@ mod tests {
         let p = Params {
             window: 2,
             check_every: 3,
-            ..Params::default()
+            ..params()
         };
         let mut a = Search::new(p, 4);
         let mut b = Search::new(p, 4);
@@ -1409,7 +1483,7 @@ mod tests {
 
     #[test]
     fn one_candidate_is_no_search() {
-        let mut s = Search::new(Params::default(), 1);
+        let mut s = Search::new(params(), 1);
         assert_eq!(s.state(), State::Off);
         assert_eq!(s.count(Some(5)), None);
     }
@@ -1423,7 +1497,7 @@ mod tests {
     fn quiet_calls_counted_later_are_the_calls_counted_one_by_one() {
         let p = Params {
             check_every: 4,
-            ..Params::default()
+            ..params()
         };
         let mut each = Search::new(p, 3);
         let mut quiet = Search::new(p, 3);
@@ -1476,14 +1550,14 @@ mod tests {
 
     #[test]
     fn stopped_searches_are_all_quiet_and_measuring_ones_never() {
-        let mut s = Search::new(Params::default(), 3);
+        let mut s = Search::new(params(), 3);
         assert_eq!(s.quiet(), 0);
         s.agree(Agreed::settled(0.0, true));
         assert_eq!(s.quiet(), u32::MAX);
         let m = Search::new(
             Params {
                 measure: true,
-                ..Params::default()
+                ..params()
             },
             3,
         );
