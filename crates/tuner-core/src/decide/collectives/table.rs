@@ -868,6 +868,11 @@ pub fn prepare(
         let opened = Cvar::open(mpit, &target.cvar, mpit::Object::None)
             .map_err(|e| format!("{name}: cannot open it: {e}"))
             .and_then(|cvar| {
+                // Measuring never writes the variable (nothing is switched;
+                // Open MPI's may not be writable after init at all).
+                if params.measure {
+                    return Ok((cvar, 0));
+                }
                 let cost = write_cost(&cvar, target.candidates[0].1)
                     .map_err(|e| format!("{name}: writing its default value fails: {e}"))?;
                 Ok((cvar, cost))
