@@ -634,12 +634,22 @@ impl Search {
     /// the default after its confirming window, the smaller of that window's
     /// time and the one measured first.
     fn mean(&self, c: usize) -> f64 {
-        let first = self.sums[c] / self.calls_of[c].max(1) as f64;
         if c == 0 && self.confirm_calls > 0 {
-            first.min(self.confirm_sum / self.confirm_calls as f64)
+            self.trial_mean(0).min(self.confirm_mean())
         } else {
-            first
+            self.trial_mean(c)
         }
+    }
+
+    /// A candidate's time per call over its trial windows (the default's
+    /// confirming window apart).
+    fn trial_mean(&self, c: usize) -> f64 {
+        self.sums[c] / self.calls_of[c].max(1) as f64
+    }
+
+    /// The default's time per call in its confirming window (0 before it).
+    fn confirm_mean(&self) -> f64 {
+        self.confirm_sum / self.confirm_calls.max(1) as f64
     }
 
     /// The fastest candidate measured, if it beats the default by `margin`.
@@ -706,13 +716,11 @@ impl Search {
             .fold(f64::INFINITY, f64::min);
         // What the calls took, each window at its own time (the default's
         // two measurements apart).
-        let first = |c: usize| self.sums[c] / self.calls_of[c].max(1) as f64;
-        let confirm = self.confirm_sum / self.confirm_calls.max(1) as f64;
         let cost_ns = (0..self.candidates)
             .filter(|&c| self.calls_of[c] > 0)
-            .map(|c| (first(c) - fastest).max(0.0) * self.calls_of[c] as f64)
+            .map(|c| (self.trial_mean(c) - fastest).max(0.0) * self.calls_of[c] as f64)
             .sum::<f64>()
-            + (confirm - fastest).max(0.0) * self.confirm_calls as f64;
+            + (self.confirm_mean() - fastest).max(0.0) * self.confirm_calls as f64;
         self.decided_ns = chosen_ns;
         self.backoff = match self.last_choice {
             Some(last) if last == chosen => (self.backoff * 2).min(MAX_BACKOFF),
@@ -797,6 +805,19 @@ mod tests {
         Agreed::settled(mine, false)
     }
 
+    /// Each trial's candidate and calls, in order.
+    fn trial_calls(events: &[Event]) -> Vec<(usize, u64)> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Trial {
+                    candidate, calls, ..
+                } => Some((*candidate, *calls)),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Runs a search to its decision with a fixed time per candidate;
     /// returns the events.
     fn run(params: Params, times: &[f64], calls: usize) -> (Search, Vec<Event>) {
@@ -853,15 +874,7 @@ mod tests {
         let ms = 1.0e6;
         let (s, events) = run(params(), &[20.0 * ms, 19.5 * ms, 10.0 * ms], 200);
         assert!(matches!(s.state(), State::Decided { candidate: 2, .. }));
-        let trials: Vec<(usize, u64)> = events
-            .iter()
-            .filter_map(|e| match e {
-                Event::Trial {
-                    candidate, calls, ..
-                } => Some((*candidate, *calls)),
-                _ => None,
-            })
-            .collect();
+        let trials = trial_calls(&events);
         // The default: its first window of 2 calls, then 3; candidate 1 one
         // window of 3 (not 5% better); candidate 2 two of 3; the default's
         // confirming window of 3 before switching to it.
@@ -1200,15 +1213,7 @@ mod tests {
         // default its confirming window.
         let (s, events) = run(Params::default(), &[400.0, 480.0, 300.0], 5000);
         assert!(matches!(s.state(), State::Decided { candidate: 2, .. }));
-        let trials: Vec<(usize, u64)> = events
-            .iter()
-            .filter_map(|e| match e {
-                Event::Trial {
-                    candidate, calls, ..
-                } => Some((*candidate, *calls)),
-                _ => None,
-            })
-            .collect();
+        let trials = trial_calls(&events);
         assert_eq!(trials, vec![(0, 502), (1, 500), (2, 1000), (0, 500)]);
         // Check points while decided are `check_every` such windows apart.
         assert_eq!(s.check_interval(), 500 * 64);
