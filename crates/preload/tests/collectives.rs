@@ -172,21 +172,12 @@ fn every_result_is_right_under_the_most_aggressive_tuning() {
         let plain = mpit_testkit::run(mpi_job(ranks, &example("coll_check"), &["8"]));
         plain.assert_success();
         let dir = tmp.path().join("run");
-        // Windows of one call from the job's first call on.
-        let file = tmp.path().join("aggressive.toml");
-        std::fs::write(
-            &file,
-            "[collectives]\nmin_window_time = \"0\"\nsettle = \"0\"\n",
-        )
-        .unwrap();
+        // Windows of exactly one call from the job's first call on.
         let job = tuned(
             ranks,
             &["8"],
             &dir,
-            &[
-                ("MPIT_TUNER_COLLECTIVES_WINDOW", "1"),
-                ("MPIT_TUNER_POLICY", file.to_str().unwrap()),
-            ],
+            &[("MPIT_TUNER_COLLECTIVES_WINDOW", "1")],
         );
         job.assert_success();
         assert_same_stdout(&plain, &job, |_| false);

@@ -56,7 +56,7 @@ pub const VARIABLES: &[(&str, &str)] = &[
     ),
     (
         "MPIT_TUNER_COLLECTIVES_WINDOW",
-        "calls per measurement window of collective tuning (default 8; 1 is the most aggressive)",
+        "calls per measurement window of collective tuning, exactly, from the first call (default: the policy file's window, 8, with windows of at least 200 us for short calls and about 50 ms for long ones, and nothing measured in a job's first 20 ms); 1 is the most aggressive",
     ),
 ];
 

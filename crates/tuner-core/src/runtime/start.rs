@@ -407,22 +407,24 @@ fn tune_collectives(
     let spec = spec.unwrap_or_default();
     let d = Params::default();
     let measure = config.collectives.as_ref().is_some_and(|c| c.measure);
+    // A window from the environment is exact: every window that many
+    // calls from the first call on, none lengthened, shortened or thrown
+    // away (window 1 is the most aggressive setting).
+    let exact = config.collectives.as_ref().and_then(|c| c.window);
+    let ns = |t: Option<std::time::Duration>, default: f64| {
+        if exact.is_some() {
+            0.0
+        } else {
+            t.map_or(default, |t| t.as_nanos() as f64)
+        }
+    };
     let params = Params {
-        window: config
-            .collectives
-            .as_ref()
-            .and_then(|c| c.window)
-            .or(spec.window)
-            .unwrap_or(d.window),
+        window: exact.or(spec.window).unwrap_or(d.window),
         measure,
         windows: spec.windows.unwrap_or(d.windows),
-        window_time_ns: spec
-            .window_time
-            .map_or(d.window_time_ns, |t| t.as_nanos() as f64),
-        min_window_time_ns: spec
-            .min_window_time
-            .map_or(d.min_window_time_ns, |t| t.as_nanos() as f64),
-        settle_ns: spec.settle.map_or(d.settle_ns, |t| t.as_nanos() as f64),
+        window_time_ns: ns(spec.window_time, d.window_time_ns),
+        min_window_time_ns: ns(spec.min_window_time, d.min_window_time_ns),
+        settle_ns: ns(spec.settle, d.settle_ns),
         margin: spec.margin.unwrap_or(d.margin),
         drop_factor: spec.drop_factor.unwrap_or(d.drop_factor),
         recheck: spec.recheck.unwrap_or(d.recheck),
