@@ -494,26 +494,25 @@ bcast = ["a", "a"]
         ] {
             assert!(err.contains(expected), "missing {expected:?} in:\n{err}");
         }
-        let err = PolicySet::parse("[collectives]\nwindow_time = \"soon\"\n", "w.toml")
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.contains("w.toml:2:15: error: in [collectives]: `window_time` is a duration"),
-            "{err}"
-        );
-        let err = PolicySet::parse("[collectives]\nmin_window_time = \"200\"\n", "m.toml")
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.contains("m.toml:2:19: error: in [collectives]: `min_window_time` is a duration such as \"200us\""),
-            "{err}"
-        );
-        let err = PolicySet::parse("[collectives]\ntune = true\nwindw = 3\n", "u.toml")
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.contains("unknown field `windw` (did you mean `window`?)"),
-            "{err}"
-        );
+        for (source, file, expected) in [
+            (
+                "[collectives]\nwindow_time = \"soon\"\n",
+                "w.toml",
+                "w.toml:2:15: error: in [collectives]: `window_time` is a duration",
+            ),
+            (
+                "[collectives]\nmin_window_time = \"200\"\n",
+                "m.toml",
+                "m.toml:2:19: error: in [collectives]: `min_window_time` is a duration such as \"200us\"",
+            ),
+            (
+                "[collectives]\ntune = true\nwindw = 3\n",
+                "u.toml",
+                "unknown field `windw` (did you mean `window`?)",
+            ),
+        ] {
+            let err = PolicySet::parse(source, file).unwrap_err().to_string();
+            assert!(err.contains(expected), "{err}");
+        }
     }
 }

@@ -151,16 +151,9 @@ impl Params {
     pub fn sanitized(self) -> Params {
         Params {
             window: self.window.max(1),
-            window_time_ns: if self.window_time_ns.is_finite() {
-                self.window_time_ns.max(0.0)
-            } else {
-                0.0
-            },
-            min_window_time_ns: if self.min_window_time_ns.is_finite() {
-                self.min_window_time_ns.max(0.0)
-            } else {
-                0.0
-            },
+            window_time_ns: duration_ns(self.window_time_ns),
+            min_window_time_ns: duration_ns(self.min_window_time_ns),
+            settle_ns: duration_ns(self.settle_ns),
             windows: self.windows.max(1),
             check_every: self.check_every.max(1),
             drop_factor: if self.drop_factor.is_finite() && self.drop_factor > 1.0 {
@@ -173,6 +166,15 @@ impl Params {
             drift_confirm: self.drift_confirm.max(1),
             ..self
         }
+    }
+}
+
+/// A duration knob in nanoseconds: 0 (off) unless finite and positive.
+fn duration_ns(ns: f64) -> f64 {
+    if ns.is_finite() {
+        ns.max(0.0)
+    } else {
+        0.0
     }
 }
 
@@ -934,8 +936,14 @@ mod tests {
 
     /// Runs a search to its decision where the default takes `first` ns
     /// per call until `slow_calls` calls, then `later`; every other
-    /// candidate `other`. Returns the decision.
-    fn decide_after_a_slow_start(first: f64, slow_calls: u64, later: f64, other: f64) -> Event {
+    /// candidate `other`. Returns the decision's candidate, default time
+    /// and chosen time.
+    fn decide_after_a_slow_start(
+        first: f64,
+        slow_calls: u64,
+        later: f64,
+        other: f64,
+    ) -> (usize, f64, f64) {
         let mut s = Search::new(params(), 3);
         for call in 0..200u64 {
             let ns = match s.choice() {
@@ -945,8 +953,14 @@ mod tests {
             };
             let timed = s.wants_time().then_some(ns as u64);
             if let Some(mine) = s.count(timed) {
-                if let [_, Some(decision)] = s.agree(agreed(mine)) {
-                    return decision;
+                if let [_, Some(Event::Decision {
+                    candidate,
+                    default_ns,
+                    chosen_ns,
+                    ..
+                })] = s.agree(agreed(mine))
+                {
+                    return (candidate, default_ns, chosen_ns);
                 }
             }
         }
@@ -958,41 +972,20 @@ mod tests {
         // The default at 1200 ns per call in the job's first 12 calls (its
         // whole first measurement), 450 ns after; the other algorithms 480
         // ns. Without the confirming window they would win by 60%.
-        let Event::Decision {
-            candidate,
-            default_ns,
-            chosen_ns,
-            ..
-        } = decide_after_a_slow_start(1200.0, 12, 450.0, 480.0)
-        else {
-            unreachable!()
-        };
+        let (candidate, default_ns, chosen_ns) =
+            decide_after_a_slow_start(1200.0, 12, 450.0, 480.0);
         assert_eq!((candidate, default_ns, chosen_ns), (0, 450.0, 450.0));
         // A better algorithm still wins: the default's smaller measurement
         // counts, whichever of the two it is.
-        let Event::Decision {
-            candidate,
-            default_ns,
-            chosen_ns,
-            ..
-        } = decide_after_a_slow_start(1200.0, 12, 900.0, 480.0)
-        else {
-            unreachable!()
-        };
+        let (candidate, default_ns, chosen_ns) =
+            decide_after_a_slow_start(1200.0, 12, 900.0, 480.0);
         assert_eq!((default_ns, chosen_ns), (900.0, 480.0));
         assert_ne!(candidate, 0);
         // Slow in the confirming window instead (after the 28 calls of the
         // trials): the first measurement stands, and a candidate 11% faster
         // than it wins.
-        let Event::Decision {
-            candidate,
-            default_ns,
-            chosen_ns,
-            ..
-        } = decide_after_a_slow_start(450.0, 30, 1200.0, 400.0)
-        else {
-            unreachable!()
-        };
+        let (candidate, default_ns, chosen_ns) =
+            decide_after_a_slow_start(450.0, 30, 1200.0, 400.0);
         assert_eq!((default_ns, chosen_ns), (450.0, 400.0));
         assert_ne!(candidate, 0);
     }
