@@ -253,7 +253,7 @@ pub(crate) fn compile(
             })
             .ok()
     };
-    spec.window_time = duration(raw.window_time, "window_time", "50ms");
+    spec.window_time = duration(raw.window_time, "window_time", "25ms");
     spec.min_window_time = duration(raw.min_window_time, "min_window_time", "200us");
     spec.settle = duration(raw.settle, "settle", "20ms");
     if let Some(m) = raw.margin {

@@ -17,20 +17,26 @@
 //! [`MAX_SETTLE_WINDOW`] calls): a job's first milliseconds are not its
 //! steady state (2 MPICH ranks measured their first thousand 8-byte
 //! allreduces 1.5-2x slower than later ones, and the algorithm measured
-//! last looked the best); then each candidate
-//! (index 0 is the library's default) for `windows` windows of `window`
-//! calls. Long calls get shorter windows: the default's first window is
-//! [`MIN_WINDOW`] calls, and after it a window lasts
-//! `ceil(window_time / the default's time per call)` calls, at least
-//! [`MIN_WINDOW`] and at most `window` (a 20 ms allreduce needs 3 calls to
-//! be measured, not 8). Short calls get longer windows: at least
-//! `min_window_time` worth of calls, up to [`MAX_WINDOW`] (8 calls of an
-//! 8-byte allreduce last 3 us, and one preemption of a rank for a few
-//! microseconds doubled such a window's time; 200 us of calls dilute it). A candidate's time is the mean over its windows
-//! weighted by their calls. A candidate slower than `drop_factor` times the
-//! default after its first window is dropped there, and one that does not
-//! beat the default by `margin` in its first window gets no second. The
-//! fastest candidate is kept if it beats the default by `margin`, else the
+//! last looked the best); then each candidate (index 0 is the library's
+//! default) for one window of `window` calls, in order; then, one window
+//! at a time, the contenders for up to `windows` windows each, fewest
+//! first: a contender is within `margin` of the fastest time measured so
+//! far (the default included), and no other candidate is measured again
+//! (on a 250-call job of 20 ms allreduces, a second window of an algorithm
+//! 1.6x slower than the best costs 1% of the job). Long calls get shorter
+//! windows: the default's first window is [`MIN_WINDOW`] calls, and after
+//! it a window lasts `ceil(window_time / the default's time per call)`
+//! calls, at least [`MIN_WINDOW`] and at most `window` (a 20 ms allreduce
+//! is measured on 2 calls, not 8). Short calls get longer windows: at
+//! least `min_window_time` worth of calls, up to [`MAX_WINDOW`] (8 calls
+//! of an 8-byte allreduce last 3 us, and one preemption of a rank for a
+//! few microseconds doubled such a window's time; 200 us of calls dilute
+//! it). When the first window sized the others longer than itself, the
+//! default runs the difference at once, so its first measurement is as
+//! long as every other window. A candidate's time is the mean over its
+//! windows weighted by their calls. A candidate slower than `drop_factor`
+//! times the default after its first window is dropped there. The fastest
+//! candidate is kept if it beats the default by `margin`, else the
 //! default. Before switching away from the default, the default runs one
 //! more window ([`State::Confirm`]) and its time is the smaller of its two
 //! measurements: the first calls of a job, or a burst of another process,
@@ -131,7 +137,7 @@ impl Default for Params {
             warmup: 2,
             settle_ns: 20.0e6,
             window: 8,
-            window_time_ns: 50.0e6,
+            window_time_ns: 25.0e6,
             min_window_time_ns: 200.0e3,
             windows: 2,
             drop_factor: 3.0,
@@ -331,6 +337,14 @@ pub struct Search {
     /// Calls per window in this search ([`first_window`] until the
     /// default's first window is agreed, then `window_time` worth of calls).
     window: u32,
+    /// Calls in the window under way while searching: `window`, except
+    /// the default's top-up (see [`Search::trial_point`]).
+    length: u32,
+    /// Windows each candidate has run in this search.
+    windows_of: [u32; MAX_CANDIDATES],
+    /// Calls of the candidate's windows since it last took over (one
+    /// [`Event::Trial`] reports them).
+    visit_calls: u64,
     /// The decided candidate's time per call, for the drift check.
     decided_ns: f64,
     /// Check points in a row that saw a drift.
@@ -369,6 +383,9 @@ impl Search {
             confirm_calls: 0,
             dropped: [false; MAX_CANDIDATES],
             window: first_window(params.sanitized()),
+            length: first_window(params.sanitized()),
+            windows_of: [0; MAX_CANDIDATES],
+            visit_calls: 0,
             decided_ns: 0.0,
             strikes: 0,
             backoff: 1,
@@ -444,7 +461,7 @@ impl Search {
         let length = match self.state {
             State::Decided { .. } => self.check_interval(),
             State::Pinned { .. } => self.pinned_interval(),
-            _ => u64::from(self.window),
+            _ => u64::from(self.length),
         };
         (self.in_window >= length).then(|| {
             if self.window_timed == 0 {
@@ -557,6 +574,7 @@ impl Search {
             } if !self.params.measure && agreed.min_elapsed_ns < self.params.settle_ns => {
                 // The job's first calls: thrown away.
                 self.window = self.window.saturating_mul(2).min(MAX_SETTLE_WINDOW);
+                self.length = self.window;
                 [None, None]
             }
             State::Trial { candidate, done } => {
@@ -624,7 +642,10 @@ impl Search {
         self.confirm_sum = 0.0;
         self.confirm_calls = 0;
         self.dropped = [false; MAX_CANDIDATES];
+        self.windows_of = [0; MAX_CANDIDATES];
+        self.visit_calls = 0;
         self.window = first_window(self.params);
+        self.length = self.window;
         self.state = State::Trial {
             candidate: 0,
             done: 0,
@@ -670,34 +691,39 @@ impl Search {
         agreed: Agreed,
     ) -> [Option<Event>; 2] {
         self.sums[candidate] += agreed.max_mean_ns * calls as f64;
+        self.windows_of[candidate] = done;
+        self.visit_calls += calls;
         if self.params.measure {
             self.state = State::Trial { candidate, done };
             return [None, None];
         }
         if candidate == 0 && done == 1 {
             self.window = self.window_for(agreed.max_mean_ns);
+            // The default's first measurement is as long as every other
+            // window: when the first window sized them longer, the
+            // default runs the difference now.
+            let first = u32::try_from(calls).unwrap_or(u32::MAX);
+            if self.window > first {
+                self.state = State::Trial { candidate, done };
+                self.length = self.window - first;
+                return [None, None];
+            }
         }
         let too_slow = candidate != 0
             && done == 1
             && agreed.max_mean_ns > self.params.drop_factor * self.mean(0);
-        let not_promising = candidate != 0
-            && done == 1
-            && agreed.max_mean_ns >= self.mean(0) * (1.0 - self.params.margin);
-        if !too_slow && !not_promising && done < self.params.windows {
-            self.state = State::Trial { candidate, done };
-            return [None, None];
-        }
-        self.dropped[candidate] = too_slow;
+        self.dropped[candidate] |= too_slow;
         let event = Event::Trial {
             candidate,
             ns: self.mean(candidate),
-            calls: self.calls_of[candidate],
+            calls: std::mem::take(&mut self.visit_calls),
             dropped: too_slow,
         };
-        if candidate + 1 < self.candidates {
+        self.length = self.window;
+        if let Some(next) = self.next_trial() {
             self.state = State::Trial {
-                candidate: candidate + 1,
-                done: 0,
+                candidate: next,
+                done: self.windows_of[next],
             };
             return [Some(event), None];
         }
@@ -706,6 +732,31 @@ impl Search {
             return [Some(event), None];
         }
         [Some(event), Some(self.decide())]
+    }
+
+    /// The candidate the next window measures: first each candidate's
+    /// first window, in order; then, one window at a time, the
+    /// contenders' further windows (up to `windows`), fewest windows
+    /// first. A contender is a candidate not dropped whose time so far is
+    /// within `margin` of the fastest measured (the default included):
+    /// one further behind is not measured again. `None`: every candidate
+    /// is measured.
+    fn next_trial(&self) -> Option<usize> {
+        let n = self.candidates;
+        if let Some(c) = (1..n).find(|&c| self.windows_of[c] == 0) {
+            return Some(c);
+        }
+        let fastest = (0..n)
+            .filter(|&c| !self.dropped[c] && self.windows_of[c] > 0)
+            .map(|c| self.mean(c))
+            .fold(f64::INFINITY, f64::min);
+        (1..n)
+            .filter(|&c| {
+                !self.dropped[c]
+                    && self.windows_of[c] < self.params.windows
+                    && self.mean(c) <= fastest * (1.0 + self.params.margin)
+            })
+            .min_by_key(|&c| (self.windows_of[c], c))
     }
 
     fn decide(&mut self) -> Event {
@@ -854,12 +905,16 @@ mod tests {
         };
         assert_eq!(candidate, 2);
         assert_eq!((default_ns, chosen_ns), (100.0, 50.0));
-        // Default 10 calls (a first window of 2, then 8) 50 ns over,
-        // candidate 1 dropped after 8 calls at 350 ns over, candidate 3 (not
-        // better than the default in its first window: no second) 8 calls
-        // 70 ns over, and the default's confirming window, 8 calls 50 ns
-        // over.
-        assert_eq!(cost_ns, 10.0 * 50.0 + 8.0 * 350.0 + 8.0 * 70.0 + 8.0 * 50.0);
+        // Default 8 calls (a first window of 2, topped up to 8) 50 ns
+        // over, candidate 1 dropped after 8 calls at 350 ns over,
+        // candidate 3 (not within 5% of the fastest: no second window) 8
+        // calls 70 ns over, and the default's confirming window, 8 calls
+        // 50 ns over.
+        assert_eq!(cost_ns, 8.0 * 50.0 + 8.0 * 350.0 + 8.0 * 70.0 + 8.0 * 50.0);
+        assert_eq!(
+            trial_calls(&events),
+            vec![(0, 8), (1, 8), (2, 8), (3, 8), (2, 8), (0, 8)]
+        );
         // The 3x slower candidate ran one window only.
         assert!(events.contains(&Event::Trial {
             candidate: 1,
@@ -870,67 +925,81 @@ mod tests {
     }
 
     #[test]
-    fn long_calls_get_short_windows_and_unpromising_candidates_one() {
+    fn long_calls_get_short_windows_and_only_contenders_a_second() {
         // 1 MiB allreduces on 4 ranks: the default 20 ms per call, one
-        // algorithm as fast, one twice as fast. A window is 50 ms: 3 calls.
+        // algorithm 15% faster, one twice as fast. A window is 25 ms: 2
+        // calls.
         let ms = 1.0e6;
-        let (s, events) = run(params(), &[20.0 * ms, 19.5 * ms, 10.0 * ms], 200);
+        let (s, events) = run(params(), &[20.0 * ms, 17.0 * ms, 10.0 * ms], 200);
         assert!(matches!(s.state(), State::Decided { candidate: 2, .. }));
-        let trials = trial_calls(&events);
-        // The default: its first window of 2 calls, then 3; candidate 1 one
-        // window of 3 (not 5% better); candidate 2 two of 3; the default's
-        // confirming window of 3 before switching to it.
-        assert_eq!(trials, vec![(0, 5), (1, 3), (2, 6), (0, 3)]);
+        // The default's first window of 2 calls; each candidate one window
+        // of 2; then candidate 2, the only one within 5% of the fastest,
+        // its second (candidate 1 beats the default, but cannot win); the
+        // default's confirming window before switching.
+        assert_eq!(
+            trial_calls(&events),
+            vec![(0, 2), (1, 2), (2, 2), (2, 2), (0, 2)]
+        );
         // Checks while decided are `check_every` short windows apart.
-        assert_eq!(s.check_interval(), 3 * 64);
-        // Without window_time, every window is `window` calls.
+        assert_eq!(s.check_interval(), 2 * 64);
+        // A close race: both within 5% of the fastest run a second window,
+        // the one with fewer windows first, then the lower index.
+        let (s, events) = run(params(), &[20.0 * ms, 10.2 * ms, 10.0 * ms], 200);
+        assert!(matches!(s.state(), State::Decided { candidate: 2, .. }));
+        assert_eq!(
+            trial_calls(&events),
+            vec![(0, 2), (1, 2), (2, 2), (1, 2), (2, 2), (0, 2)]
+        );
+        // Without window_time, every window is `window` calls, the
+        // default's first included.
         let p = Params {
             window_time_ns: 0.0,
             ..params()
         };
         let (_, events) = run(p, &[20.0 * ms, 19.5 * ms, 10.0 * ms], 200);
-        assert!(events.contains(&Event::Trial {
-            candidate: 0,
-            ns: 20.0 * ms,
-            calls: 16,
-            dropped: false
-        }));
+        assert_eq!(
+            trial_calls(&events),
+            vec![(0, 8), (1, 8), (2, 8), (2, 8), (0, 8)]
+        );
     }
 
     #[test]
-    fn the_first_window_sizes_the_others_and_weighs_by_its_calls() {
-        // Warm-up 2 calls; the default's first window: 2 calls at 30 ms
-        // sets windows of 50 ms / 30 ms = 2 calls; its second window at
-        // 20 ms. Its time is (2 * 30 + 2 * 20) / 4 = 25 ms, and a
-        // candidate at 24 ms is not 5% faster.
+    fn the_default_tops_up_its_first_window_and_weighs_it_by_its_calls() {
+        // Warm-up 2 calls; the default's first window: 2 calls at 10 ms
+        // sets windows of 25 ms / 10 ms = 3 calls, so the default runs 1
+        // more call at once, at 4 ms. Its time is (2 * 10 + 4) / 3 = 8 ms,
+        // and a candidate at 7.8 ms is not 5% faster.
         let ms = 1.0e6;
         let mut s = Search::new(params(), 2);
         let mut points = Vec::new();
+        let mut default_trial = None;
         for call in 0..12u64 {
             let c = s.choice();
             let ns = match (c, call) {
-                (0, 0..=3) => 30.0 * ms,
-                (0, _) => 20.0 * ms,
-                _ => 24.0 * ms,
+                (0, 0..=3) => 10.0 * ms,
+                (0, _) => 4.0 * ms,
+                _ => 7.8 * ms,
             };
             let timed = s.wants_time().then_some(ns as u64);
             if let Some(mine) = s.count(timed) {
                 points.push(s.calls());
-                let events = s.agree(agreed(mine));
-                if let [Some(Event::Trial {
-                    candidate: 0,
-                    ns,
-                    calls,
-                    ..
-                }), _] = events
-                {
-                    assert_eq!((ns, calls), (25.0 * ms, 4));
+                for e in s.agree(agreed(mine)).into_iter().flatten() {
+                    if let Event::Trial {
+                        candidate: 0,
+                        ns,
+                        calls,
+                        ..
+                    } = e
+                    {
+                        default_trial = Some((ns, calls));
+                    }
                 }
             }
         }
-        // Points after calls 4 (the first window), 6 (the second), 8 (the
-        // candidate's one window: not promising).
-        assert_eq!(points, vec![4, 6, 8]);
+        assert_eq!(default_trial, Some((8.0 * ms, 3)));
+        // Points after calls 4 (the first window), 5 (the top-up), 8 (the
+        // candidate's first window), 11 (its second: it is the fastest).
+        assert_eq!(points, vec![4, 5, 8, 11]);
         assert!(matches!(s.state(), State::Decided { candidate: 0, .. }));
     }
 
@@ -1022,9 +1091,8 @@ mod tests {
             panic!("no trial: {events:?}")
         };
         assert_eq!(
-            *calls,
-            1024 + 8,
-            "the first measured window, then one of `window`"
+            *calls, 1024,
+            "the first measured window, longer than `window`: no top-up"
         );
         assert_eq!(*ns, 400.0);
         assert!(matches!(s.state(), State::Decided { candidate: 0, .. }));
@@ -1201,18 +1269,22 @@ mod tests {
     #[test]
     fn short_calls_get_windows_of_min_window_time() {
         // An 8-byte allreduce at 400 ns: windows of 200 us are 500 calls
-        // (the default's first window stays 2). Candidate 1 (480 ns, not
-        // promising) gets one window, candidate 2 (300 ns) two, and the
-        // default its confirming window.
+        // (the default's first window of 2 is topped up to 500). Candidate
+        // 1 (480 ns, not within 5% of the fastest) gets one window,
+        // candidate 2 (300 ns) two, and the default its confirming window.
         let (s, events) = run(Params::default(), &[400.0, 480.0, 300.0], 5000);
         assert!(matches!(s.state(), State::Decided { candidate: 2, .. }));
         let trials = trial_calls(&events);
-        assert_eq!(trials, vec![(0, 502), (1, 500), (2, 1000), (0, 500)]);
+        assert_eq!(
+            trials,
+            vec![(0, 500), (1, 500), (2, 500), (2, 500), (0, 500)]
+        );
         // Check points while decided are `check_every` such windows apart.
         assert_eq!(s.check_interval(), 500 * 64);
         // At most MAX_WINDOW calls, however short the call: warm-up 2,
-        // first window 2, then the default and both windows of the candidate
-        // at MAX_WINDOW each reach the confirming window.
+        // the default's first window of 2 topped up to MAX_WINDOW, then both
+        // windows of the candidate at MAX_WINDOW each reach the confirming
+        // window.
         let (s, _) = run(
             Params::default(),
             &[20.0, 10.0],
