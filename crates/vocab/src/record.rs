@@ -561,9 +561,12 @@ pub struct CollectiveTuning {
     /// Seconds since start.
     pub t: f64,
     /// `start` (what is tuned, once per rank), `trial` (a candidate's
-    /// windows; the default has a second `trial` in a search that would
-    /// leave it, its confirming window, whose `time_us` is the smaller of
-    /// its two measurements and `calls` that window's), `decision`,
+    /// window: each candidate's first, then a second for those within the
+    /// margin of the fastest, and the default's confirming window in a
+    /// search that would leave it; `calls` is that window's, `time_us`
+    /// the candidate's time over all its windows so far, for the default
+    /// after its confirming window the smaller of its two measurements),
+    /// `decision`,
     /// `recheck`, `stopped`, `setup_failed`, `reduction_failed`,
     /// `write_failed`, `concurrent`, `off` (why nothing is tuned),
     /// `pinned` (a user's request, `request`, pinned the algorithm at this

@@ -214,12 +214,10 @@ impl Agreed {
 pub enum State {
     /// The first calls, with the default.
     Warmup,
-    /// Measuring candidate `candidate` (its `done` windows so far).
+    /// Measuring candidate `candidate`.
     Trial {
         /// The candidate's index.
         candidate: usize,
-        /// Windows measured.
-        done: u32,
     },
     /// Every candidate measured and one beats the default: the default
     /// runs one more window before the decision.
@@ -340,7 +338,8 @@ pub struct Search {
     /// Calls in the window under way while searching: `window`, except
     /// the default's top-up (see [`Search::trial_point`]).
     length: u32,
-    /// Windows each candidate has run in this search.
+    /// Windows each candidate has run in this search (the default's
+    /// top-up is one; measure mode counts every window).
     windows_of: [u32; MAX_CANDIDATES],
     /// Calls of the candidate's windows since it last took over (one
     /// [`Event::Trial`] reports them).
@@ -446,10 +445,7 @@ impl Search {
             State::Off => return None,
             State::Warmup => {
                 if self.calls >= u64::from(self.params.warmup) {
-                    self.state = State::Trial {
-                        candidate: 0,
-                        done: 0,
-                    };
+                    self.state = State::Trial { candidate: 0 };
                     self.reset_window();
                 }
                 return None;
@@ -568,18 +564,19 @@ impl Search {
             return [was_on.then_some(Event::Stopped), None];
         }
         match self.state {
-            State::Trial {
-                candidate: 0,
-                done: 0,
-            } if !self.params.measure && agreed.min_elapsed_ns < self.params.settle_ns => {
+            State::Trial { candidate: 0 }
+                if self.windows_of[0] == 0
+                    && !self.params.measure
+                    && agreed.min_elapsed_ns < self.params.settle_ns =>
+            {
                 // The job's first calls: thrown away.
                 self.window = self.window.saturating_mul(2).min(MAX_SETTLE_WINDOW);
                 self.length = self.window;
                 [None, None]
             }
-            State::Trial { candidate, done } => {
+            State::Trial { candidate } => {
                 self.calls_of[candidate] += window_calls;
-                self.trial_point(candidate, done + 1, window_calls, agreed)
+                self.trial_point(candidate, window_calls, agreed)
             }
             State::Confirm => {
                 self.confirm_sum += agreed.max_mean_ns * window_calls as f64;
@@ -646,10 +643,7 @@ impl Search {
         self.visit_calls = 0;
         self.window = first_window(self.params);
         self.length = self.window;
-        self.state = State::Trial {
-            candidate: 0,
-            done: 0,
-        };
+        self.state = State::Trial { candidate: 0 };
     }
 
     /// A candidate's agreed time per call over its windows, each window
@@ -683,20 +677,15 @@ impl Search {
             .filter(|&b| self.mean(b) < self.mean(0) * (1.0 - self.params.margin))
     }
 
-    fn trial_point(
-        &mut self,
-        candidate: usize,
-        done: u32,
-        calls: u64,
-        agreed: Agreed,
-    ) -> [Option<Event>; 2] {
+    /// The end of a window of `candidate`, of `calls` calls.
+    fn trial_point(&mut self, candidate: usize, calls: u64, agreed: Agreed) -> [Option<Event>; 2] {
         self.sums[candidate] += agreed.max_mean_ns * calls as f64;
-        self.windows_of[candidate] = done;
-        self.visit_calls += calls;
+        self.windows_of[candidate] = self.windows_of[candidate].saturating_add(1);
         if self.params.measure {
-            self.state = State::Trial { candidate, done };
             return [None, None];
         }
+        self.visit_calls += calls;
+        let done = self.windows_of[candidate];
         if candidate == 0 && done == 1 {
             self.window = self.window_for(agreed.max_mean_ns);
             // The default's first measurement is as long as every other
@@ -704,7 +693,6 @@ impl Search {
             // default runs the difference now.
             let first = u32::try_from(calls).unwrap_or(u32::MAX);
             if self.window > first {
-                self.state = State::Trial { candidate, done };
                 self.length = self.window - first;
                 return [None, None];
             }
@@ -721,10 +709,7 @@ impl Search {
         };
         self.length = self.window;
         if let Some(next) = self.next_trial() {
-            self.state = State::Trial {
-                candidate: next,
-                done: self.windows_of[next],
-            };
+            self.state = State::Trial { candidate: next };
             return [Some(event), None];
         }
         if self.winner().is_some() {
