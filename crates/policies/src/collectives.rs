@@ -25,7 +25,8 @@ pub struct CollectiveSpec {
     pub tune: bool,
     /// Calls per measurement window.
     pub window: Option<u32>,
-    /// Windows per candidate.
+    /// Windows per candidate at most: each runs one, and only those
+    /// within `margin` of the fastest so far run more.
     pub windows: Option<u32>,
     /// Long calls get windows of about this long (from 2 to `window`
     /// calls); zero: always `window` calls.
@@ -36,7 +37,9 @@ pub struct CollectiveSpec {
     /// A communicator's first search measures nothing until every rank
     /// has run this long since tuning started; zero: off.
     pub settle: Option<std::time::Duration>,
-    /// How much faster than the default a candidate must be (0.05: 5%).
+    /// How much faster than the default a candidate must be to be kept
+    /// (0.05: 5%), and how close to the fastest so far to run more than
+    /// one window.
     pub margin: Option<f64>,
     /// A candidate this many times slower than the default after its first
     /// window is dropped.

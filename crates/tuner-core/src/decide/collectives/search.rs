@@ -107,12 +107,15 @@ pub struct Params {
     /// After the default's first window, windows of at least this many
     /// nanoseconds (from `window` to [`MAX_WINDOW`] calls); 0: off.
     pub min_window_time_ns: f64,
-    /// Windows per candidate (at least 1).
+    /// Windows per candidate at most (at least 1): each runs one, and
+    /// only those within `margin` of the fastest so far run more.
     pub windows: u32,
     /// A candidate whose first window is this many times slower than the
     /// default is dropped at once.
     pub drop_factor: f64,
-    /// A candidate must be this much faster than the default (0.05: 5%).
+    /// A candidate must be this much faster than the default (0.05: 5%)
+    /// to be kept, and within this much of the fastest so far to run
+    /// more than one window.
     pub margin: f64,
     /// While decided: windows between check points (at least 1).
     pub check_every: u32,
