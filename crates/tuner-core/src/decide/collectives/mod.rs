@@ -62,7 +62,7 @@ pub use library::{
     mpich_algorithms, mpich_cvar, mvapich2_cvar, openmpi_cvar, support, Collective,
     LibraryAlgorithms, Support, Target, COLLECTIVES,
 };
-pub use search::{Agreed, Event, Params, Search, State};
+pub use search::{Agreed, Event, Params, Search, State, Why};
 pub use table::{
     activate, after, before, comm_freeing, events, on, prepare, request_key, started, stop, tuner,
     Bins, Ticket, TuneEvent, Tuner, What, MAX_COMMS,
@@ -258,14 +258,17 @@ fn make_record(event: &TuneEvent) -> Record<'static> {
             r.default_us = Some(default_ns / 1e3);
             r.cost_us = Some(cost_ns / 1e3);
         }
-        What::Search(Event::Recheck { drifted, ns }) => {
+        What::Search(Event::Recheck { why, ns }) => {
             r.event = "recheck".into();
             r.time_us = Some(ns / 1e3);
-            r.message = Some(if *drifted {
-                "the time per call drifted".into()
-            } else {
-                "periodic recheck".into()
-            });
+            r.message = Some(
+                match why {
+                    Why::Drift => "the time per call drifted",
+                    Why::Periodic => "periodic recheck",
+                    Why::Tie => "the last search measured another algorithm within the margin of its choice: searched once more",
+                }
+                .into(),
+            );
         }
         What::Search(Event::Measured { ns, calls }) => {
             r.event = "measured".into();
