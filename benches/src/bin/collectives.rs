@@ -17,7 +17,9 @@
 //!   allreduce algorithm (the other collectives keep the default);
 //! - `online`: the release preload with `MPIT_TUNER_COLLECTIVES=tune`
 //!   (every collective, default window), quiet, its logs in a scratch
-//!   directory.
+//!   directory (removed at the end), or with `--keep-logs DIR` in
+//!   `DIR/<library>/<ranks>r-<case>-round<k>`, kept (to read why a round
+//!   went as it did).
 //!
 //! Every timed loop includes its first calls, so online tuning pays for its
 //! exploration. It prints per library a table of the time per call of the
@@ -43,6 +45,7 @@ use vocab::record::Record;
 const USAGE: &str = "\
 usage: collectives [--short] [--reps N] [--mpi mpich,openmpi] [--ranks 2,4]
                    [--cases LIST] [--scale F] [--no-build]
+                   [--keep-logs DIR]
 
   --short       CI mode: 1 repetition of short runs on 2 ranks (unless
                 --ranks); checks that every variant ran and that online
@@ -54,7 +57,11 @@ usage: collectives [--short] [--reps N] [--mpi mpich,openmpi] [--ranks 2,4]
                 allreduce-1m, bcast-1m, mixed (default all)
   --scale F     multiply every run's calls by F (default 1): a longer run
                 spreads online tuning's exploration over more calls
-  --no-build    use what target/<library> already holds";
+  --no-build    use what target/<library> already holds
+  --keep-logs DIR
+                keep the online runs' logs in
+                DIR/<library>/<ranks>r-<case>-round<k> (default: a
+                scratch directory, removed at the end)";
 
 /// The collective a case measures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -264,6 +271,7 @@ struct Options {
     cases: Vec<usize>,
     scale: f64,
     build: bool,
+    keep_logs: Option<std::path::PathBuf>,
 }
 
 fn list(v: Option<String>, what: &str) -> Result<Vec<String>, String> {
@@ -280,6 +288,7 @@ fn parse_args() -> Result<Options, String> {
         cases: (0..CASES.len()).collect(),
         scale: 1.0,
         build: true,
+        keep_logs: None,
     };
     let mut ranks_given = false;
     let mut args = std::env::args().skip(1);
@@ -318,6 +327,14 @@ fn parse_args() -> Result<Options, String> {
                             .ok_or_else(|| format!("--cases: unknown case `{k}`"))
                     })
                     .collect::<Result<_, _>>()?
+            }
+            "--keep-logs" => {
+                o.keep_logs = Some(
+                    args.next()
+                        .filter(|v| !v.is_empty())
+                        .ok_or("--keep-logs needs a directory")?
+                        .into(),
+                )
             }
             "--scale" => {
                 o.scale = args
@@ -487,21 +504,33 @@ fn measure(opts: &Options, flavor: &str) -> Measured {
             return m;
         }
     };
-    let scratch = match tempfile::Builder::new()
-        .prefix("mpit-collectives-")
-        .tempdir()
-    {
-        Ok(d) => d,
-        Err(e) => {
-            m.errors
-                .push(format!("cannot create a scratch directory: {e}"));
-            return m;
+    // Where the online runs' logs go: kept under `--keep-logs`, else a
+    // scratch directory removed when `scratch` drops.
+    let (logs, _scratch) = match &opts.keep_logs {
+        Some(dir) => {
+            let dir = dir.join(flavor);
+            if let Err(e) = std::fs::create_dir_all(&dir) {
+                m.errors
+                    .push(format!("--keep-logs: cannot create {}: {e}", dir.display()));
+                return m;
+            }
+            (dir, None)
         }
+        None => match tempfile::Builder::new()
+            .prefix("mpit-collectives-")
+            .tempdir()
+        {
+            Ok(d) => (d.path().to_path_buf(), Some(d)),
+            Err(e) => {
+                m.errors
+                    .push(format!("cannot create a scratch directory: {e}"));
+                return m;
+            }
+        },
     };
     m.build = started.elapsed();
     let started = Instant::now();
     let timeout = Duration::from_secs(if opts.short { 60 } else { 300 });
-    let mut seq = 0usize;
     // One discarded run first: the first run after a build pays for cold
     // caches.
     let warm = Job {
@@ -553,8 +582,8 @@ fn measure(opts: &Options, flavor: &str) -> Measured {
             let n = d.variants.len();
             for vi in (0..n).map(|i| (i + rep) % n) {
                 let v = &d.variants[vi];
-                seq += 1;
-                let dir = scratch.path().join(format!("run-{seq}"));
+                // One online variant per case: one directory per round.
+                let dir = logs.join(format!("{ranks}r-{}-round{}", case.key, rep + 1));
                 let mut env = v.env.clone();
                 if v.online {
                     env.extend(
@@ -576,6 +605,15 @@ fn measure(opts: &Options, flavor: &str) -> Measured {
                     timeout,
                 };
                 let what = format!("{ranks} ranks, {} ({})", case.label, v.label);
+                // A kept directory from an earlier invocation: this run's
+                // logs only.
+                if v.online && dir.exists() {
+                    if let Err(e) = std::fs::remove_dir_all(&dir) {
+                        m.errors
+                            .push(format!("{what}: cannot clear {}: {e}", dir.display()));
+                        continue;
+                    }
+                }
                 m.runs += 1;
                 let out = match jobs::run(&job) {
                     Ok(out) => out,
@@ -610,10 +648,19 @@ fn measure(opts: &Options, flavor: &str) -> Measured {
                             d.times[vi][rep] = None;
                         }
                     }
-                    let _ = std::fs::remove_dir_all(&dir);
+                    if opts.keep_logs.is_none() {
+                        // Read; the scratch directory goes at the end anyway.
+                        let _ = std::fs::remove_dir_all(&dir);
+                    }
                 }
             }
         }
+    }
+    if opts.keep_logs.is_some() {
+        eprintln!(
+            "collectives: {flavor}: the online runs' logs are in {}",
+            logs.display()
+        );
     }
     m.wall = started.elapsed();
     m
