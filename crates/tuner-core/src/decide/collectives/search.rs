@@ -351,9 +351,6 @@ pub struct Search {
     /// Calls per window in this search ([`first_window`] until the
     /// default's first window is agreed, then `window_time` worth of calls).
     window: u32,
-    /// Calls in the window under way while searching: `window`, except
-    /// the default's top-up (see [`Search::trial_point`]).
-    length: u32,
     /// Windows each candidate has run in this search (the default's
     /// top-up is one; measure mode counts every window).
     windows_of: [u32; MAX_CANDIDATES],
@@ -403,7 +400,6 @@ impl Search {
             confirm_calls: 0,
             dropped: [false; MAX_CANDIDATES],
             window: first_window(params.sanitized()),
-            length: first_window(params.sanitized()),
             windows_of: [0; MAX_CANDIDATES],
             visit_calls: 0,
             decided_ns: 0.0,
@@ -480,7 +476,7 @@ impl Search {
         let length = match self.state {
             State::Decided { .. } => self.check_interval(),
             State::Pinned { .. } => self.pinned_interval(),
-            _ => u64::from(self.length),
+            _ => self.trial_length(),
         };
         (self.in_window >= length).then(|| {
             if self.window_timed == 0 {
@@ -568,6 +564,25 @@ impl Search {
         })
     }
 
+    /// Calls in the window under way while searching: `window`, except
+    /// during the default's top-up ([`Search::trial_point`]), which runs
+    /// what its first window lacked of `window`. The top-up is the only
+    /// default window that follows a first window shorter than `window`:
+    /// without one, the default's first window was at least `window` long,
+    /// and any later window of the default is a whole one.
+    fn trial_length(&self) -> u64 {
+        let window = u64::from(self.window);
+        let first = self.calls_of[0];
+        match self.state {
+            State::Trial { candidate: 0 }
+                if !self.params.measure && self.windows_of[0] == 1 && window > first =>
+            {
+                window - first
+            }
+            _ => window,
+        }
+    }
+
     fn reset_window(&mut self) {
         self.in_window = 0;
         self.window_ns = 0;
@@ -594,7 +609,6 @@ impl Search {
             {
                 // The job's first calls: thrown away.
                 self.window = self.window.saturating_mul(2).min(MAX_SETTLE_WINDOW);
-                self.length = self.window;
                 [None, None]
             }
             State::Trial { candidate } => {
@@ -674,7 +688,6 @@ impl Search {
         self.windows_of = [0; MAX_CANDIDATES];
         self.visit_calls = 0;
         self.window = first_window(self.params);
-        self.length = self.window;
         self.state = State::Trial { candidate: 0 };
     }
 
@@ -722,10 +735,9 @@ impl Search {
             self.window = self.window_for(agreed.max_mean_ns);
             // The default's first measurement is as long as every other
             // window: when the first window sized them longer, the
-            // default runs the difference now.
-            let first = u32::try_from(calls).unwrap_or(u32::MAX);
-            if self.window > first {
-                self.length = self.window - first;
+            // default runs the difference now (its length:
+            // `trial_length`).
+            if u64::from(self.window) > calls {
                 return [None, None];
             }
         }
@@ -739,7 +751,6 @@ impl Search {
             calls: std::mem::take(&mut self.visit_calls),
             dropped: too_slow,
         };
-        self.length = self.window;
         if let Some(next) = self.next_trial() {
             self.state = State::Trial { candidate: next };
             return [Some(event), None];
