@@ -237,6 +237,76 @@ fn every_result_is_right_under_the_most_aggressive_tuning() {
     }
 }
 
+/// `MPIR_CVAR_COLLECTIVE_FALLBACK=error` makes MPICH fail a call whose
+/// forced algorithm cannot serve its arguments, and `print` makes it print
+/// a line on the rank; the tuner tries such candidates (the witness below:
+/// coll_check has barriers that `smp` cannot serve). So the calls it
+/// switches run with `silent`, and the application's own calls keep the
+/// setting: the job succeeds, prints what it prints without the tool, and
+/// the start record says so.
+#[cfg(mpi_flavor = "mpich")]
+#[test]
+fn a_candidate_mpich_cannot_use_falls_back_whatever_the_fallback_setting() {
+    let ranks = 4;
+    let fell_back = |job: &Job| {
+        let err = job.stderr();
+        err.contains("cannot be applied") || err.contains("not usable for the provided arguments")
+    };
+    let mut witness = mpi_job(ranks, &example("coll_check"), &["1"]);
+    witness
+        .env("MPIR_CVAR_BARRIER_INTRA_ALGORITHM", "smp")
+        .env("MPIR_CVAR_COLLECTIVE_FALLBACK", "print");
+    let witness = mpit_testkit::run(witness);
+    witness.assert_success();
+    assert!(
+        witness.stderr().contains("Barrier smp cannot be applied"),
+        "coll_check no longer has a barrier `smp` cannot serve:\n{}",
+        witness.stderr()
+    );
+    let plain = mpit_testkit::run(mpi_job(ranks, &example("coll_check"), &["2"]));
+    plain.assert_success();
+    for setting in ["error", "print"] {
+        let tmp = tempdir();
+        let dir = tmp.path().join("run");
+        let job = tuned(
+            ranks,
+            &["2"],
+            &dir,
+            &[
+                ("MPIT_TUNER_COLLECTIVES_WINDOW", "1"),
+                ("MPIR_CVAR_COLLECTIVE_FALLBACK", setting),
+            ],
+        );
+        job.assert_success();
+        assert_same_stdout(&plain, &job, |_| false);
+        assert!(!fell_back(&job), "{setting}: {}", job.stderr());
+        let said = format!("MPIR_CVAR_COLLECTIVE_FALLBACK is {setting}: the calls switched");
+        assert!(job.stderr().contains(&said), "{}", job.stderr());
+        let logs = read_run_dir(&dir, ranks);
+        for log in &logs {
+            let records = tuning_records(log);
+            let start = records.iter().find(|r| r["event"] == "start");
+            let message = start
+                .and_then(|r| r["message"].as_str())
+                .unwrap_or_default();
+            assert!(message.contains(&said), "rank {}: {message}", log.rank);
+            for r in &records {
+                assert!(
+                    !["write_failed", "stopped", "reduction_failed"]
+                        .contains(&r["event"].as_str().unwrap_or_default()),
+                    "rank {}: {r}",
+                    log.rank
+                );
+            }
+        }
+        // The candidate the witness showed unusable really ran.
+        let tried_smp = same_on_every_rank(&logs).values().flatten().any(|r| {
+            r["event"] == "trial" && r["collective"] == "barrier" && r["algorithm"] == "smp"
+        });
+        assert!(tried_smp, "{setting}: no trial of barrier `smp`");
+    }
+}
+
 #[cfg(mpi_flavor = "openmpi")]
 #[test]
 fn open_mpi_is_not_tuned_online_and_says_why() {

@@ -456,6 +456,7 @@ fn tune_collectives(
     let mut why_not = None;
     let mut prepared = None;
     let mut targets = Vec::new();
+    let mut fallback = None;
     let mut mpit_ref: Option<&'static MpiT> = None;
     if crate::sample::toolmetrics::concurrent_callers() {
         why_not = Some(
@@ -556,6 +557,22 @@ fn tune_collectives(
                             Err(e) => log.record(&tune::note(0.0, "skipped", e)),
                         }
                     }
+                    // A candidate MPICH cannot use for a call's arguments
+                    // must fall back, never fail the call or print.
+                    let kept = tune::mpich_fallback(catalogue).and_then(|f| match f {
+                        Some((info, silent)) => tune::Fallback::open(own, &info, silent),
+                        None => Ok(None),
+                    });
+                    match kept {
+                        Ok(f) => fallback = f,
+                        Err(e) => {
+                            targets.clear();
+                            why_not = Some(format!(
+                                "{e}; a candidate MPICH cannot use for a call's arguments could \
+                                 fail that call, so collective tuning is off"
+                            ));
+                        }
+                    }
                     mpit_ref = Some(own);
                 }
                 Err(e) => why_not = Some(format!("MPI_T is not available for the tuner: {e}")),
@@ -567,7 +584,7 @@ fn tune_collectives(
     // found: one reduction drops the candidates any rank's library refused.
     let targets = drop_refused(mpit_ref, targets, measure, log, seq);
     if let Some(own) = mpit_ref {
-        let (tuner, messages) = tune::prepare(own, targets, bins, params, rank);
+        let (tuner, messages) = tune::prepare(own, targets, fallback, bins, params, rank);
         for m in messages {
             log.record(&tune::note(0.0, "skipped", m));
         }
@@ -591,13 +608,21 @@ fn tune_collectives(
                     .collect::<Vec<_>>()
                     .join("; ");
                 let verb = if measure { "measuring" } else { "tuning" };
+                let fallback = t.fallback().map_or_else(String::new, |f| {
+                    format!(
+                        "; {} is {}: the calls switched to another algorithm run with silent, \
+                         so one MPICH cannot use for a call falls back to MPICH's choice",
+                        tune::MPICH_FALLBACK_CVAR,
+                        tune::mpich_fallback_name(f.user()).unwrap_or("not silent"),
+                    )
+                });
                 log.record(&tune::note(
                     0.0,
                     "start",
-                    format!("{verb} {what}; window {} calls", params.window),
+                    format!("{verb} {what}; window {} calls{fallback}", params.window),
                 ));
                 if rank == 0 {
-                    mpit::say!("mpit-tuner: collective {verb} on: {what}");
+                    mpit::say!("mpit-tuner: collective {verb} on: {what}{fallback}");
                 }
                 return;
             }

@@ -238,6 +238,47 @@ pub fn mpich_algorithms(version: &str, c: Collective) -> Option<&'static [&'stat
     }
 }
 
+/// MPICH's variable that says what a collective does when the algorithm
+/// set for it cannot serve the call's arguments (a non-commutative
+/// operation, a communicator without the node hierarchy `smp` needs, ...).
+pub const MPICH_FALLBACK_CVAR: &str = "MPIR_CVAR_COLLECTIVE_FALLBACK";
+
+/// Its values, in value order, as its description lists them (MPICH 4.0,
+/// 4.1 and 5.0): `error` fails the call, `print` prints a message on the
+/// rank and falls back, `silent` falls back to MPICH's own choice.
+const MPICH_FALLBACK_VALUES: [&str; 3] = ["error", "print", "silent"];
+
+/// The value of `silent` in [`MPICH_FALLBACK_VALUES`].
+const MPICH_FALLBACK_SILENT: i64 = 2;
+
+/// The name of MPICH's fallback value `value`, if known.
+pub fn mpich_fallback_name(value: i64) -> Option<&'static str> {
+    usize::try_from(value)
+        .ok()
+        .and_then(|v| MPICH_FALLBACK_VALUES.get(v).copied())
+}
+
+/// MPICH's fallback variable and the value of `silent`: `Ok(None)` when
+/// the library has no such variable, an error naming it when its
+/// description does not list the values known here (then nothing tells
+/// which value lets a candidate fall back instead of failing the call).
+pub fn mpich_fallback(catalogue: &Catalogue) -> Result<Option<(CvarInfo, i64)>, String> {
+    let Some(info) = catalogue.cvar(MPICH_FALLBACK_CVAR) else {
+        return Ok(None);
+    };
+    if !matches!(info.datatype, Datatype::Int | Datatype::Unsigned) {
+        return Err(format!("{MPICH_FALLBACK_CVAR} is not an integer variable"));
+    }
+    check_description(&info.description, &MPICH_FALLBACK_VALUES).map_err(|missing| {
+        format!(
+            "{MPICH_FALLBACK_CVAR}'s description does not list `{missing}` where MPICH 4.0-5.0's does \
+             ({}): which value falls back silently is not known",
+            MPICH_FALLBACK_VALUES.join(", ")
+        )
+    })?;
+    Ok(Some((info.clone(), MPICH_FALLBACK_SILENT)))
+}
+
 /// When a value written through MPI_T after `MPI_Init` takes effect.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Support {
@@ -510,6 +551,33 @@ mod tests {
     /// (the registry wheel): line breaks kept.
     const ALLREDUCE_5_0: &str = "Variable to select allreduce algorithm\nauto - Internal algorithm selection (can be overridden with MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE)\nnb                       - Force nonblocking algorithm\nsmp                      - Force smp algorithm\nrecursive_doubling       - Force recursive doubling algorithm\nrecursive_multiplying    - Force recursive multiplying algorithm\nreduce_scatter_allgather - Force reduce scatter allgather algorithm\ntree                     - Force pipelined tree algorithm\nrecexch                  - Force generic transport recursive exchange algorithm\nring                     - Force ring algorithm\nk_reduce_scatter_allgather - Force reduce scatter allgather algorithm\nccl                      - Force CCL algorithm";
     const BARRIER_5_0: &str = "Variable to select barrier algorithm\nauto - Internal algorithm selection (can be overridden with MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE)\nnb            - Force nonblocking algorithm\nsmp           - Force smp algorithm\nk_dissemination - Force high radix dissemination algorithm\nrecexch       - Force recursive exchange algorithm";
+
+    /// `MPIR_CVAR_COLLECTIVE_FALLBACK`'s description as MPICH 4.0.2 (line
+    /// breaks lost) and 5.0.2 return it.
+    const FALLBACK_4_0: &str = "Variable to control what the MPI library should do if theuser-specified collective algorithm does not work for thearguments passed in by the user.error   - throw an errorprint   - print an error message and fallback to the internally selected algorithmsilent  - silently fallback to the internally selected algorithm";
+    const FALLBACK_5_0: &str = "Variable to control what the MPI library should do if the\nuser-specified collective algorithm does not work for the\narguments passed in by the user.\nerror   - throw an error\nprint   - print an error message and fallback to the internally selected algorithm\nsilent  - silently fallback to the internally selected algorithm";
+
+    #[test]
+    fn the_fallback_values_are_checked_against_the_description() {
+        assert_eq!(
+            MPICH_FALLBACK_VALUES[MPICH_FALLBACK_SILENT as usize],
+            "silent"
+        );
+        assert_eq!(mpich_fallback_name(MPICH_FALLBACK_SILENT), Some("silent"));
+        assert_eq!(mpich_fallback_name(0), Some("error"));
+        assert_eq!(mpich_fallback_name(3), None);
+        assert_eq!(mpich_fallback_name(-1), None);
+        for desc in [FALLBACK_4_0, FALLBACK_5_0] {
+            assert_eq!(check_description(desc, &MPICH_FALLBACK_VALUES), Ok(()));
+        }
+        // Another order, or another value, is not taken for these.
+        assert_eq!(
+            check_description(FALLBACK_4_0, &["error", "silent", "print"]),
+            Err("silent")
+        );
+        let more = format!("{FALLBACK_5_0}\nabort   - abort the job");
+        assert_eq!(check_description(&more, &MPICH_FALLBACK_VALUES), Err("..."));
+    }
 
     #[test]
     fn mpich_descriptions_are_checked_in_order() {

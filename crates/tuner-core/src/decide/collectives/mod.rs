@@ -59,13 +59,13 @@ mod table;
 
 pub use library::{
     algorithm_cvar, algorithm_variable, algorithms, mpich4_algorithms, mpich5_algorithms,
-    mpich_algorithms, mpich_cvar, mvapich2_cvar, openmpi_cvar, support, Collective,
-    LibraryAlgorithms, Support, Target, COLLECTIVES,
+    mpich_algorithms, mpich_cvar, mpich_fallback, mpich_fallback_name, mvapich2_cvar, openmpi_cvar,
+    support, Collective, LibraryAlgorithms, Support, Target, COLLECTIVES, MPICH_FALLBACK_CVAR,
 };
 pub use search::{Agreed, Event, Params, Search, State, Why};
 pub use table::{
     activate, after, before, comm_freeing, events, on, prepare, request_key, started, stop, tuner,
-    Bins, Ticket, TuneEvent, Tuner, What, MAX_COMMS,
+    Bins, Fallback, Ticket, TuneEvent, Tuner, What, MAX_COMMS,
 };
 
 use std::collections::BTreeMap;

@@ -5,7 +5,8 @@
 //! A tuned call sets the variable before the call and puts the default
 //! back right after it (see [`after`]): in steady state that is one lookup
 //! and one compare when the default won, and two MPI_T writes around the
-//! call when another algorithm did.
+//! call when another algorithm did (four when MPICH's fallback variable
+//! must be `silent` around it: [`Fallback`]).
 //!
 //! Nothing here blocks or allocates on a call in steady state: the table is
 //! allocated when tuning starts, a communicator claims an entry with one
@@ -39,7 +40,7 @@ use super::search::{Agreed, Event, Params, Search};
 use atomic_refcell::{AtomicRefCell, AtomicRefMut};
 use crossbeam_channel::{Receiver, Sender};
 use mpit::collective::{self, Collectives, ErrorsReturn, ReduceOp, Verdict};
-use mpit::{Comm, Cvar, HandleBits, MpiT, PrivateComm};
+use mpit::{Comm, Cvar, CvarInfo, HandleBits, MpiT, PrivateComm};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
 use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
@@ -193,6 +194,76 @@ struct Switch {
     pin: AtomicU64,
 }
 
+/// MPICH's fallback variable ([`super::library::MPICH_FALLBACK_CVAR`])
+/// when the application runs with a value other than `silent`: each call
+/// the tuner switches to another algorithm runs with `silent`, so that a
+/// candidate MPICH cannot use for that call's arguments falls back to
+/// MPICH's own choice instead of failing the call (`error`) or printing a
+/// message on the rank (`print`); every other call keeps the application's
+/// value. Prepared with [`Fallback::open`].
+pub struct Fallback {
+    cvar: Cvar<'static>,
+    /// The application's value.
+    user: i64,
+    /// The value that falls back silently.
+    silent: i64,
+    /// The value set now (process-wide).
+    current: AtomicI64,
+    /// The first write error, reported once.
+    failed: AtomicBool,
+    /// What one write costs (ns), measured at start: a timed switched
+    /// call is charged two more.
+    write_ns: u64,
+}
+
+impl std::fmt::Debug for Fallback {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fallback")
+            .field("user", &self.user)
+            .field("silent", &self.silent)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Fallback {
+    /// Opens `info` (the fallback variable, whose value `silent` falls
+    /// back silently) and reads the application's value: `Ok(None)` when
+    /// it already is `silent`. An error says why the variable cannot be
+    /// kept `silent` around switched calls.
+    pub fn open(
+        mpit: &'static MpiT,
+        info: &CvarInfo,
+        silent: i64,
+    ) -> Result<Option<Fallback>, String> {
+        let name = &info.name;
+        let cvar = Cvar::open(mpit, info, mpit::Object::None)
+            .map_err(|e| format!("{name}: cannot open it: {e}"))?;
+        let user = cvar
+            .read()
+            .map_err(|e| format!("{name}: cannot read it: {e}"))?
+            .as_i64()
+            .ok_or_else(|| format!("{name}: its value is not an integer"))?;
+        if user == silent {
+            return Ok(None);
+        }
+        let write_ns = write_cost(&cvar, user)
+            .map_err(|e| format!("{name}: writing its value back fails: {e}"))?;
+        Ok(Some(Fallback {
+            cvar,
+            user,
+            silent,
+            current: AtomicI64::new(user),
+            failed: AtomicBool::new(false),
+            write_ns,
+        }))
+    }
+
+    /// The application's value.
+    pub fn user(&self) -> i64 {
+        self.user
+    }
+}
+
 /// One communicator's tuning.
 struct CommState {
     /// Set up: label and private communicator agreed.
@@ -226,6 +297,9 @@ struct Entry {
 /// The tuner of this process.
 pub struct Tuner {
     switches: Vec<Option<Switch>>,
+    /// MPICH's fallback variable, when it must be `silent` around
+    /// switched calls.
+    fallback: Option<Fallback>,
     bins: Bins,
     params: Params,
     /// The fresh searches, one per (collective, bin), copied into an entry
@@ -488,9 +562,14 @@ impl Tuner {
         }
     }
 
-    /// Writes `collective`'s variable.
+    /// Writes `collective`'s variable; the fallback variable, if the
+    /// tuner keeps one, is `silent` while the value is not the default.
     #[inline(never)]
     fn write(&self, switch: &Switch, value: i64) {
+        let switched = value != switch.target.candidates[0].1;
+        if switched {
+            self.fall_back_silently(switch, true);
+        }
         match switch.cvar.write_scalar_int(value) {
             Ok(()) => switch.current.store(value, Relaxed),
             Err(e) => {
@@ -498,20 +577,58 @@ impl Tuner {
                 // and the stop reaches them at the next agreed point.
                 self.stop.store(true, Release);
                 if !switch.failed.swap(true, AcqRel) {
-                    let event = TuneEvent {
-                        t: self.start.elapsed().as_secs_f64(),
-                        comm: 0,
-                        comm_size: 0,
-                        collective: Some(switch.target.collective),
-                        bin: 0,
-                        what: What::WriteFailed(e.to_string()),
-                    };
-                    if self.tx.try_send(event).is_err() {
-                        self.lost.fetch_add(1, Relaxed);
-                    }
+                    self.write_failed(switch.target.collective, e.to_string());
                 }
             }
         }
+        if !switched {
+            self.fall_back_silently(switch, false);
+        }
+    }
+
+    /// Sets the fallback variable, if the tuner keeps one, to `silent`
+    /// (`on`) or back to the application's value. A failed write stops
+    /// tuning like a failed write of an algorithm: this call still runs
+    /// what its peers agreed.
+    fn fall_back_silently(&self, switch: &Switch, on: bool) {
+        let Some(f) = &self.fallback else { return };
+        let value = if on { f.silent } else { f.user };
+        if f.current.load(Relaxed) == value {
+            return;
+        }
+        match f.cvar.write_scalar_int(value) {
+            Ok(()) => f.current.store(value, Relaxed),
+            Err(e) => {
+                self.stop.store(true, Release);
+                if !f.failed.swap(true, AcqRel) {
+                    self.write_failed(
+                        switch.target.collective,
+                        format!("{}: {e}", super::library::MPICH_FALLBACK_CVAR),
+                    );
+                }
+            }
+        }
+    }
+
+    /// Reports a refused write (once per variable) to the log.
+    fn write_failed(&self, collective: Collective, message: String) {
+        let event = TuneEvent {
+            t: self.start.elapsed().as_secs_f64(),
+            comm: 0,
+            comm_size: 0,
+            collective: Some(collective),
+            bin: 0,
+            what: What::WriteFailed(message),
+        };
+        if self.tx.try_send(event).is_err() {
+            self.lost.fetch_add(1, Relaxed);
+        }
+    }
+
+    /// The fallback variable the tuner keeps `silent` around switched
+    /// calls, if any.
+    pub fn fallback(&self) -> Option<&Fallback> {
+        self.fallback.as_ref()
     }
 
     /// The first agreed point on a communicator: label and private
@@ -787,7 +904,8 @@ pub fn after(ticket: Ticket, ns: Option<u64>) {
     if let Some(switch) = t.switches[ticket.collective as usize].as_ref() {
         t.set(switch, switch.target.candidates[0].1);
         if let (true, Some(n)) = (ticket.switched, ns.as_mut()) {
-            *n = n.saturating_add(2 * switch.write_ns);
+            let fallback_ns = t.fallback.as_ref().map_or(0, |f| f.write_ns);
+            *n = n.saturating_add(2 * (switch.write_ns + fallback_ns));
         }
     }
     if let Some((mut st, entry, k, comm)) = ticket.state {
@@ -857,6 +975,7 @@ fn write_cost(cvar: &Cvar<'static>, value: i64) -> mpit::Result<u64> {
 pub fn prepare(
     mpit: &'static MpiT,
     targets: Vec<Target>,
+    fallback: Option<Fallback>,
     bins: Bins,
     params: Params,
     world_rank: i32,
@@ -919,6 +1038,7 @@ pub fn prepare(
         .collect();
     let tuner = Tuner {
         switches,
+        fallback,
         bins,
         params,
         fresh,
@@ -992,6 +1112,17 @@ pub fn stop() -> Vec<String> {
                 Err(e) => messages.push(format!(
                     "{}: could not write the default back: {e}",
                     s.target.cvar.name
+                )),
+            }
+        }
+    }
+    if let Some(f) = &t.fallback {
+        if f.current.load(Relaxed) != f.user {
+            match f.cvar.write_scalar_int(f.user) {
+                Ok(()) => f.current.store(f.user, Relaxed),
+                Err(e) => messages.push(format!(
+                    "{}: could not write the application's value back: {e}",
+                    super::library::MPICH_FALLBACK_CVAR
                 )),
             }
         }
