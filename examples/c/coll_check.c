@@ -7,6 +7,13 @@
  *
  *   coll_check [iterations] [multiple]
  *
+ * The reductions (Allreduce, Reduce, Reduce_scatter_block) also run with a
+ * non-commutative user-defined operation on a derived datatype: each element
+ * is an affine map x -> m*x + c modulo a prime (two ints, a contiguous type),
+ * and the operation composes maps in rank order, so an algorithm that
+ * combines operands out of order, or one MPICH should have fallen back from,
+ * gives a wrong result.
+ *
  * `multiple` initialises with MPI_THREAD_MULTIPLE. Prints one line per
  * communicator on rank 0 and "coll_check: all results correct"; a wrong
  * result prints what and where and aborts the job. */
@@ -29,6 +36,73 @@ static void fail(const char *what, const char *comm, int count, int i, long long
 
 /* The value rank r contributes at index i in round k. */
 static int val(int r, int i, int k) { return (r * 7919 + i * 31 + k * 17) % 100003 - 50000; }
+
+/* Affine maps modulo P, as (m, c) pairs of ints: compose(f, g) is "f, then g". */
+#define P 65521
+static MPI_Datatype affine;
+static MPI_Op compose;
+
+static void affine_of(int r, int i, int k, int *m, int *c) {
+    *m = 1 + (val(r, i, k) + 50000) % (P - 1);
+    *c = (val(r, i, k + 7) + 50000) % P;
+}
+
+/* g := f then g, element-wise (f from the lower ranks, as MPI requires). */
+static void compose_fn(void *in, void *inout, int *len, MPI_Datatype *type) {
+    (void)type;
+    const int *f = in;
+    int *g = inout;
+    for (int i = 0; i < *len; i++) {
+        long long m = (long long)f[2 * i] * g[2 * i] % P;
+        long long c = ((long long)g[2 * i] * f[2 * i + 1] + g[2 * i + 1]) % P;
+        g[2 * i] = (int)m;
+        g[2 * i + 1] = (int)c;
+    }
+}
+
+/* The composition of the maps of ranks 0 to size-1 at index i, in that order. */
+static void composed(int size, int i, int k, int *m, int *c) {
+    long long am, ac;
+    int fm, fc;
+    affine_of(0, i, k, &fm, &fc);
+    am = fm;
+    ac = fc;
+    for (int r = 1; r < size; r++) {
+        affine_of(r, i, k, &fm, &fc);
+        ac = (fm * ac + fc) % P;
+        am = am * fm % P;
+    }
+    *m = (int)am;
+    *c = (int)ac;
+}
+
+static void check_affine(int got_m, int got_c, int size, int i, int k, const char *what, const char *comm, int count) {
+    int m, c;
+    composed(size, i, k, &m, &c);
+    if (got_m != m) fail(what, comm, count, i, got_m, m);
+    if (got_c != c) fail(what, comm, count, i, got_c, c);
+}
+
+/* The non-commutative reductions: `count` ints make count/2 maps. */
+static void check_noncommutative(MPI_Comm comm, const char *name, int count, int k, int *a, int *b, int *c) {
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    int n = count / 2;
+    for (int i = 0; i < n; i++) affine_of(rank, i, k, &a[2 * i], &a[2 * i + 1]);
+    MPI_Allreduce(a, b, n, affine, compose, comm);
+    for (int i = 0; i < n; i++) check_affine(b[2 * i], b[2 * i + 1], size, i, k, "allreduce (composition)", name, count);
+    int root = (k + 1) % size;
+    MPI_Reduce(a, b, n, affine, compose, root, comm);
+    if (rank == root)
+        for (int i = 0; i < n; i++) check_affine(b[2 * i], b[2 * i + 1], size, i, k, "reduce (composition)", name, count);
+    int per = n / size;
+    for (int i = 0; i < per * size; i++) affine_of(rank, i, k, &a[2 * i], &a[2 * i + 1]);
+    MPI_Reduce_scatter_block(a, c, per, affine, compose, comm);
+    for (int i = 0; i < per; i++)
+        check_affine(c[2 * i], c[2 * i + 1], size, rank * per + i, k, "reduce_scatter_block (composition)", name, count);
+    checked += 3;
+}
 
 static void check_comm(MPI_Comm comm, const char *name, int count, int k, int *a, int *b, int *c) {
     int rank, size;
@@ -83,6 +157,7 @@ static void check_comm(MPI_Comm comm, const char *name, int count, int k, int *a
     }
     MPI_Barrier(comm);
     checked += 6;
+    check_noncommutative(comm, name, count, k, a, b, c);
 }
 
 int main(int argc, char **argv) {
@@ -97,6 +172,9 @@ int main(int argc, char **argv) {
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Type_contiguous(2, MPI_INT, &affine);
+    MPI_Type_commit(&affine);
+    MPI_Op_create(compose_fn, 0, &compose);
 
     int dims[2] = {0, 0};
     MPI_Dims_create(size, 2, dims);
@@ -133,6 +211,8 @@ int main(int argc, char **argv) {
     MPI_Comm_free(&col);
     MPI_Comm_free(&row);
     MPI_Comm_free(&dup);
+    MPI_Op_free(&compose);
+    MPI_Type_free(&affine);
     free(a);
     free(b);
     free(c);

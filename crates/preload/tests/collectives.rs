@@ -3,7 +3,10 @@
 //! `examples/c/coll_check.c` checks every result of the seven tunable
 //! collectives, bit for bit (integer data), on five communicators whose
 //! collectives interleave (world, a dup, the rows and columns of a 2-D
-//! grid, an even/odd split), from 0 bytes to 4 MiB. Under the most
+//! grid, an even/odd split), from 0 bytes to 4 MiB; its reductions also
+//! run with a non-commutative user-defined operation (composing affine
+//! maps, on a derived datatype), whose result depends on the order the
+//! algorithm combines the ranks' operands in. Under the most
 //! aggressive tuning (a window of one call, every algorithm the library
 //! has) its output must be the same as without the tool, on an odd and a
 //! power-of-two number of ranks, and the tuning records of every
