@@ -240,6 +240,32 @@ fn every_result_is_right_under_the_most_aggressive_tuning() {
     }
 }
 
+/// An algorithm forced in the environment at start is the default the
+/// search measures first, and MPICH's own selection (`auto`, which the
+/// shipped policy lists) becomes a candidate like the others.
+#[cfg(mpi_flavor = "mpich")]
+#[test]
+fn an_algorithm_forced_at_start_is_the_default_and_auto_a_candidate() {
+    let tmp = tempdir();
+    let dir = tmp.path().join("run");
+    let mut cmd = mpi_job(2, &example("coll_bench"), &["allreduce", "1024", "50"]);
+    preload(&mut cmd, &dir);
+    cmd.env("MPIT_TUNER_COLLECTIVES", "allreduce")
+        .env("MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM", "recursive_doubling");
+    let job = mpit_testkit::run(cmd);
+    job.assert_success();
+    assert!(
+        job.stderr().contains(
+            "collective tuning on: allreduce (recursive_doubling, auto, nb, smp, reduce_scatter_allgather)"
+        ),
+        "{}",
+        job.stderr()
+    );
+    assert!(job
+        .stdout()
+        .contains("coll_bench: allreduce bytes=1024 iters=50"));
+}
+
 /// `MPIR_CVAR_COLLECTIVE_FALLBACK=error` makes MPICH fail a call whose
 /// forced algorithm cannot serve its arguments, and `print` makes it print
 /// a line on the rank; the tuner tries such candidates (the witness below:
