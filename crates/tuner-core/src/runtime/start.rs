@@ -675,18 +675,12 @@ fn drop_refused(
             let default = t.candidates[0].1;
             refused[row] = 0;
             for (i, (name, value)) in t.candidates.iter().enumerate().skip(1) {
-                let tried = cvar.write_scalar_int(*value).and_then(|()| cvar.read());
-                match tried {
-                    Ok(v) if v.as_i64() == Some(*value) => refused[row + i] = 0,
-                    Ok(v) => log.record(&tune::note(
+                match tune::try_write(&cvar, *value) {
+                    Ok(()) => refused[row + i] = 0,
+                    Err(why) => log.record(&tune::note(
                         0.0,
                         "skipped",
-                        format!("{}: `{name}` ({value}) reads back as {v:?}", t.cvar.name),
-                    )),
-                    Err(e) => log.record(&tune::note(
-                        0.0,
-                        "skipped",
-                        format!("{}: `{name}` ({value}) refused: {e}", t.cvar.name),
+                        format!("{}: `{name}` ({value}) {why}", t.cvar.name),
                     )),
                 }
                 if let Err(e) = cvar.write_scalar_int(default) {

@@ -64,8 +64,8 @@ pub use library::{
 };
 pub use search::{Agreed, Event, Params, Search, State, Why};
 pub use table::{
-    activate, after, before, comm_freeing, events, on, prepare, request_key, started, stop, tuner,
-    Bins, Fallback, Ticket, TuneEvent, Tuner, What, MAX_COMMS,
+    activate, after, before, comm_freeing, events, on, prepare, request_key, started, stop,
+    try_write, tuner, Bins, Fallback, Ticket, TuneEvent, Tuner, What, MAX_COMMS,
 };
 
 use std::collections::BTreeMap;

@@ -177,18 +177,63 @@ pub enum What {
     Concurrent,
 }
 
-/// A switchable collective in this process.
-struct Switch {
-    target: Target,
+/// A variable the tuner writes around the application's calls.
+struct Written {
     cvar: Cvar<'static>,
     /// The value set now (process-wide).
     current: AtomicI64,
     /// The first write error, reported once.
     failed: AtomicBool,
-    /// What one write of the variable costs here (ns), measured at start
-    /// ([`write_cost`]): a timed call that ran another value than the
-    /// default is charged two.
+    /// What one write costs here (ns), measured at start ([`write_cost`]):
+    /// a timed call that ran another algorithm than the default is charged
+    /// two per variable.
     write_ns: u64,
+}
+
+impl Written {
+    fn new(cvar: Cvar<'static>, value: i64, write_ns: u64) -> Written {
+        Written {
+            cvar,
+            current: AtomicI64::new(value),
+            failed: AtomicBool::new(false),
+            write_ns,
+        }
+    }
+
+    /// Whether `value` is set now (the compare the wrapper inlines).
+    #[inline(always)]
+    fn holds(&self, value: i64) -> bool {
+        self.current.load(Relaxed) == value
+    }
+
+    /// Writes `value` unless it is set already.
+    fn put(&self, value: i64) -> mpit::Result<()> {
+        if !self.holds(value) {
+            self.cvar.write_scalar_int(value)?;
+            self.current.store(value, Relaxed);
+        }
+        Ok(())
+    }
+
+    fn name(&self) -> &str {
+        &self.cvar.info().name
+    }
+}
+
+/// Writes `value` to `cvar` and reads it back: `Err` says why the library
+/// does not take it (`refused: ...` or `reads back as ...`).
+pub fn try_write(cvar: &Cvar<'_>, value: i64) -> Result<(), String> {
+    match cvar.write_scalar_int(value).and_then(|()| cvar.read()) {
+        Ok(v) if v.as_i64() == Some(value) => Ok(()),
+        Ok(v) => Err(format!("reads back as {v:?}")),
+        Err(e) => Err(format!("refused: {e}")),
+    }
+}
+
+/// A switchable collective in this process.
+struct Switch {
+    target: Target,
+    var: Written,
     /// A user's pending choice: `key << 5 | candidate` (0: none), written
     /// by the helper thread, read at agreed points.
     pin: AtomicU64,
@@ -202,18 +247,11 @@ struct Switch {
 /// message on the rank (`print`); every other call keeps the application's
 /// value. Prepared with [`Fallback::open`].
 pub struct Fallback {
-    cvar: Cvar<'static>,
+    var: Written,
     /// The application's value.
     user: i64,
     /// The value that falls back silently.
     silent: i64,
-    /// The value set now (process-wide).
-    current: AtomicI64,
-    /// The first write error, reported once.
-    failed: AtomicBool,
-    /// What one write costs (ns), measured at start: a timed switched
-    /// call is charged two more.
-    write_ns: u64,
 }
 
 impl std::fmt::Debug for Fallback {
@@ -249,12 +287,9 @@ impl Fallback {
         let write_ns = write_cost(&cvar, user)
             .map_err(|e| format!("{name}: writing its value back fails: {e}"))?;
         Ok(Some(Fallback {
-            cvar,
+            var: Written::new(cvar, user, write_ns),
             user,
             silent,
-            current: AtomicI64::new(user),
-            failed: AtomicBool::new(false),
-            write_ns,
         }))
     }
 
@@ -557,7 +592,7 @@ impl Tuner {
     /// compare inlined into the wrapper, the write not).
     #[inline(always)]
     fn set(&self, switch: &Switch, value: i64) {
-        if switch.current.load(Relaxed) != value {
+        if !switch.var.holds(value) {
             self.write(switch, value);
         }
     }
@@ -566,46 +601,27 @@ impl Tuner {
     /// tuner keeps one, is `silent` while the value is not the default.
     #[inline(never)]
     fn write(&self, switch: &Switch, value: i64) {
+        let collective = switch.target.collective;
         let switched = value != switch.target.candidates[0].1;
-        if switched {
-            self.fall_back_silently(switch, true);
+        let fallback = self.fallback.as_ref();
+        if let (Some(f), true) = (fallback, switched) {
+            self.put(&f.var, f.silent, collective);
         }
-        match switch.cvar.write_scalar_int(value) {
-            Ok(()) => switch.current.store(value, Relaxed),
-            Err(e) => {
-                // Keep what is set: the peers run with the agreed value,
-                // and the stop reaches them at the next agreed point.
-                self.stop.store(true, Release);
-                if !switch.failed.swap(true, AcqRel) {
-                    self.write_failed(switch.target.collective, e.to_string());
-                }
-            }
-        }
-        if !switched {
-            self.fall_back_silently(switch, false);
+        self.put(&switch.var, value, collective);
+        if let (Some(f), false) = (fallback, switched) {
+            self.put(&f.var, f.user, collective);
         }
     }
 
-    /// Sets the fallback variable, if the tuner keeps one, to `silent`
-    /// (`on`) or back to the application's value. A failed write stops
-    /// tuning like a failed write of an algorithm: this call still runs
-    /// what its peers agreed.
-    fn fall_back_silently(&self, switch: &Switch, on: bool) {
-        let Some(f) = &self.fallback else { return };
-        let value = if on { f.silent } else { f.user };
-        if f.current.load(Relaxed) == value {
-            return;
-        }
-        match f.cvar.write_scalar_int(value) {
-            Ok(()) => f.current.store(value, Relaxed),
-            Err(e) => {
-                self.stop.store(true, Release);
-                if !f.failed.swap(true, AcqRel) {
-                    self.write_failed(
-                        switch.target.collective,
-                        format!("{}: {e}", super::library::MPICH_FALLBACK_CVAR),
-                    );
-                }
+    /// Writes `value` to `var` for a call of `collective`. A refused write
+    /// stops tuning and keeps what is set: this call still runs what its
+    /// peers agreed, and the stop reaches them at the next agreed point.
+    fn put(&self, var: &Written, value: i64, collective: Collective) {
+        if let Err(e) = var.put(value) {
+            self.stop.store(true, Release);
+            if !var.failed.swap(true, AcqRel) {
+                // The error names the variable.
+                self.write_failed(collective, e.to_string());
             }
         }
     }
@@ -904,8 +920,8 @@ pub fn after(ticket: Ticket, ns: Option<u64>) {
     if let Some(switch) = t.switches[ticket.collective as usize].as_ref() {
         t.set(switch, switch.target.candidates[0].1);
         if let (true, Some(n)) = (ticket.switched, ns.as_mut()) {
-            let fallback_ns = t.fallback.as_ref().map_or(0, |f| f.write_ns);
-            *n = n.saturating_add(2 * (switch.write_ns + fallback_ns));
+            let fallback_ns = t.fallback.as_ref().map_or(0, |f| f.var.write_ns);
+            *n = n.saturating_add(2 * (switch.var.write_ns + fallback_ns));
         }
     }
     if let Some((mut st, entry, k, comm)) = ticket.state {
@@ -1000,11 +1016,8 @@ pub fn prepare(
             Ok((cvar, write_ns)) => {
                 let i = target.collective as usize;
                 switches[i] = Some(Switch {
-                    current: AtomicI64::new(target.candidates[0].1),
+                    var: Written::new(cvar, target.candidates[0].1, write_ns),
                     target,
-                    cvar,
-                    failed: AtomicBool::new(false),
-                    write_ns,
                     pin: AtomicU64::new(0),
                 });
             }
@@ -1104,28 +1117,16 @@ pub fn stop() -> Vec<String> {
     let Some(t) = TUNER.get() else {
         return messages;
     };
-    for s in t.switches.iter().flatten() {
-        let default = s.target.candidates[0].1;
-        if s.current.load(Relaxed) != default {
-            match s.cvar.write_scalar_int(default) {
-                Ok(()) => s.current.store(default, Relaxed),
-                Err(e) => messages.push(format!(
-                    "{}: could not write the default back: {e}",
-                    s.target.cvar.name
-                )),
-            }
+    let mut restore = |var: &Written, value: i64, what: &str| {
+        if let Err(e) = var.put(value) {
+            messages.push(format!("{}: could not write {what} back: {e}", var.name()));
         }
+    };
+    for s in t.switches.iter().flatten() {
+        restore(&s.var, s.target.candidates[0].1, "the default");
     }
     if let Some(f) = &t.fallback {
-        if f.current.load(Relaxed) != f.user {
-            match f.cvar.write_scalar_int(f.user) {
-                Ok(()) => f.current.store(f.user, Relaxed),
-                Err(e) => messages.push(format!(
-                    "{}: could not write the application's value back: {e}",
-                    super::library::MPICH_FALLBACK_CVAR
-                )),
-            }
-        }
+        restore(&f.var, f.user, "the application's value");
     }
     for e in t.entries.iter() {
         match e.state.try_borrow_mut() {
