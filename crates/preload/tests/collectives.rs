@@ -336,6 +336,100 @@ fn a_candidate_mpich_cannot_use_falls_back_whatever_the_fallback_setting() {
     }
 }
 
+/// MPICH refusing, on one rank, to change the fallback variable
+/// (faultinject's `=VARIABLE` rule fails the writes of a new value). At
+/// start the tuner proves it can set `silent` and the application's value
+/// back: refused there, tuning is off on every rank, and the logs name the
+/// variable on that rank and that rank on the others. Refused on a call
+/// (the third change on rank 1 is its first switched call: the start's
+/// round trip made two), tuning stops on every rank at the next agreed
+/// point. Either way the job succeeds with the results it has without the
+/// tool.
+#[cfg(mpi_flavor = "mpich")]
+#[test]
+fn the_fallback_variable_refused_on_one_rank_stops_tuning_on_all() {
+    let ranks = 3;
+    let var = "MPIR_CVAR_COLLECTIVE_FALLBACK";
+    let plain = mpit_testkit::run(mpi_job(ranks, &example("coll_check"), &["2"]));
+    plain.assert_success();
+    let preloads = format!("{}:{}", preload_lib().display(), fault_lib().display());
+    for (at_start, fault, setting) in [
+        (true, format!("MPI_T_cvar_write={var}@1"), "error"),
+        (false, format!("MPI_T_cvar_write={var}#3@1"), "print"),
+    ] {
+        let tmp = tempdir();
+        let dir = tmp.path().join("run");
+        let mut cmd = mpi_job(ranks, &example("coll_check"), &["2"]);
+        preload(&mut cmd, &dir);
+        cmd.env("LD_PRELOAD", &preloads)
+            .env("MPIT_FAULT", &fault)
+            .env("MPIT_TUNER_COLLECTIVES", "tune")
+            .env("MPIT_TUNER_COLLECTIVES_WINDOW", "1")
+            .env(var, setting);
+        let job = mpit_testkit::run(cmd);
+        job.assert_success();
+        assert_same_stdout(&plain, &job, |_| false);
+        let err = job.stderr();
+        assert!(
+            err.contains(&format!("faultinject: rank 1: MPI_T_cvar_write of {var}")),
+            "{fault}: the fault was not injected:\n{err}"
+        );
+        let logs = read_run_dir(&dir, ranks);
+        for log in &logs {
+            let records = tuning_records(log);
+            let with = |event: &str| -> Vec<String> {
+                records
+                    .iter()
+                    .filter(|r| r["event"] == event)
+                    .map(|r| r["message"].as_str().unwrap_or_default().to_string())
+                    .collect()
+            };
+            let trials = with("trial").len();
+            if at_start {
+                assert_eq!(trials, 0, "{fault}: rank {} tuned", log.rank);
+                let off = with("off");
+                assert_eq!(off.len(), 1, "{fault}: rank {}: {records:?}", log.rank);
+                if log.rank == 1 {
+                    assert!(
+                        off[0].starts_with(&format!("{var}: `silent` ("))
+                            && off[0].contains("refused"),
+                        "{fault}: {off:?}"
+                    );
+                } else {
+                    assert!(
+                        with("skipped").iter().any(|n| n
+                            .ends_with(": not tuned: rank 1 cannot tune it (its log says why)")),
+                        "{fault}: rank {}: {records:?}",
+                        log.rank
+                    );
+                }
+            } else {
+                assert!(trials > 0, "{fault}: rank {} never tuned", log.rank);
+                let failed = with("write_failed");
+                if log.rank == 1 {
+                    assert_eq!(failed.len(), 1, "{fault}: {failed:?}");
+                    assert!(failed[0].contains(var), "{fault}: {failed:?}");
+                } else {
+                    assert!(failed.is_empty(), "{fault}: rank {}: {failed:?}", log.rank);
+                }
+                assert!(
+                    !with("stopped").is_empty(),
+                    "{fault}: rank {} did not stop",
+                    log.rank
+                );
+            }
+        }
+        if at_start {
+            assert!(
+                err.contains("mpit-tuner: collective tuning is off: "),
+                "{err}"
+            );
+        } else {
+            same_on_every_rank(&logs);
+        }
+    }
+}
+
 #[cfg(mpi_flavor = "openmpi")]
 #[test]
 fn open_mpi_is_not_tuned_online_and_says_why() {
@@ -465,7 +559,7 @@ fn a_candidate_refused_on_one_rank_is_dropped_on_all() {
             .collect();
         assert!(
             notes.iter().any(|n| n
-                == "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM: `smp` (2) dropped: refused on some rank"),
+                == "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM: `smp` (2) dropped: refused on rank 1"),
             "rank {}: {notes:?}",
             log.rank
         );

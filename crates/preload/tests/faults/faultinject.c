@@ -11,9 +11,13 @@
  * MPI_* functions, which are not defined here: only the tool's calls are
  * intercepted.
  *
- *   MPIT_FAULT="NAME[#N[+]][@RANK][:null][,...]"
+ *   MPIT_FAULT="NAME[=VARIABLE][#N[+]][@RANK][:null][,...]"
  *
  *   NAME   the function, e.g. PMPI_Reduce, MPI_T_pvar_read
+ *   =VARIABLE  with MPI_T_cvar_write only: the library refuses to change
+ *          that control variable (by name): only the writes of a value
+ *          other than the one it holds (read back first) fail, and #N
+ *          counts those writes
  *   #N     only the N-th call of NAME in this process (1-based);
  *   #N+    the N-th and every later call; default: every call
  *   @RANK  only in the process of that rank (PMI_RANK, OMPI_COMM_WORLD_RANK
@@ -33,6 +37,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <mpi.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,10 +46,12 @@
 
 struct rule {
     char name[64];
+    char var[128]; /* "": any call of name */
     long nth;     /* 0: every call */
     int onwards;  /* with nth: that call and every later one */
     int rank;     /* -1: every rank */
     int null;     /* hand out a null handle instead of an error */
+    long seen;    /* with var: the changes of var so far */
 };
 
 static struct rule rules[MAX_RULES];
@@ -92,6 +99,11 @@ static void parse(void)
             r->onwards = strchr(p, '+') != NULL;
             *p = 0;
         }
+        p = strchr(item, '=');
+        if (p) {
+            snprintf(r->var, sizeof(r->var), "%s", p + 1);
+            *p = 0;
+        }
         snprintf(r->name, sizeof(r->name), "%s", item);
         nrules++;
     }
@@ -104,7 +116,7 @@ static int fault(const char *name, long n, int *null)
         parse();
     for (int i = 0; i < nrules; i++) {
         const struct rule *r = &rules[i];
-        if (strcmp(r->name, name) != 0)
+        if (strcmp(r->name, name) != 0 || r->var[0])
             continue;
         if (r->rank >= 0 && r->rank != my_rank)
             continue;
@@ -201,6 +213,42 @@ LOCAL(T_ERR, MPI_T_category_get_pvars, category_list_t, (int i, int len, int ind
 LOCAL(T_ERR, MPI_T_category_get_categories, category_list_t, (int i, int len, int indices[]),
       (i, len, indices))
 
+/* The variable of each handle the process allocated, for =VARIABLE rules. */
+#define MAX_HANDLES 256
+static struct {
+    MPI_T_cvar_handle handle;
+    int index;
+} handles[MAX_HANDLES];
+static int nhandles;
+static pthread_mutex_t handles_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void remember(MPI_T_cvar_handle handle, int index)
+{
+    pthread_mutex_lock(&handles_lock);
+    int i = 0;
+    while (i < nhandles && handles[i].handle != handle) /* a freed handle reused */
+        i++;
+    if (i < MAX_HANDLES) {
+        handles[i].handle = handle;
+        handles[i].index = index;
+        nhandles += i == nhandles;
+    } else {
+        fprintf(stderr, "faultinject: more than %d control variable handles\n", MAX_HANDLES);
+    }
+    pthread_mutex_unlock(&handles_lock);
+}
+
+static int index_of(MPI_T_cvar_handle handle)
+{
+    int index = -1;
+    pthread_mutex_lock(&handles_lock);
+    for (int i = 0; i < nhandles && index < 0; i++)
+        if (handles[i].handle == handle)
+            index = handles[i].index;
+    pthread_mutex_unlock(&handles_lock);
+    return index;
+}
+
 /* MPI_T: control variables. */
 int MPI_T_cvar_handle_alloc(int i, void *obj, MPI_T_cvar_handle *handle, int *count)
 {
@@ -213,14 +261,65 @@ int MPI_T_cvar_handle_alloc(int i, void *obj, MPI_T_cvar_handle *handle, int *co
     }
     if (inject)
         return T_ERR;
-    return real(i, obj, handle, count);
+    int rc = real(i, obj, handle, count);
+    if (rc == MPI_SUCCESS)
+        remember(*handle, i);
+    return rc;
 }
 typedef int (*cvar_free_t)(MPI_T_cvar_handle *);
 LOCAL(T_ERR, MPI_T_cvar_handle_free, cvar_free_t, (MPI_T_cvar_handle *h), (h))
 typedef int (*cvar_read_t)(MPI_T_cvar_handle, void *);
 LOCAL(T_ERR, MPI_T_cvar_read, cvar_read_t, (MPI_T_cvar_handle h, void *buf), (h, buf))
+
+/* Whether this write of `buf` through `h` is one a =VARIABLE rule
+ * refuses: a write to that variable of another value than it holds. */
+static int refused_change(MPI_T_cvar_handle h, const void *buf)
+{
+    if (nrules < 0)
+        parse();
+    int index = index_of(h);
+    if (index < 0)
+        return 0;
+    for (int i = 0; i < nrules; i++) {
+        struct rule *r = &rules[i];
+        if (!r->var[0] || strcmp(r->name, "MPI_T_cvar_write") != 0)
+            continue;
+        if (r->rank >= 0 && r->rank != my_rank)
+            continue;
+        char name[256], desc[1024];
+        int name_len = sizeof(name), desc_len = sizeof(desc), verbosity, bind, scope;
+        MPI_Datatype type;
+        MPI_T_enum enumtype;
+        cvar_info_t info = (cvar_info_t)dlsym(RTLD_NEXT, "MPI_T_cvar_get_info");
+        if (info(index, name, &name_len, &verbosity, &type, &enumtype, desc, &desc_len, &bind,
+                 &scope) != MPI_SUCCESS ||
+            strcmp(name, r->var) != 0)
+            continue;
+        /* Only an int is compared; a write of any other type is a change. */
+        if (type == MPI_INT) {
+            int held;
+            cvar_read_t read = (cvar_read_t)dlsym(RTLD_NEXT, "MPI_T_cvar_read");
+            if (read(h, &held) == MPI_SUCCESS && held == *(const int *)buf)
+                continue;
+        }
+        long n = __atomic_add_fetch(&r->seen, 1, __ATOMIC_RELAXED);
+        if (r->nth > 0 && (r->onwards ? n < r->nth : n != r->nth))
+            continue;
+        fprintf(stderr, "faultinject: rank %d: MPI_T_cvar_write of %s, change %ld, fails\n",
+                my_rank, r->var, n);
+        return 1;
+    }
+    return 0;
+}
+
 typedef int (*cvar_write_t)(MPI_T_cvar_handle, const void *);
-LOCAL(T_ERR, MPI_T_cvar_write, cvar_write_t, (MPI_T_cvar_handle h, const void *buf), (h, buf))
+int MPI_T_cvar_write(MPI_T_cvar_handle h, const void *buf)
+{
+    ENTER(MPI_T_cvar_write, cvar_write_t);
+    if (inject || refused_change(h, buf))
+        return T_ERR;
+    return real(h, buf);
+}
 
 /* MPI_T: performance variables. */
 int MPI_T_pvar_session_create(MPI_T_pvar_session *session)

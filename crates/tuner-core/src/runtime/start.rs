@@ -582,14 +582,19 @@ fn tune_collectives(
     }
     // Every rank makes the same collective calls from here on, whatever it
     // found: one reduction drops the candidates any rank's library refused.
-    let targets = drop_refused(mpit_ref, targets, measure, log, seq);
+    let wanted = !targets.is_empty();
+    let targets = drop_refused(mpit_ref, targets, measure, rank, log, seq);
     if let Some(own) = mpit_ref {
         let (tuner, messages) = tune::prepare(own, targets, fallback, bins, params, rank);
         for m in messages {
             log.record(&tune::note(0.0, "skipped", m));
         }
         if tuner.is_none() && why_not.is_none() {
-            why_not = Some("no collective of this library can be tuned".into());
+            why_not = Some(if wanted {
+                "no collective can be tuned on every rank (the ranks' logs say why)".into()
+            } else {
+                "no collective of this library can be tuned".into()
+            });
         }
         prepared = tuner;
     }
@@ -651,17 +656,21 @@ fn own_mpit() -> Result<&'static MpiT> {
 /// back, default written back) and drops, on every rank alike, those that
 /// any rank's library refused: a value refused at run time on one rank
 /// would make that rank run a call with another algorithm than its peers.
+/// The notes name the highest-numbered rank that refused.
 fn drop_refused(
     mpit: Option<&'static MpiT>,
     mut targets: Vec<crate::decide::collectives::Target>,
     measure: bool,
+    rank: i32,
     log: &mut LogWriter,
     seq: &mut Collectives,
 ) -> Vec<crate::decide::collectives::Target> {
     use crate::decide::collectives::{self as tune, search::MAX_CANDIDATES, COLLECTIVES};
     use mpit::collective::ReduceOp;
-    // 1: refused here, or not known here (a rank without the target).
-    let mut refused = vec![1i64; COLLECTIVES.len() * MAX_CANDIDATES];
+    // Refused here, or not known here (a rank without the target): this
+    // rank + 1. The maximum over ranks names one that refused.
+    let no = i64::from(rank) + 1;
+    let mut refused = vec![no; COLLECTIVES.len() * MAX_CANDIDATES];
     if let Some(own) = mpit {
         for t in &targets {
             let row = t.collective as usize * MAX_CANDIDATES;
@@ -686,7 +695,7 @@ fn drop_refused(
                 if let Err(e) = cvar.write_scalar_int(default) {
                     // The default cannot be put back: nothing of this
                     // collective is tuned, on any rank.
-                    refused[row] = 1;
+                    refused[row] = no;
                     log.record(&tune::note(
                         0.0,
                         "skipped",
@@ -696,7 +705,7 @@ fn drop_refused(
             }
         }
     }
-    let mut agreed = vec![1i64; refused.len()];
+    let mut agreed = vec![no; refused.len()];
     seq.allreduce_i64(&refused, &mut agreed, ReduceOp::Max);
     if seq.failed() {
         return Vec::new();
@@ -704,6 +713,17 @@ fn drop_refused(
     targets.retain_mut(|t| {
         let row = t.collective as usize * MAX_CANDIDATES;
         if agreed[row] != 0 {
+            if refused[row] == 0 {
+                log.record(&tune::note(
+                    0.0,
+                    "skipped",
+                    format!(
+                        "{}: not tuned: rank {} cannot tune it (its log says why)",
+                        t.cvar.name,
+                        agreed[row] - 1
+                    ),
+                ));
+            }
             return false;
         }
         let mut i = 0;
@@ -714,8 +734,9 @@ fn drop_refused(
                     0.0,
                     "skipped",
                     format!(
-                        "{}: `{name}` ({value}) dropped: refused on some rank",
-                        t.cvar.name
+                        "{}: `{name}` ({value}) dropped: refused on rank {}",
+                        t.cvar.name,
+                        agreed[row + i] - 1
                     ),
                 ));
             }

@@ -266,8 +266,11 @@ impl std::fmt::Debug for Fallback {
 impl Fallback {
     /// Opens `info` (the fallback variable, whose value `silent` falls
     /// back silently) and reads the application's value: `Ok(None)` when
-    /// it already is `silent`. An error says why the variable cannot be
-    /// kept `silent` around switched calls.
+    /// it already is `silent`. Otherwise it proves here that the library
+    /// takes `silent` and the application's value back: refused here, the
+    /// start turns tuning off on every rank; refused on a call, that call
+    /// would run its candidate without the fallback. An error says why the
+    /// variable cannot be kept `silent` around switched calls.
     pub fn open(
         mpit: &'static MpiT,
         info: &CvarInfo,
@@ -284,6 +287,10 @@ impl Fallback {
         if user == silent {
             return Ok(None);
         }
+        try_write(&cvar, silent).map_err(|why| format!("{name}: `silent` ({silent}) {why}"))?;
+        try_write(&cvar, user).map_err(|why| {
+            format!("{name}: the application's value ({user}) {why}; it may stay `silent`")
+        })?;
         let write_ns = write_cost(&cvar, user)
             .map_err(|e| format!("{name}: writing its value back fails: {e}"))?;
         Ok(Some(Fallback {
