@@ -184,19 +184,14 @@ struct Written {
     current: AtomicI64,
     /// The first write error, reported once.
     failed: AtomicBool,
-    /// What one write costs here (ns), measured at start ([`write_cost`]):
-    /// a timed call that ran another algorithm than the default is charged
-    /// two per variable.
-    write_ns: u64,
 }
 
 impl Written {
-    fn new(cvar: Cvar<'static>, value: i64, write_ns: u64) -> Written {
+    fn new(cvar: Cvar<'static>, value: i64) -> Written {
         Written {
             cvar,
             current: AtomicI64::new(value),
             failed: AtomicBool::new(false),
-            write_ns,
         }
     }
 
@@ -234,6 +229,11 @@ pub fn try_write(cvar: &Cvar<'_>, value: i64) -> Result<(), String> {
 struct Switch {
     target: Target,
     var: Written,
+    /// What a timed call that ran another value than the default is
+    /// charged (ns): two writes of its variable and two of the fallback
+    /// variable, if the tuner keeps one, at the cost per write measured at
+    /// start ([`write_cost`]).
+    switch_ns: u64,
     /// A user's pending choice: `key << 5 | candidate` (0: none), written
     /// by the helper thread, read at agreed points.
     pin: AtomicU64,
@@ -252,6 +252,8 @@ pub struct Fallback {
     user: i64,
     /// The value that falls back silently.
     silent: i64,
+    /// What one write costs (ns), measured at start ([`write_cost`]).
+    write_ns: u64,
 }
 
 impl std::fmt::Debug for Fallback {
@@ -294,9 +296,10 @@ impl Fallback {
         let write_ns = write_cost(&cvar, user)
             .map_err(|e| format!("{name}: writing its value back fails: {e}"))?;
         Ok(Some(Fallback {
-            var: Written::new(cvar, user, write_ns),
+            var: Written::new(cvar, user),
             user,
             silent,
+            write_ns,
         }))
     }
 
@@ -914,7 +917,7 @@ pub fn before(collective: Collective, comm: Comm, bytes: u64) -> Option<Ticket> 
 /// last tuned call may have been on a different communicator.
 ///
 /// A timed call that ran another value than the default is charged for
-/// its two writes, at the cost per write measured at start: for calls of a
+/// its writes (`Switch::switch_ns`, fixed at start): for calls of a
 /// few hundred nanoseconds the switch itself could cost more than a faster
 /// algorithm saves, and the search must see that. (Timing the write here
 /// instead would charge the clock's own cost: two clock reads of 25 ns
@@ -927,8 +930,7 @@ pub fn after(ticket: Ticket, ns: Option<u64>) {
     if let Some(switch) = t.switches[ticket.collective as usize].as_ref() {
         t.set(switch, switch.target.candidates[0].1);
         if let (true, Some(n)) = (ticket.switched, ns.as_mut()) {
-            let fallback_ns = t.fallback.as_ref().map_or(0, |f| f.var.write_ns);
-            *n = n.saturating_add(2 * (switch.var.write_ns + fallback_ns));
+            *n = n.saturating_add(switch.switch_ns);
         }
     }
     if let Some((mut st, entry, k, comm)) = ticket.state {
@@ -1005,6 +1007,7 @@ pub fn prepare(
 ) -> (Option<Tuner>, Vec<String>) {
     let mut messages = Vec::new();
     let mut switches: Vec<Option<Switch>> = COLLECTIVES.iter().map(|_| None).collect();
+    let fallback_ns = fallback.as_ref().map_or(0, |f| f.write_ns);
     for target in targets {
         let name = target.cvar.name.clone();
         let opened = Cvar::open(mpit, &target.cvar, mpit::Object::None)
@@ -1023,7 +1026,8 @@ pub fn prepare(
             Ok((cvar, write_ns)) => {
                 let i = target.collective as usize;
                 switches[i] = Some(Switch {
-                    var: Written::new(cvar, target.candidates[0].1, write_ns),
+                    var: Written::new(cvar, target.candidates[0].1),
+                    switch_ns: 2 * (write_ns + fallback_ns),
                     target,
                     pin: AtomicU64::new(0),
                 });
