@@ -249,6 +249,22 @@ impl Collectives {
         self.step("MPI_Allreduce", r);
     }
 
+    /// [`Collectives::allreduce_i64`] without `MPI_Allreduce`: an
+    /// `MPI_Reduce` onto rank 0 and an `MPI_Bcast` of its result. For
+    /// agreeing while this rank's allreduce algorithm may not be its
+    /// peers' (a library reads its algorithm variable in every
+    /// allreduce, the tool's own too).
+    pub fn reduce_bcast_i64(&mut self, send: &[i64], recv: &mut [i64], op: ReduceOp) {
+        let r = ffi::reduce_i64(self.comm, send, recv, op, 0);
+        self.step("MPI_Reduce", r);
+        let mut bytes: Vec<u8> = recv.iter().flat_map(|x| x.to_ne_bytes()).collect();
+        if self.bcast_bytes(&mut bytes, 0) {
+            for (x, b) in recv.iter_mut().zip(bytes.chunks_exact(8)) {
+                *x = i64::from_ne_bytes(b.try_into().unwrap_or_default());
+            }
+        }
+    }
+
     /// Whether `x` is the same on every rank (one reduction). After a
     /// failed call the answer is yes: the agreement that must follow fails.
     pub fn all_equal(&mut self, x: i64) -> bool {

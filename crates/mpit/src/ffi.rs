@@ -1096,6 +1096,20 @@ pub enum ReduceOp {
     Sum,
 }
 
+impl ReduceOp {
+    /// The header's handle of the operation.
+    fn handle(self) -> sys::MPI_Op {
+        // SAFETY: reading shim constants.
+        unsafe {
+            match self {
+                ReduceOp::Min => sys::MPIT_MIN,
+                ReduceOp::Max => sys::MPIT_MAX,
+                ReduceOp::Sum => sys::MPIT_SUM,
+            }
+        }
+    }
+}
+
 /// Element-wise reduction of signed 64-bit integers to every rank
 /// (`PMPI_Allreduce` of MPI_INT64_T).
 /// (Signed on purpose: MPICH 4.0.2 compares MPI_UINT64_T as signed in
@@ -1108,14 +1122,6 @@ pub(crate) fn allreduce_i64(
 ) -> Result<()> {
     let api = api()?;
     debug_assert_eq!(send.len(), recv.len());
-    // SAFETY: reading shim constants.
-    let op = unsafe {
-        match op {
-            ReduceOp::Min => sys::MPIT_MIN,
-            ReduceOp::Max => sys::MPIT_MAX,
-            ReduceOp::Sum => sys::MPIT_SUM,
-        }
-    };
     // SAFETY: both buffers hold send.len() i64; same count on every rank;
     // collective over `comm`, called by every rank at the same point.
     let rc = unsafe {
@@ -1124,11 +1130,39 @@ pub(crate) fn allreduce_i64(
             recv.as_mut_ptr().cast(),
             send.len() as c_int,
             sys::MPIT_INT64_T,
-            op,
+            op.handle(),
             comm.0,
         )
     };
     check(api, "MPI_Allreduce", rc)
+}
+
+/// Element-wise reduction of signed 64-bit integers onto `root`
+/// (`PMPI_Reduce` of MPI_INT64_T; `recv` is written on `root` only).
+pub(crate) fn reduce_i64(
+    comm: Comm,
+    send: &[i64],
+    recv: &mut [i64],
+    op: ReduceOp,
+    root: i32,
+) -> Result<()> {
+    let api = api()?;
+    debug_assert_eq!(send.len(), recv.len());
+    // SAFETY: both buffers hold send.len() i64; same count and root on
+    // every rank; collective over `comm`, called by every rank at the
+    // same point.
+    let rc = unsafe {
+        func!(api, PMPI_Reduce)?(
+            send.as_ptr().cast::<c_void>() as *mut c_void,
+            recv.as_mut_ptr().cast(),
+            send.len() as c_int,
+            sys::MPIT_INT64_T,
+            op.handle(),
+            root,
+            comm.0,
+        )
+    };
+    check(api, "MPI_Reduce", rc)
 }
 
 // ---------------------------------------------------------------------------

@@ -574,6 +574,90 @@ fn a_candidate_refused_on_one_rank_is_dropped_on_all() {
     same_on_every_rank(&read_run_dir(&dir, 3));
 }
 
+/// A rank that takes a candidate at start but cannot write the default
+/// back holds the candidate for the rest of the job: every rank must then
+/// hold it too, or that rank's calls would run another algorithm than its
+/// peers' (the job hung in the tool's own reduction before this was
+/// handled). The collective is not tuned, the other one is, and the job's
+/// results are those of the untuned run. Allreduce (whose variable the
+/// tool's own reductions read) and bcast.
+#[cfg(mpi_flavor = "mpich")]
+#[test]
+fn a_rank_stuck_on_a_candidate_at_start_takes_every_rank_with_it() {
+    let plain = mpit_testkit::run(mpi_job(3, &example("coll_check"), &["2"]));
+    plain.assert_success();
+    let preloads = format!("{}:{}", preload_lib().display(), fault_lib().display());
+    for (stuck, var, held, other) in [
+        (
+            "allreduce",
+            "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM",
+            "`nb` (1)",
+            "bcast (auto, binomial",
+        ),
+        (
+            "bcast",
+            "MPIR_CVAR_BCAST_INTRA_ALGORITHM",
+            "`binomial` (1)",
+            "allreduce (auto, nb",
+        ),
+    ] {
+        let tmp = tempdir();
+        let dir = tmp.path().join("run");
+        let mut cmd = mpi_job(3, &example("coll_check"), &["2"]);
+        preload(&mut cmd, &dir);
+        // Rank 1 takes the first candidate (the first change) and no change
+        // after it.
+        cmd.env("LD_PRELOAD", &preloads)
+            .env("MPIT_FAULT", format!("MPI_T_cvar_write={var}#2+@1"))
+            .env("MPIT_TUNER_POLICY", "none")
+            .env("MPIT_TUNER_COLLECTIVES", "allreduce,bcast")
+            .env("MPIT_TUNER_COLLECTIVES_WINDOW", "1");
+        let job = mpit_testkit::run(cmd);
+        job.assert_success();
+        assert_same_stdout(&plain, &job, |_| false);
+        let err = job.stderr();
+        assert!(
+            err.contains(&format!("mpit-tuner: collective tuning on: {other}")),
+            "{stuck}: {err}"
+        );
+        assert!(!err.contains(&format!("{stuck} (")), "{stuck}: {err}");
+        let name = held.split('`').nth(1).unwrap();
+        let logs = read_run_dir(&dir, 3);
+        for log in &logs {
+            let records = tuning_records(log);
+            let notes: Vec<&str> = records
+                .iter()
+                .filter(|r| r["event"] == "skipped")
+                .map(|r| r["message"].as_str().unwrap())
+                .collect();
+            assert!(
+                notes.contains(
+                    &format!(
+                        "{var}: rank 1 holds {held} and cannot write the default back: every \
+                         rank keeps `{name}` for the rest of the job, so that all run the same \
+                         algorithm"
+                    )
+                    .as_str()
+                ),
+                "{stuck}: rank {}: {notes:?}",
+                log.rank
+            );
+            let own = notes
+                .iter()
+                .any(|n| n.starts_with(&format!("{var}: writing the default back failed: ")));
+            assert_eq!(own, log.rank == 1, "{stuck}: rank {}: {notes:?}", log.rank);
+            assert!(
+                !records
+                    .iter()
+                    .any(|r| r["event"] == "trial" && r["collective"] == stuck),
+                "{stuck}: rank {} tuned it",
+                log.rank
+            );
+        }
+        same_on_every_rank(&logs);
+    }
+}
+
 /// Tuning declared in a policy file: `tune = true` turns it on without the
 /// environment, the file's candidates and window are used, a name the
 /// library lacks is skipped with the reason, and `MPIT_TUNER_COLLECTIVES=off`

@@ -657,6 +657,15 @@ fn own_mpit() -> Result<&'static MpiT> {
 /// any rank's library refused: a value refused at run time on one rank
 /// would make that rank run a call with another algorithm than its peers.
 /// The notes name the highest-numbered rank that refused.
+///
+/// A rank that took a candidate but cannot write the default back holds
+/// that candidate for the rest of the job: the same reduction carries its
+/// value, and every rank writes it, so that all run the same algorithm.
+/// For that, allreduce's variable is tried last: the reduction agreeing on
+/// the others is an `MPI_Allreduce`, which reads it (a rank stuck on
+/// another allreduce than its peers would hang there). Its own agreement
+/// is an `MPI_Reduce` and an `MPI_Bcast`, whose variables are agreed by
+/// then.
 fn drop_refused(
     mpit: Option<&'static MpiT>,
     mut targets: Vec<crate::decide::collectives::Target>,
@@ -668,45 +677,53 @@ fn drop_refused(
     use crate::decide::collectives::{self as tune, search::MAX_CANDIDATES, COLLECTIVES};
     use mpit::collective::ReduceOp;
     // Refused here, or not known here (a rank without the target): this
-    // rank + 1. The maximum over ranks names one that refused.
+    // rank + 1. The maximum over ranks names one that refused. After the
+    // candidates' rows, one slot per collective: the value a rank is stuck
+    // on, as `(value + 1) << 32 | rank` (0: none).
     let no = i64::from(rank) + 1;
-    let mut refused = vec![no; COLLECTIVES.len() * MAX_CANDIDATES];
-    if let Some(own) = mpit {
-        for t in &targets {
-            let row = t.collective as usize * MAX_CANDIDATES;
-            let cvar = match mpit::Cvar::open(own, &t.cvar, Object::None) {
-                Ok(c) => c,
-                Err(e) => {
-                    log.record(&tune::note(0.0, "skipped", format!("{}: {e}", t.cvar.name)));
-                    continue;
+    let stuck = COLLECTIVES.len() * MAX_CANDIDATES;
+    let mut refused = vec![no; stuck];
+    refused.resize(stuck + COLLECTIVES.len(), 0);
+    let mut agreed = refused.clone();
+    for last in [false, true] {
+        let phase = |t: &tune::Target| (t.collective == tune::Collective::Allreduce) == last;
+        let mut cvars = Vec::new();
+        // (After a failed reduction nothing more is tried: it ends here.)
+        if let Some(own) = mpit.filter(|_| !seq.failed()) {
+            for t in targets.iter().filter(|t| phase(t)) {
+                let c = t.collective as usize;
+                let row = &mut refused[c * MAX_CANDIDATES..(c + 1) * MAX_CANDIDATES];
+                let (cvar, held) = try_candidates(own, t, row, no, log);
+                if let Some(v) = held.filter(|v| (0..i64::from(i32::MAX)).contains(v)) {
+                    // (Algorithm values are small and not negative.)
+                    refused[stuck + c] = ((v + 1) << 32) | i64::from(rank);
                 }
-            };
-            let default = t.candidates[0].1;
-            refused[row] = 0;
-            for (i, (name, value)) in t.candidates.iter().enumerate().skip(1) {
-                match tune::try_write(&cvar, *value) {
-                    Ok(()) => refused[row + i] = 0,
-                    Err(why) => log.record(&tune::note(
-                        0.0,
-                        "skipped",
-                        format!("{}: `{name}` ({value}) {why}", t.cvar.name),
-                    )),
-                }
-                if let Err(e) = cvar.write_scalar_int(default) {
-                    // The default cannot be put back: nothing of this
-                    // collective is tuned, on any rank.
-                    refused[row] = no;
-                    log.record(&tune::note(
-                        0.0,
-                        "skipped",
-                        format!("{}: writing the default back failed: {e}", t.cvar.name),
-                    ));
-                }
+                cvars.push(cvar);
+            }
+        }
+        // Every rank makes both reductions, whatever failed before.
+        let mut got = vec![no; refused.len()];
+        if last {
+            seq.reduce_bcast_i64(&refused, &mut got, ReduceOp::Max);
+        } else {
+            seq.allreduce_i64(&refused, &mut got, ReduceOp::Max);
+        }
+        if seq.failed() {
+            continue;
+        }
+        for (t, cvar) in targets.iter().filter(|t| phase(t)).zip(&cvars) {
+            let c = t.collective as usize;
+            let row = c * MAX_CANDIDATES..(c + 1) * MAX_CANDIDATES;
+            agreed[row.clone()].copy_from_slice(&got[row]);
+            let slot = stuck + c;
+            agreed[slot] = got[slot];
+            if got[slot] != 0 {
+                let (value, on) = ((got[slot] >> 32) - 1, got[slot] & 0xffff_ffff);
+                let here = refused[slot] >> 32 == got[slot] >> 32;
+                follow_stuck(t, cvar.as_ref(), here, (value, on), rank, log);
             }
         }
     }
-    let mut agreed = vec![no; refused.len()];
-    seq.allreduce_i64(&refused, &mut agreed, ReduceOp::Max);
     if seq.failed() {
         return Vec::new();
     }
@@ -747,6 +764,104 @@ fn drop_refused(
         t.candidates.len() > 1 || measure
     });
     targets
+}
+
+/// Tries `t`'s candidates on this rank, clearing in its `row` of
+/// [`drop_refused`] (index 0: the collective, then its candidates; each
+/// `no` until taken) those the library takes. Returns the handle, if it
+/// could be opened, and the candidate this rank is stuck on, if the
+/// default could not be written back.
+fn try_candidates(
+    own: &'static MpiT,
+    t: &crate::decide::collectives::Target,
+    row: &mut [i64],
+    no: i64,
+    log: &mut LogWriter,
+) -> (Option<mpit::Cvar<'static>>, Option<i64>) {
+    use crate::decide::collectives as tune;
+    let cvar = match mpit::Cvar::open(own, &t.cvar, Object::None) {
+        Ok(c) => c,
+        Err(e) => {
+            log.record(&tune::note(0.0, "skipped", format!("{}: {e}", t.cvar.name)));
+            return (None, None);
+        }
+    };
+    let default = t.candidates[0].1;
+    row[0] = 0;
+    for (i, (name, value)) in t.candidates.iter().enumerate().skip(1) {
+        match tune::try_write(&cvar, *value) {
+            Ok(()) => row[i] = 0,
+            Err(why) => log.record(&tune::note(
+                0.0,
+                "skipped",
+                format!("{}: `{name}` ({value}) {why}", t.cvar.name),
+            )),
+        }
+        if let Err(e) = cvar.write_scalar_int(default) {
+            // The default cannot be put back: nothing of this
+            // collective is tuned, on any rank.
+            row[0] = no;
+            log.record(&tune::note(
+                0.0,
+                "skipped",
+                format!("{}: writing the default back failed: {e}", t.cvar.name),
+            ));
+        }
+    }
+    // What this rank runs now, if it can tell; if not, the last candidate,
+    // the value it holds if that write succeeded and the write-back failed.
+    let held = (row[0] != 0).then(|| {
+        cvar.read()
+            .ok()
+            .and_then(|v| v.as_i64())
+            .unwrap_or_else(|| t.candidates.last().map_or(default, |c| c.1))
+    });
+    (Some(cvar), held.filter(|&v| v != default))
+}
+
+/// Rank `on` holds `t`'s candidate `value` and cannot write the default
+/// back: this rank writes that value too through `cvar`, unless it holds
+/// it `already`, and keeps it for the rest of the job.
+fn follow_stuck(
+    t: &crate::decide::collectives::Target,
+    cvar: Option<&mpit::Cvar<'_>>,
+    already: bool,
+    (value, on): (i64, i64),
+    rank: i32,
+    log: &mut LogWriter,
+) {
+    use crate::decide::collectives as tune;
+    let name = t
+        .candidates
+        .iter()
+        .find(|c| c.1 == value)
+        .map_or("?", |c| c.0.as_str());
+    let var = &t.cvar.name;
+    let written = match cvar {
+        _ if already => Ok(()),
+        Some(c) => c.write_scalar_int(value).map_err(|e| e.to_string()),
+        None => Err("no handle on it".to_string()),
+    };
+    let what =
+        format!("{var}: rank {on} holds `{name}` ({value}) and cannot write the default back");
+    match written {
+        Ok(()) => log.record(&tune::note(
+            0.0,
+            "skipped",
+            format!(
+                "{what}: every rank keeps `{name}` for the rest of the job, so that all run the \
+                 same algorithm"
+            ),
+        )),
+        Err(e) => {
+            let message = format!(
+                "{what}, and writing `{name}` here failed too ({e}): the ranks may run \
+                 different algorithms for this collective"
+            );
+            mpit::say!("mpit-tuner[rank {rank}]: {message}");
+            log.record(&tune::note(0.0, "skipped", message));
+        }
+    }
 }
 
 /// Whether collective tuning is asked for: `MPIT_TUNER_COLLECTIVES`, or the

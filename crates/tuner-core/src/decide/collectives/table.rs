@@ -624,8 +624,12 @@ impl Tuner {
     }
 
     /// Writes `value` to `var` for a call of `collective`. A refused write
-    /// stops tuning and keeps what is set: this call still runs what its
-    /// peers agreed, and the stop reaches them at the next agreed point.
+    /// stops tuning and keeps what is set; the stop reaches the peers at
+    /// the next agreed point. (For the fallback variable this call still
+    /// runs the algorithm its peers agreed; for an algorithm variable it
+    /// runs the value this rank holds: the start proved the value
+    /// writable, so only a library that changes its mind gets here; see
+    /// the README, "Collective tuning", item 6.)
     fn put(&self, var: &Written, value: i64, collective: Collective) {
         if let Err(e) = var.put(value) {
             self.stop.store(true, Release);
