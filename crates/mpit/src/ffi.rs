@@ -1058,22 +1058,7 @@ pub(crate) fn bcast_bytes(comm: Comm, buf: &mut [u8], root: i32) -> Result<()> {
 
 /// Element-wise sum of doubles onto `root` (`PMPI_Reduce` with MPI_SUM).
 pub(crate) fn reduce_sum(comm: Comm, send: &[f64], recv: &mut [f64], root: i32) -> Result<()> {
-    let api = api()?;
-    debug_assert_eq!(send.len(), recv.len());
-    // SAFETY: both buffers hold send.len() doubles; the count is the same on
-    // every rank (the variable list was broadcast by the caller).
-    let rc = unsafe {
-        func!(api, PMPI_Reduce)?(
-            send.as_ptr().cast::<c_void>() as *mut c_void,
-            recv.as_mut_ptr().cast(),
-            send.len() as c_int,
-            sys::MPIT_DOUBLE,
-            sys::MPIT_SUM,
-            root,
-            comm.0,
-        )
-    };
-    check(api, "MPI_Reduce", rc)
+    reduce(comm, send, recv, ReduceOp::Sum, Some(root))
 }
 
 /// The host name, from the kernel.
@@ -1120,21 +1105,7 @@ pub(crate) fn allreduce_i64(
     recv: &mut [i64],
     op: ReduceOp,
 ) -> Result<()> {
-    let api = api()?;
-    debug_assert_eq!(send.len(), recv.len());
-    // SAFETY: both buffers hold send.len() i64; same count on every rank;
-    // collective over `comm`, called by every rank at the same point.
-    let rc = unsafe {
-        func!(api, PMPI_Allreduce)?(
-            send.as_ptr().cast::<c_void>() as *mut c_void,
-            recv.as_mut_ptr().cast(),
-            send.len() as c_int,
-            sys::MPIT_INT64_T,
-            op.handle(),
-            comm.0,
-        )
-    };
-    check(api, "MPI_Allreduce", rc)
+    reduce(comm, send, recv, op, None)
 }
 
 /// Element-wise reduction of signed 64-bit integers onto `root`
@@ -1146,23 +1117,83 @@ pub(crate) fn reduce_i64(
     op: ReduceOp,
     root: i32,
 ) -> Result<()> {
+    reduce(comm, send, recv, op, Some(root))
+}
+
+/// The element types the tool reduces, with their MPI datatype.
+trait Reduced: Copy {
+    fn datatype() -> sys::MPI_Datatype;
+}
+
+impl Reduced for f64 {
+    fn datatype() -> sys::MPI_Datatype {
+        // SAFETY: reading a shim constant (the header's MPI_DOUBLE).
+        unsafe { sys::MPIT_DOUBLE }
+    }
+}
+
+impl Reduced for i64 {
+    fn datatype() -> sys::MPI_Datatype {
+        // SAFETY: reading a shim constant (the header's MPI_INT64_T).
+        unsafe { sys::MPIT_INT64_T }
+    }
+}
+
+/// `PMPI_Reduce` onto `root`, or `PMPI_Allreduce` when `root` is `None`,
+/// of `send` into `recv` element-wise.
+fn reduce<T: Reduced>(
+    comm: Comm,
+    send: &[T],
+    recv: &mut [T],
+    op: ReduceOp,
+    root: Option<i32>,
+) -> Result<()> {
     let api = api()?;
-    debug_assert_eq!(send.len(), recv.len());
-    // SAFETY: both buffers hold send.len() i64; same count and root on
-    // every rank; collective over `comm`, called by every rank at the
-    // same point.
+    let count = c_int::try_from(send.len())
+        .ok()
+        .filter(|_| send.len() == recv.len())
+        .ok_or_else(|| Error::BadValue {
+            variable: "reduction".into(),
+            message: format!("{} elements into {}", send.len(), recv.len()),
+        })?;
+    let (sendbuf, recvbuf) = (
+        send.as_ptr().cast::<c_void>() as *mut c_void,
+        recv.as_mut_ptr().cast::<c_void>(),
+    );
+    // SAFETY: both buffers hold `count` elements of `T`, whose MPI datatype
+    // is `T::datatype()`; the same count, operation and root on every rank
+    // (the callers' contract); collective over `comm`, called by every
+    // rank at the same point.
     let rc = unsafe {
-        func!(api, PMPI_Reduce)?(
-            send.as_ptr().cast::<c_void>() as *mut c_void,
-            recv.as_mut_ptr().cast(),
-            send.len() as c_int,
-            sys::MPIT_INT64_T,
-            op.handle(),
-            root,
-            comm.0,
-        )
+        match root {
+            None => func!(api, PMPI_Allreduce)?(
+                sendbuf,
+                recvbuf,
+                count,
+                T::datatype(),
+                op.handle(),
+                comm.0,
+            ),
+            Some(root) => func!(api, PMPI_Reduce)?(
+                sendbuf,
+                recvbuf,
+                count,
+                T::datatype(),
+                op.handle(),
+                root,
+                comm.0,
+            ),
+        }
     };
-    check(api, "MPI_Reduce", rc)
+    check(
+        api,
+        if root.is_some() {
+            "MPI_Reduce"
+        } else {
+            "MPI_Allreduce"
+        },
+        rc,
+    )
 }
 
 // ---------------------------------------------------------------------------
