@@ -84,7 +84,23 @@ impl MpiFunctions {
         let this = libloading::os::unix::Library::this();
         // SAFETY: `from_library` only looks symbols up; every field is a
         // `Result`, so a missing function is recorded, not called.
-        let table = unsafe { Self::from_library(this) }.ok()?;
+        let mut table = unsafe { Self::from_library(this) }.ok()?;
+        // The tool's own writes go to the definition after the object this
+        // crate is linked into: in the preload library, past its export of
+        // `MPI_T_cvar_write`, which watches the application's writes only.
+        // SAFETY: dlsym with a NUL-terminated name; RTLD_NEXT is valid from
+        // any loaded object. A non-null result is the address of the
+        // library's MPI_T_cvar_write, whose prototype is the field's type
+        // (from the same header).
+        unsafe {
+            let next = libc::dlsym(libc::RTLD_NEXT, c"MPI_T_cvar_write".as_ptr());
+            if !next.is_null() {
+                table.MPI_T_cvar_write = Ok(std::mem::transmute::<
+                    *mut libc::c_void,
+                    unsafe extern "C" fn(MPI_T_cvar_handle, *const libc::c_void) -> libc::c_int,
+                >(next));
+            }
+        }
         table.MPI_T_init_thread.is_ok().then_some(table)
     }
 }

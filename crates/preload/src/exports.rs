@@ -489,6 +489,25 @@ pub unsafe extern "C" fn MPI_Win_free(win: *mut MPI_Win) -> c_int {
 }
 
 // ---------------------------------------------------------------------------
+// The application's own MPI_T writes (the tool's go past this export: see
+// `mpit_sys::MpiFunctions::load`).
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_T_cvar_write(
+    handle: mpit_sys::MPI_T_cvar_handle,
+    buf: *const c_void,
+) -> c_int {
+    let real = real!(
+        c"MPI_T_cvar_write",
+        unsafe extern "C" fn(mpit_sys::MPI_T_cvar_handle, *const c_void) -> c_int
+    );
+    // SAFETY: the application's own arguments, passed through.
+    let rc = unsafe { real(handle, buf) };
+    guarded("MPI_T_cvar_write", collectives::application_wrote);
+    rc
+}
+
+// ---------------------------------------------------------------------------
 // Point-to-point and collective calls: counted on the hot path with relaxed
 // atomics only (no lock, no allocation, no I/O); the first calls of each
 // family and then one in toolmetrics::TIMING_PERIOD are timed.

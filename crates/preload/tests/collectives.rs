@@ -658,6 +658,75 @@ fn a_rank_stuck_on_a_candidate_at_start_takes_every_rank_with_it() {
     }
 }
 
+/// An application that writes an algorithm variable itself, through
+/// MPI_T, mid-run on every rank: its value is left alone (it reads back at
+/// the end, after calls the tuner would have switched), every rank logs
+/// the write and stops tuning. Before the preload watched these writes the
+/// tuner's next switch put its default over the application's value. A
+/// write of the value set now changes nothing and tuning goes on.
+#[cfg(mpi_flavor = "mpich")]
+#[test]
+fn an_algorithm_the_application_writes_itself_is_left_to_it() {
+    let var = "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM";
+    // 3 is recursive_doubling in MPICH 4.0 and 5.0; 0 is auto, the default.
+    for (value, seen) in [("3", true), ("0", false)] {
+        let args = [var, value];
+        let plain = mpit_testkit::run(mpi_job(3, &example("coll_app_writes"), &args));
+        plain.assert_success();
+        assert!(
+            plain.stdout().contains(&format!(
+                "coll_app_writes: {var} = {value} on every rank at the end: yes"
+            )),
+            "{}",
+            plain.stdout()
+        );
+        let tmp = tempdir();
+        let dir = tmp.path().join("run");
+        let mut cmd = mpi_job(3, &example("coll_app_writes"), &args);
+        preload(&mut cmd, &dir);
+        cmd.env("MPIT_TUNER_POLICY", "none")
+            .env("MPIT_TUNER_COLLECTIVES", "tune")
+            .env("MPIT_TUNER_COLLECTIVES_WINDOW", "1");
+        let job = mpit_testkit::run(cmd);
+        job.assert_success();
+        assert_same_stdout(&plain, &job, |_| false);
+        let logs = read_run_dir(&dir, 3);
+        for log in &logs {
+            let records = tuning_records(log);
+            let wrote: Vec<&Value> = records
+                .iter()
+                .filter(|r| r["event"] == "application_wrote")
+                .collect();
+            let stopped = records.iter().any(|r| r["event"] == "stopped");
+            if seen {
+                assert_eq!(wrote.len(), 1, "rank {}: {records:?}", log.rank);
+                assert_eq!(wrote[0]["collective"], "allreduce");
+                assert_eq!(
+                    wrote[0]["message"],
+                    format!(
+                        "{var}: the application wrote `recursive_doubling` (3) itself: the tool \
+                         never writes it again, and tuning stops on every rank at the next \
+                         agreed point"
+                    )
+                );
+                assert!(stopped, "rank {} did not stop: {records:?}", log.rank);
+            } else {
+                assert!(
+                    wrote.is_empty() && !stopped,
+                    "rank {}: {records:?}",
+                    log.rank
+                );
+                assert!(
+                    records.iter().any(|r| r["event"] == "trial"),
+                    "rank {} never tuned",
+                    log.rank
+                );
+            }
+        }
+        same_on_every_rank(&logs);
+    }
+}
+
 /// Tuning declared in a policy file: `tune = true` turns it on without the
 /// environment, the file's candidates and window are used, a name the
 /// library lacks is skipped with the reason, and `MPIT_TUNER_COLLECTIVES=off`

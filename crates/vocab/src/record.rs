@@ -568,7 +568,9 @@ pub struct CollectiveTuning {
     /// after its confirming window the smaller of its two measurements),
     /// `decision`,
     /// `recheck`, `stopped`, `setup_failed`, `reduction_failed`,
-    /// `write_failed`, `concurrent`, `off` (why nothing is tuned),
+    /// `write_failed`, `application_wrote` (the application wrote a
+    /// variable the tuner writes: left to it), `concurrent`, `off` (why
+    /// nothing is tuned),
     /// `pinned` (a user's request, `request`, pinned the algorithm at this
     /// agreed point: `calls` before it; searching stops), `held` (the
     /// first agreed point after a pin: the pinned algorithm ran `calls`

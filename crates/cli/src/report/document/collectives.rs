@@ -87,7 +87,7 @@ pub(super) fn collectives(run: &Run) -> Option<Section> {
                     }
                 }
                 "start" | "off" | "skipped" | "stopped" | "setup_failed" | "reduction_failed"
-                | "write_failed" | "concurrent" => {
+                | "write_failed" | "application_wrote" | "concurrent" => {
                     let text = match (&r.message, r.collective.as_deref()) {
                         (Some(m), Some(c)) => format!("{} {c}: {m}", r.event),
                         (Some(m), None) => format!("{}: {m}", r.event),

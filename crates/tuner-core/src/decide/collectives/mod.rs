@@ -64,8 +64,8 @@ pub use library::{
 };
 pub use search::{Agreed, Event, Params, Search, State, Why};
 pub use table::{
-    activate, after, before, comm_freeing, events, on, prepare, request_key, started, stop,
-    try_write, tuner, Bins, Fallback, Ticket, TuneEvent, Tuner, What, MAX_COMMS,
+    activate, after, application_wrote, before, comm_freeing, events, on, prepare, request_key,
+    started, stop, try_write, tuner, Bins, Fallback, Ticket, TuneEvent, Tuner, What, MAX_COMMS,
 };
 
 use std::collections::BTreeMap;
@@ -326,6 +326,10 @@ fn make_record(event: &TuneEvent) -> Record<'static> {
         What::WriteFailed(why) => {
             r.event = "write_failed".into();
             r.message = Some(why.clone());
+        }
+        What::ApplicationWrote(what) => {
+            r.event = "application_wrote".into();
+            r.message = Some(what.clone());
         }
         What::Concurrent => {
             r.event = "concurrent".into();

@@ -173,6 +173,9 @@ pub enum What {
     ReductionFailed(String),
     /// The library refused a write of the algorithm variable.
     WriteFailed(String),
+    /// The application wrote a variable the tuner writes around calls:
+    /// the tuner leaves it alone from now on.
+    ApplicationWrote(String),
     /// Two threads were in collectives at once.
     Concurrent,
 }
@@ -184,6 +187,8 @@ struct Written {
     current: AtomicI64,
     /// The first write error, reported once.
     failed: AtomicBool,
+    /// The application wrote the variable itself: never written again.
+    foreign: AtomicBool,
 }
 
 impl Written {
@@ -192,6 +197,7 @@ impl Written {
             cvar,
             current: AtomicI64::new(value),
             failed: AtomicBool::new(false),
+            foreign: AtomicBool::new(false),
         }
     }
 
@@ -201,9 +207,9 @@ impl Written {
         self.current.load(Relaxed) == value
     }
 
-    /// Writes `value` unless it is set already.
+    /// Writes `value` unless it is set already, or the application's own.
     fn put(&self, value: i64) -> mpit::Result<()> {
-        if !self.holds(value) {
+        if !self.holds(value) && !self.foreign.load(Relaxed) {
             self.cvar.write_scalar_int(value)?;
             self.current.store(value, Relaxed);
         }
@@ -490,15 +496,32 @@ impl Tuner {
         self.lost.load(Relaxed)
     }
 
+    /// Queues an event of a communicator for the log.
     fn emit(&self, comm: &CommState, collective: Option<Collective>, bin: usize, what: What) {
-        let event = TuneEvent {
+        self.send(TuneEvent {
             t: self.start.elapsed().as_secs_f64(),
             comm: comm.label,
             comm_size: comm.size,
             collective,
             bin,
             what,
-        };
+        });
+    }
+
+    /// Queues an event of this process (of no communicator) for the log.
+    #[cold]
+    fn tell(&self, collective: Option<Collective>, what: What) {
+        self.send(TuneEvent {
+            t: self.start.elapsed().as_secs_f64(),
+            comm: 0,
+            comm_size: 0,
+            collective,
+            bin: 0,
+            what,
+        });
+    }
+
+    fn send(&self, event: TuneEvent) {
         if self.tx.try_send(event).is_err() {
             self.lost.fetch_add(1, Relaxed);
         }
@@ -635,23 +658,8 @@ impl Tuner {
             self.stop.store(true, Release);
             if !var.failed.swap(true, AcqRel) {
                 // The error names the variable.
-                self.write_failed(collective, e.to_string());
+                self.tell(Some(collective), What::WriteFailed(e.to_string()));
             }
-        }
-    }
-
-    /// Reports a refused write (once per variable) to the log.
-    fn write_failed(&self, collective: Collective, message: String) {
-        let event = TuneEvent {
-            t: self.start.elapsed().as_secs_f64(),
-            comm: 0,
-            comm_size: 0,
-            collective: Some(collective),
-            bin: 0,
-            what: What::WriteFailed(message),
-        };
-        if self.tx.try_send(event).is_err() {
-            self.lost.fetch_add(1, Relaxed);
         }
     }
 
@@ -864,15 +872,7 @@ pub fn before(collective: Collective, comm: Comm, bytes: u64) -> Option<Ticket> 
     let overlapping = t.in_flight.load(Relaxed) != 0;
     t.in_flight.store(1, Relaxed);
     if overlapping && !t.stop.swap(true, AcqRel) {
-        t.tx.try_send(TuneEvent {
-            t: t.start.elapsed().as_secs_f64(),
-            comm: 0,
-            comm_size: 0,
-            collective: Some(collective),
-            bin: 0,
-            what: What::Concurrent,
-        })
-        .ok();
+        t.tell(Some(collective), What::Concurrent);
     }
     let default = switch.target.candidates[0].1;
     let Some(i) = t.entry(comm) else {
@@ -1117,6 +1117,58 @@ pub fn started() -> Option<&'static Tuner> {
 /// Events since the last call (the helper logs them on its tick).
 pub fn events() -> impl Iterator<Item = TuneEvent> {
     TUNER.get().into_iter().flat_map(|t| t.rx.try_iter())
+}
+
+/// The application wrote a control variable through MPI_T itself (the
+/// preload sees its `MPI_T_cvar_write`; the tool's own writes go past it).
+/// Each variable the tuner writes around calls is read back: one whose
+/// value changed is the application's from now on. The tuner never writes
+/// it again, this call's peers (which ran the same write, as an ALL_EQ
+/// variable requires) do the same, and tuning stops on every rank at the
+/// next agreed point. A write of the value set now changes nothing and is
+/// not seen (between calls that is the value set at start).
+#[cold]
+pub fn application_wrote() {
+    let Some(t) = tuner() else { return };
+    let fallback = t.fallback.as_ref().map(|f| (&f.var, None));
+    let switches = t
+        .switches
+        .iter()
+        .flatten()
+        .map(|s| (&s.var, Some(&s.target)));
+    for (var, target) in switches.chain(fallback) {
+        if var.foreign.load(Acquire) {
+            continue;
+        }
+        let held = var.current.load(Relaxed);
+        let message = match var.cvar.read().map(|v| v.as_i64()) {
+            Ok(Some(v)) if v == held => continue,
+            Ok(Some(v)) => {
+                var.current.store(v, Relaxed);
+                let name = match target {
+                    Some(t) => t.candidates.iter().find(|c| c.1 == v).map(|c| c.0.as_str()),
+                    None => super::library::mpich_fallback_name(v),
+                };
+                let value = name.map_or_else(|| v.to_string(), |n| format!("`{n}` ({v})"));
+                format!("the application wrote {value} itself")
+            }
+            Ok(None) => "the application wrote it, and it reads back as no integer".into(),
+            Err(e) => {
+                format!("the application wrote a variable, and reading this one back failed ({e})")
+            }
+        };
+        var.foreign.store(true, Release);
+        t.stop.store(true, Release);
+        let message = format!(
+            "{}: {message}: the tool never writes it again, and tuning stops on every rank at \
+             the next agreed point",
+            var.name()
+        );
+        t.tell(
+            target.map(|t| t.collective),
+            What::ApplicationWrote(message),
+        );
+    }
 }
 
 /// Stops tuning inside `MPI_Finalize`, before the library's own
