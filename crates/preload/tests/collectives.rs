@@ -25,11 +25,38 @@ use mpit_testkit::Job;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-/// coll_check under the tool with collective tuning asked for.
+/// coll_check under the tool with collective tuning asked for (`env` may
+/// say otherwise).
 fn tuned(ranks: u32, args: &[&str], dir: &std::path::Path, env: &[(&str, &str)]) -> Job {
+    check_job(ranks, args, dir, None, env)
+}
+
+/// [`tuned`] with the fault-injection library loaded after the tool,
+/// injecting `fault` (`MPIT_FAULT`).
+fn faulted(
+    ranks: u32,
+    args: &[&str],
+    dir: &std::path::Path,
+    fault: &str,
+    env: &[(&str, &str)],
+) -> Job {
+    check_job(ranks, args, dir, Some(fault), env)
+}
+
+fn check_job(
+    ranks: u32,
+    args: &[&str],
+    dir: &std::path::Path,
+    fault: Option<&str>,
+    env: &[(&str, &str)],
+) -> Job {
     let mut cmd = mpi_job(ranks, &example("coll_check"), args);
     preload(&mut cmd, dir);
     cmd.env("MPIT_TUNER_COLLECTIVES", "tune");
+    if let Some(fault) = fault {
+        let preloads = format!("{}:{}", preload_lib().display(), fault_lib().display());
+        cmd.env("LD_PRELOAD", preloads).env("MPIT_FAULT", fault);
+    }
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -352,21 +379,14 @@ fn the_fallback_variable_refused_on_one_rank_stops_tuning_on_all() {
     let var = "MPIR_CVAR_COLLECTIVE_FALLBACK";
     let plain = mpit_testkit::run(mpi_job(ranks, &example("coll_check"), &["2"]));
     plain.assert_success();
-    let preloads = format!("{}:{}", preload_lib().display(), fault_lib().display());
     for (at_start, fault, setting) in [
         (true, format!("MPI_T_cvar_write={var}@1"), "error"),
         (false, format!("MPI_T_cvar_write={var}#3@1"), "print"),
     ] {
         let tmp = tempdir();
         let dir = tmp.path().join("run");
-        let mut cmd = mpi_job(ranks, &example("coll_check"), &["2"]);
-        preload(&mut cmd, &dir);
-        cmd.env("LD_PRELOAD", &preloads)
-            .env("MPIT_FAULT", &fault)
-            .env("MPIT_TUNER_COLLECTIVES", "tune")
-            .env("MPIT_TUNER_COLLECTIVES_WINDOW", "1")
-            .env(var, setting);
-        let job = mpit_testkit::run(cmd);
+        let env = [("MPIT_TUNER_COLLECTIVES_WINDOW", "1"), (var, setting)];
+        let job = faulted(ranks, &["2"], &dir, &fault, &env);
         job.assert_success();
         assert_same_stdout(&plain, &job, |_| false);
         let err = job.stderr();
@@ -529,17 +549,16 @@ fn a_candidate_refused_on_one_rank_is_dropped_on_all() {
     let plain = mpit_testkit::run(mpi_job(3, &example("coll_check"), &["4"]));
     plain.assert_success();
     let dir = tmp.path().join("run");
-    let mut cmd = mpi_job(3, &example("coll_check"), &["4"]);
-    preload(&mut cmd, &dir);
-    let preloads = format!("{}:{}", preload_lib().display(), fault_lib().display());
-    cmd.env("LD_PRELOAD", preloads)
-        .env(
-            "MPIT_FAULT",
-            "MPI_T_cvar_write=MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM#3@1",
-        )
-        .env("MPIT_TUNER_POLICY", "none")
-        .env("MPIT_TUNER_COLLECTIVES", "allreduce,bcast");
-    let job = mpit_testkit::run(cmd);
+    let job = faulted(
+        3,
+        &["4"],
+        &dir,
+        "MPI_T_cvar_write=MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM#3@1",
+        &[
+            ("MPIT_TUNER_POLICY", "none"),
+            ("MPIT_TUNER_COLLECTIVES", "allreduce,bcast"),
+        ],
+    );
     job.assert_success();
     assert_same_stdout(&plain, &job, |_| false);
     // MPICH 4.0: auto, nb, smp, recursive_doubling, reduce_scatter_allgather;
@@ -586,7 +605,6 @@ fn a_candidate_refused_on_one_rank_is_dropped_on_all() {
 fn a_rank_stuck_on_a_candidate_at_start_takes_every_rank_with_it() {
     let plain = mpit_testkit::run(mpi_job(3, &example("coll_check"), &["2"]));
     plain.assert_success();
-    let preloads = format!("{}:{}", preload_lib().display(), fault_lib().display());
     for (stuck, var, held, other) in [
         (
             "allreduce",
@@ -603,16 +621,15 @@ fn a_rank_stuck_on_a_candidate_at_start_takes_every_rank_with_it() {
     ] {
         let tmp = tempdir();
         let dir = tmp.path().join("run");
-        let mut cmd = mpi_job(3, &example("coll_check"), &["2"]);
-        preload(&mut cmd, &dir);
         // Rank 1 takes the first candidate (the first change) and no change
         // after it.
-        cmd.env("LD_PRELOAD", &preloads)
-            .env("MPIT_FAULT", format!("MPI_T_cvar_write={var}#2+@1"))
-            .env("MPIT_TUNER_POLICY", "none")
-            .env("MPIT_TUNER_COLLECTIVES", "allreduce,bcast")
-            .env("MPIT_TUNER_COLLECTIVES_WINDOW", "1");
-        let job = mpit_testkit::run(cmd);
+        let fault = format!("MPI_T_cvar_write={var}#2+@1");
+        let env = [
+            ("MPIT_TUNER_POLICY", "none"),
+            ("MPIT_TUNER_COLLECTIVES", "allreduce,bcast"),
+            ("MPIT_TUNER_COLLECTIVES_WINDOW", "1"),
+        ];
+        let job = faulted(3, &["2"], &dir, &fault, &env);
         job.assert_success();
         assert_same_stdout(&plain, &job, |_| false);
         let err = job.stderr();
