@@ -831,11 +831,7 @@ fn follow_stuck(
     log: &mut LogWriter,
 ) {
     use crate::decide::collectives as tune;
-    let name = t
-        .candidates
-        .iter()
-        .find(|c| c.1 == value)
-        .map_or("?", |c| c.0.as_str());
+    let name = t.name_of(value).unwrap_or("?");
     let var = &t.cvar.name;
     let written = match cvar {
         _ if already => Ok(()),

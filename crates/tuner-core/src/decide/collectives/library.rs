@@ -378,6 +378,14 @@ pub struct Target {
 }
 
 impl Target {
+    /// The name of the candidate whose value is `value`, if one is.
+    pub fn name_of(&self, value: i64) -> Option<&str> {
+        self.candidates
+            .iter()
+            .find(|c| c.1 == value)
+            .map(|c| c.0.as_str())
+    }
+
     /// A target that only measures (no switching): `collective`'s variable
     /// in `library`, with the value set at start, `default`, as its only
     /// candidate.

@@ -1146,7 +1146,7 @@ pub fn application_wrote() {
             Ok(Some(v)) => {
                 var.current.store(v, Relaxed);
                 let name = match target {
-                    Some(t) => t.candidates.iter().find(|c| c.1 == v).map(|c| c.0.as_str()),
+                    Some(t) => t.name_of(v),
                     None => super::library::mpich_fallback_name(v),
                 };
                 let value = name.map_or_else(|| v.to_string(), |n| format!("`{n}` ({v})"));
