@@ -13,9 +13,12 @@
  *
  * Each library's case: a call with the default, the write, a call on the
  * same communicator, a call on a communicator created after the write, the
- * default written back. Rank 0 prints the outcome of each and a verdict:
- * "coll_witness: <variable>: next call" (the next call used it), "next
- * communicator" (only communicators created later did) or "never". */
+ * default written back. Rank 0 prints the library's version line, the
+ * outcome of each and a verdict: "coll_witness: <variable>: next call" (the
+ * next call used it), "next communicator" (only communicators created later
+ * did) or "start only" (no call did: only a setting made before start can
+ * choose the algorithm); the words of the tuner's support table
+ * (`Support::when`), which the tests compare with this verdict. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -138,11 +141,16 @@ int main(int argc, char **argv) {
     int back = write_int(variable, 0);
     int after = call(MPI_COMM_WORLD);
     if (rank == 0) {
+        char version[MPI_MAX_LIBRARY_VERSION_STRING];
+        int vlen = 0;
+        MPI_Get_library_version(version, &vlen);
+        version[strcspn(version, "\r\n")] = '\0';
+        printf("coll_witness: library: %s\n", version);
         printf("coll_witness: default %s; write %s=%d %s; same communicator %s; new communicator %s; "
                "default back %s, then %s\n",
                outcome(before), variable, value, written == MPI_SUCCESS ? "accepted" : "refused", outcome(same),
                outcome(fresh), back == MPI_SUCCESS ? "accepted" : "refused", outcome(after));
-        const char *verdict = same != MPI_SUCCESS ? "next call" : fresh != MPI_SUCCESS ? "next communicator" : "never";
+        const char *verdict = same != MPI_SUCCESS ? "next call" : fresh != MPI_SUCCESS ? "next communicator" : "start only";
         printf("coll_witness: %s: %s\n", variable, verdict);
     }
     MPI_Comm_free(&dup);

@@ -21,7 +21,7 @@ use mpit::quirks::LibraryVersion;
 use mpit::{Binding, Catalogue, Cvar, Library, MpiProcess, MpiT, Object, PvarSession, Value};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
-use tuner_core::decide::collectives::{support, Support};
+use tuner_core::decide::collectives::support;
 
 /// `mpit-tuner probe` options.
 #[derive(Debug, clap::Args)]
@@ -69,7 +69,10 @@ pub struct ProbeFacts {
     pub env_setting: String,
     /// Whether the value came back.
     pub env_setting_works: bool,
-    /// Online collective tuning: `next call`, `start only` or `unknown`.
+    /// When an algorithm written after `MPI_Init` takes effect, from the
+    /// version-keyed table ([`Support::when`](tuner_core::decide::collectives::Support::when)):
+    /// `next call` (tuned online), `next communicator`, `start only` or
+    /// `unknown`.
     pub collective_tuning: String,
 }
 
@@ -198,11 +201,7 @@ fn probe() -> Result<Option<ProbeFacts>> {
     let version = mpit
         .library_version()
         .context("MPI_Get_library_version failed")?;
-    let collective_tuning = match support(family, &version) {
-        Support::NextCall => "next call",
-        Support::StartOnly(_) => "start only",
-        Support::Unknown(_) => "unknown",
-    };
+    let collective_tuning = support(family, &version).when();
     Ok(Some(ProbeFacts {
         library_version: version.lines().next().unwrap_or("").trim().to_string(),
         library: LibraryVersion::parse(&version).to_string(),

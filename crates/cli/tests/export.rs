@@ -323,13 +323,13 @@ fn bad_run_directories_are_told() {
     add_record(
         &dir,
         &json!({"type": "collective", "t": 0.1, "event": "off",
-                "message": "Open MPI reads algorithms at start only"}),
+                "message": "a write reaches only communicators created after it"}),
     );
     let job = export(&[d]);
     assert_eq!(code(&job), Some(2), "{}", printed(&job));
     assert!(
         job.stderr().contains(
-            "holds no collective tuning decision: off: Open MPI reads algorithms at start only"
+            "holds no collective tuning decision: off: a write reaches only communicators created after it"
         ),
         "{}",
         printed(&job)

@@ -16,7 +16,8 @@
 //! `examples/c/coll_witness.c` re-checks, without the tool, the fact the
 //! tuner's support table rests on: when a value written through MPI_T after
 //! `MPI_Init` takes effect (MPICH 4.0: at the next call; Open MPI 4.1: only
-//! for communicators created afterwards).
+//! for communicators created afterwards). Its verdict must be the table's
+//! (`support()`) for the library version it ran on.
 
 mod common;
 
@@ -112,15 +113,39 @@ fn the_witness_says_when_a_written_algorithm_takes_effect() {
     job.assert_success();
     let out = job.stdout();
     let expected = if cfg!(mpi_flavor = "mpich") {
-        // The support table's `NextCall` for MPICH 4.0.
+        // MPICH 4.0: the next call uses the written value.
         "coll_witness: MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM: next call"
     } else {
-        // Its `StartOnly` for Open MPI: the write is accepted, the running
-        // communicator ignores it, a new one uses it.
+        // Open MPI 4.1: the write is accepted, the running communicator
+        // ignores it, a new one uses it.
         "coll_witness: coll_tuned_allgather_algorithm: next communicator"
     };
     assert!(out.contains(expected), "{out}\n{}", job.stderr());
     assert!(out.contains("default back accepted, then ok"), "{out}");
+    the_table_agrees_with_the_witness("this build's library", &out);
+}
+
+/// The witness's verdict is what the support table says for the library
+/// version the witness printed: the table is measured, not assumed.
+fn the_table_agrees_with_the_witness(name: &str, out: &str) {
+    use tuner_core::decide::collectives::support;
+    let version = out
+        .lines()
+        .find_map(|l| l.strip_prefix("coll_witness: library: "))
+        .unwrap_or_else(|| panic!("{name}: no library line: {out}"));
+    let verdict = out
+        .lines()
+        .filter_map(|l| l.strip_prefix("coll_witness: "))
+        .find_map(|l| l.split_once(": ").filter(|(k, _)| k.contains('_')))
+        .map(|(_, v)| v)
+        .unwrap_or_else(|| panic!("{name}: no verdict: {out}"));
+    let table = support(mpit::Library::from_version(version), version);
+    assert_eq!(
+        verdict,
+        table.when(),
+        "{name}: the witness measured `{verdict}` on {version}, the support table says \
+         {table:?}"
+    );
 }
 
 /// The witness again under the registry wheels of issue 14 (MPICH 5.0.2,
@@ -188,6 +213,7 @@ fn the_witness_under_the_mpi5_wheels() {
             out.contains("default back accepted, then ok"),
             "{name}: {out}"
         );
+        the_table_agrees_with_the_witness(name, &out);
     }
 }
 

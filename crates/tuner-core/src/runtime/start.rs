@@ -577,7 +577,7 @@ fn tune_collectives(
                 }
                 Err(e) => why_not = Some(format!("MPI_T is not available for the tuner: {e}")),
             },
-            Support::StartOnly(why) | Support::Unknown(why) => why_not = Some(why),
+            other => why_not = other.why_not(),
         }
     }
     // Every rank makes the same collective calls from here on, whatever it

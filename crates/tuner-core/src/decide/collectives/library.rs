@@ -288,11 +288,41 @@ pub enum Support {
     /// with `examples/c/coll_witness.c`: the call after the write, on the
     /// same communicator, uses the written alltoall algorithm).
     NextCall,
+    /// Only on communicators created after the write; the running ones keep
+    /// the algorithm chosen when they were created (Open MPI 4.1.4 and
+    /// 5.0.11, measured with `examples/c/coll_witness.c`). The online mode
+    /// cannot tune an application's calls on this library; the reason says
+    /// what can.
+    NextCommunicator(String),
     /// Only when set before start (environment or pre-init write): the
     /// online mode cannot tune this library; the reason says what can.
     StartOnly(String),
     /// Not known for this library or version: not tuned online.
     Unknown(String),
+}
+
+impl Support {
+    /// When a written value takes effect, in the words of
+    /// `examples/c/coll_witness.c`'s verdict and of the support matrix:
+    /// `next call`, `next communicator`, `start only` or `unknown`.
+    pub fn when(&self) -> &'static str {
+        match self {
+            Support::NextCall => "next call",
+            Support::NextCommunicator(_) => "next communicator",
+            Support::StartOnly(_) => "start only",
+            Support::Unknown(_) => "unknown",
+        }
+    }
+
+    /// Why the online mode does not run here (`None` where it can).
+    pub fn why_not(self) -> Option<String> {
+        match self {
+            Support::NextCall => None,
+            Support::NextCommunicator(why) | Support::StartOnly(why) | Support::Unknown(why) => {
+                Some(why)
+            }
+        }
+    }
 }
 
 /// What `library` (its `MPI_Get_library_version` text in `version`) does
@@ -307,7 +337,7 @@ pub fn support(library: Library, version: &str) -> Support {
             None => Support::Unknown("the MPICH version could not be read".into()),
         },
         Library::OpenMpi => match open_mpi_major_minor(version) {
-            Some((4, 1)) => Support::StartOnly(
+            Some((4, 1)) => Support::NextCommunicator(
                 "Open MPI accepts a write of coll_tuned_<coll>_algorithm after MPI_Init and reads it back, \
                  but a communicator keeps the algorithm chosen when it was created: a write reaches only \
                  communicators created after it (measured on 4.1.4 with examples/c/coll_witness.c); \
@@ -321,7 +351,7 @@ pub fn support(library: Library, version: &str) -> Support {
             // or after MPI_Init, the write succeeds and reads back): the
             // running communicators keep their algorithm, a communicator
             // created after the writes uses the written one.
-            Some((5, 0)) => Support::StartOnly(
+            Some((5, 0)) => Support::NextCommunicator(
                 "Open MPI 5.0 accepts coll_tuned_use_dynamic_rules and coll_tuned_<coll>_algorithm \
                  through MPI_T, before or after MPI_Init, but a communicator keeps the algorithm chosen \
                  when it was created: a write reaches only communicators created after it, never the \
@@ -669,6 +699,10 @@ mod tests {
         ));
         assert!(matches!(
             support(Library::OpenMpi, "Open MPI v4.1.4"),
+            Support::NextCommunicator(_)
+        ));
+        assert!(matches!(
+            support(Library::Mvapich2, "MVAPICH2 Version: 2.3.7"),
             Support::StartOnly(_)
         ));
         assert_eq!(
@@ -677,7 +711,7 @@ mod tests {
         );
         assert!(matches!(
             support(Library::OpenMpi, "Open MPI v5.0.11, package: ..."),
-            Support::StartOnly(why) if why.contains("5.0.11")
+            Support::NextCommunicator(why) if why.contains("5.0.11")
         ));
         assert!(matches!(
             support(Library::OpenMpi, "Open MPI v6.0.0"),
