@@ -76,6 +76,7 @@ const MPI_Datatype MPIT_COUNT = MPI_COUNT;
 const MPI_Datatype MPIT_DOUBLE = MPI_DOUBLE;
 const MPI_Datatype MPIT_FLOAT = MPI_FLOAT;
 const MPI_Datatype MPIT_CHAR = MPI_CHAR;
+const MPI_Datatype MPIT_C_BOOL = MPI_C_BOOL;
 const MPI_Datatype MPIT_BYTE = MPI_BYTE;
 const MPI_Datatype MPIT_INT64_T = MPI_INT64_T;
 const MPI_Datatype MPIT_UINT64_T = MPI_UINT64_T;

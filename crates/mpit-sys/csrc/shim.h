@@ -79,7 +79,7 @@ extern const MPI_Group MPIT_GROUP_NULL;
 /* Datatypes MPI_T reports values in, and those the tool reduces with. */
 extern const MPI_Datatype MPIT_INT, MPIT_UNSIGNED, MPIT_LONG, MPIT_UNSIGNED_LONG,
     MPIT_LONG_LONG, MPIT_UNSIGNED_LONG_LONG, MPIT_COUNT, MPIT_DOUBLE, MPIT_FLOAT,
-    MPIT_CHAR, MPIT_BYTE, MPIT_INT64_T, MPIT_UINT64_T, MPIT_DATATYPE_NULL;
+    MPIT_CHAR, MPIT_C_BOOL, MPIT_BYTE, MPIT_INT64_T, MPIT_UINT64_T, MPIT_DATATYPE_NULL;
 
 /* Reduction operations the tool's cross-rank summary uses: basic types and
  * basic operations only. No pair type and no MINLOC/MAXLOC: MVAPICH2 2.3.7

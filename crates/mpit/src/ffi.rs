@@ -62,7 +62,7 @@ pub(crate) struct Consts {
     classes: [(c_int, PvarClass); 10],
     bindings: [(c_int, Binding); 11],
     verbosities: [(c_int, Verbosity); 9],
-    datatypes: [(DatatypeHandle, Datatype); 9],
+    datatypes: [(DatatypeHandle, Datatype); 10],
 }
 
 impl Consts {
@@ -156,6 +156,7 @@ impl Consts {
                     (DatatypeHandle(sys::MPIT_CHAR), Datatype::Char),
                     (DatatypeHandle(sys::MPIT_LONG), Datatype::Long),
                     (DatatypeHandle(sys::MPIT_LONG_LONG), Datatype::LongLong),
+                    (DatatypeHandle(sys::MPIT_C_BOOL), Datatype::CBool),
                 ],
             }
         }

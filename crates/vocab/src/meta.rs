@@ -230,6 +230,8 @@ mpi_t_enum! {
         Long => "LONG",
         /// `MPI_LONG_LONG`
         LongLong => "LONG_LONG",
+        /// `MPI_C_BOOL` (Open MPI's switches: 0 or 1, one byte)
+        CBool => "C_BOOL",
     }
 }
 
@@ -247,7 +249,7 @@ impl Datatype {
             Datatype::UnsignedLongLong | Datatype::LongLong => 8,
             Datatype::Count => COUNT_BYTES,
             Datatype::Double => 8,
-            Datatype::Char => 1,
+            Datatype::Char | Datatype::CBool => 1,
             Datatype::Unknown => 8,
         }
     }
@@ -270,6 +272,7 @@ impl Datatype {
             Datatype::Char => "string",
             Datatype::Long => "long",
             Datatype::LongLong => "longlong",
+            Datatype::CBool => "bool",
             Datatype::Unknown => "?",
         }
     }

@@ -106,7 +106,10 @@ impl Value {
                 let size = datatype.size();
                 Value::Int((0..n).map(|i| signed(word(i, size), size)).collect())
             }
-            Datatype::UnsignedLong | Datatype::UnsignedLongLong | Datatype::Unknown => {
+            Datatype::UnsignedLong
+            | Datatype::UnsignedLongLong
+            | Datatype::CBool
+            | Datatype::Unknown => {
                 let size = datatype.size();
                 Value::Uint((0..n).map(|i| u64::from_ne_bytes(word(i, size))).collect())
             }
@@ -238,6 +241,7 @@ fn encode_one(
         Datatype::Unsigned => {
             out.copy_from_slice(&(range(int()?, 0, u32::MAX as i128)? as u32).to_ne_bytes())
         }
+        Datatype::CBool => out.copy_from_slice(&[range(int()?, 0, 1)? as u8]),
         Datatype::Count | Datatype::Long | Datatype::LongLong => {
             let v = range(int()?, i64::MIN as i128, i64::MAX as i128)? as i64;
             out.copy_from_slice(&v.to_ne_bytes()[..out.len()]);
@@ -301,6 +305,7 @@ mod tests {
             (Datatype::Long, Value::Int(vec![-3, 1 << 40])),
             (Datatype::LongLong, Value::Int(vec![i64::MIN, i64::MAX])),
             (Datatype::Double, Value::Double(vec![0.5, -2.25, 1e300])),
+            (Datatype::CBool, Value::Uint(vec![1, 0, 1])),
         ];
         for (dt, v) in cases {
             let buf = v.encode(dt, v.len()).unwrap();
@@ -309,6 +314,8 @@ mod tests {
             assert_eq!(Value::decode_f64_into(dt, v.len(), &buf, &mut out), v.len());
             assert_eq!(out, v.to_f64s());
         }
+        // A boolean takes 0 or 1 only.
+        assert!(Value::Int(vec![2]).encode(Datatype::CBool, 1).is_err());
         let s = Value::Str("hello".into());
         let buf = s.encode(Datatype::Char, 16).unwrap();
         assert_eq!(Value::decode(Datatype::Char, 16, &buf), s);

@@ -78,6 +78,7 @@ pub(super) fn cvar_decl(raw: RawCvar) -> Result<CvarDecl, String> {
         Some("string" | "text" | "char") => Datatype::Char,
         Some("double" | "float") => Datatype::Double,
         Some("unsigned") => Datatype::Unsigned,
+        Some("bool") => Datatype::CBool,
         Some(other) => Datatype::parse(other).ok_or(format!(
             "unknown type {other:?}; expected int, unsigned, double, string, enum or an MPI datatype name"
         ))?,
