@@ -18,7 +18,13 @@
  * With `builtin`, the allreduce uses MPI_SUM instead (no lengths): some
  * algorithms take built-in operations only.
  *
- *   mpiexec -n 2 ./coll_fingerprint [count [builtin]]      (default 1024) */
+ * With `calls=N`, the allreduce runs N times (the user-defined sum) and each
+ * rank counts the distinct fingerprints its calls left: 1 when every call
+ * ran the same algorithm, more when a tool switched algorithms between
+ * calls. Rank 0 prints them, rank by rank:
+ * "coll_fingerprint: 40 allreduces ok; distinct op lengths: 1 | 1".
+ *
+ *   mpiexec -n 2 ./coll_fingerprint [count [builtin] [calls=N]]   (default 1024) */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +43,9 @@ int main(int argc, char **argv) {
     int rank, size, wrong = 0;
     int count = argc > 1 ? atoi(argv[1]) : 1024;
     int builtin = argc > 2 && strcmp(argv[2], "builtin") == 0;
+    int calls = 1;
+    for (int a = 2; a < argc; a++)
+        if (strncmp(argv[a], "calls=", 6) == 0) calls = atoi(argv[a] + 6);
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -44,6 +53,41 @@ int main(int argc, char **argv) {
 
     int *s = malloc(sizeof(int) * (size_t)count), *r = malloc(sizeof(int) * (size_t)count);
     for (int i = 0; i < count; i++) s[i] = rank + i;
+    if (calls > 1) {
+        /* Each call's fingerprint: how many pieces the operation was handed
+         * and their lengths (a hash of them), kept when new. */
+        MPI_Op user;
+        MPI_Op_create(sum, 1, &user);
+        long seen[16];
+        int distinct = 0, ok = 1;
+        for (int c = 0; c < calls; c++) {
+            npieces = 0;
+            int rc = MPI_Allreduce(s, r, count, MPI_INT, user, MPI_COMM_WORLD);
+            for (int i = 0; i < count; i++)
+                if (rc != MPI_SUCCESS || r[i] != size * (size - 1) / 2 + size * i) ok = 0;
+            long f = npieces;
+            for (int i = 0; i < npieces && i < MAX_PIECES; i++) f = f * 1000003 + pieces[i];
+            int known = 0;
+            for (int i = 0; i < distinct; i++) known |= seen[i] == f;
+            if (!known && distinct < 16) seen[distinct++] = f;
+        }
+        MPI_Op_free(&user);
+        int mine[2] = {distinct, ok}, *every = malloc(sizeof mine * (size_t)size);
+        MPI_Gather(mine, 2, MPI_INT, every, 2, MPI_INT, 0, MPI_COMM_WORLD);
+        int all_ok = 1;
+        if (rank == 0) {
+            for (int p = 0; p < size; p++) all_ok &= every[2 * p + 1];
+            printf("coll_fingerprint: %d allreduces %s; distinct op lengths:", calls, all_ok ? "ok" : "WRONG");
+            for (int p = 0; p < size; p++) printf(p ? " | %d" : " %d", every[2 * p]);
+            printf("\n");
+        }
+        free(every);
+        MPI_Bcast(&all_ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+        free(s);
+        free(r);
+        MPI_Finalize();
+        return all_ok ? 0 : 1;
+    }
     MPI_Op op = MPI_SUM;
     if (!builtin) MPI_Op_create(sum, 1, &op);
     int rc = MPI_Allreduce(s, r, count, MPI_INT, op, MPI_COMM_WORLD);

@@ -16,7 +16,9 @@
 //!   `OMPI_MCA_coll_tuned_<coll>_algorithm=<n>`); for `mixed`, every
 //!   allreduce algorithm (the other collectives keep the default);
 //! - `online`: the release preload with `MPIT_TUNER_COLLECTIVES=tune`
-//!   (every collective, default window), quiet, its logs in a scratch
+//!   (every collective, default window; with
+//!   `OMPI_MCA_coll_tuned_use_dynamic_rules=1`, as `mpit-tuner run
+//!   --tune-collectives` sets it), quiet, its logs in a scratch
 //!   directory (removed at the end), or with `--keep-logs DIR` in
 //!   `DIR/<library>/<ranks>r-<case>-round<k>`, kept (to read why a round
 //!   went as it did).
@@ -29,8 +31,8 @@
 //! online (median, min-max over the rounds); then what online tuning chose
 //! (the last `decision` record of each key in rank 0's log), and every
 //! variant's times. Every run must succeed and print its time, and every
-//! online run must leave a closed log saying that tuning started (MPICH) or
-//! why it is off (Open MPI): otherwise the command fails (exit status 1)
+//! online run must leave a closed log saying that tuning started or why it
+//! is off: otherwise the command fails (exit status 1)
 //! after printing what it has.
 
 use std::collections::BTreeMap;
@@ -590,6 +592,10 @@ fn measure(opts: &Options, flavor: &str) -> Measured {
                         [
                             ("LD_PRELOAD", preload.display().to_string()),
                             ("MPIT_TUNER_COLLECTIVES", "tune".into()),
+                            // As `mpit-tuner run --tune-collectives` sets
+                            // it: Open MPI 4.1 reads forced algorithms only
+                            // with it, from the start (MPICH ignores it).
+                            ("OMPI_MCA_coll_tuned_use_dynamic_rules", "1".into()),
                             ("MPIT_TUNER_QUIET", "1".into()),
                             ("MPIT_TUNER_DIR", dir.display().to_string()),
                         ]

@@ -124,7 +124,8 @@ enum Command {
     /// at the next agreed point", the `pinned` collective records where it
     /// took effect. Such a request is for every rank: --ranks and --hosts
     /// are refused. Any other ALL_EQ or GROUP_EQ variable, or any while
-    /// online tuning is off (Open MPI), is refused with what is missing.
+    /// online tuning is off (for example Open MPI 4.1 started without its
+    /// dynamic rules), is refused with what is missing.
     Set(steer::SetArgs),
 
     /// Pause one policy (or all) of a running job.

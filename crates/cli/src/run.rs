@@ -75,7 +75,9 @@ pub struct RunArgs {
     quiet: bool,
 
     /// Tune the collective algorithms online, on the application's own
-    /// calls (MPICH 4.0/4.1; other libraries say why not): every
+    /// calls (MPICH 4.0/4.1/5.0; Open MPI 4.1/5.0 through candidate
+    /// communicators, with OMPI_MCA_coll_tuned_use_dynamic_rules=1 set
+    /// unless the environment sets it; other libraries say why not): every
     /// collective, or a list such as `allreduce,bcast`. Off by default: a
     /// different algorithm can change floating-point results in the last
     /// bits (README.md#collective-tuning).
@@ -157,6 +159,9 @@ pub fn launch(
     }
     status
 }
+
+/// Open MPI's `coll_tuned_use_dynamic_rules` in the environment.
+const OPENMPI_DYNAMIC_RULES_ENV: &str = "OMPI_MCA_coll_tuned_use_dynamic_rules";
 
 /// `LD_PRELOAD` with the library in front of what the environment holds.
 pub fn preload(lib: Option<&Path>) -> Result<(OsString, OsString)> {
@@ -241,6 +246,14 @@ fn environment(args: &RunArgs) -> Result<Vec<(OsString, OsString)>> {
             }
         }
         set("MPIT_TUNER_COLLECTIVES", OsStr::new(list));
+        // Open MPI 4.1 reads a forced algorithm only with its dynamic
+        // rules on, a setting it reads only at start (off: the fixed
+        // decision rules, which on without a rules file or a forced
+        // algorithm it still uses). Other libraries ignore it; a user's
+        // own setting stays.
+        if std::env::var_os(OPENMPI_DYNAMIC_RULES_ENV).is_none() {
+            set(OPENMPI_DYNAMIC_RULES_ENV, OsStr::new("1"));
+        }
     }
     Ok(env)
 }

@@ -232,9 +232,9 @@ fn mpich_exports_are_accepted_and_in_use() {
 /// communicators of 3 ranks is read (dynamic rules on), and the algorithm
 /// is in use: it refuses more than two processes, so the call fails on 3
 /// ranks and not on 2 (whose communicators keep the library's choice).
-/// Open MPI 4.1 cannot switch online, so the decision is added to a real
-/// Open MPI run; its value is Open MPI's own enumeration item, as
-/// `ompi_info` lists it.
+/// The decision is added to a real Open MPI run, so that the test does not
+/// rest on what a short run's search keeps; its value is Open MPI's own
+/// enumeration item, as `ompi_info` lists it.
 #[test]
 fn openmpi_rules_are_accepted_and_in_use() {
     if !cfg!(mpi_flavor = "openmpi") {

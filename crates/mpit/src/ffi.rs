@@ -1264,6 +1264,22 @@ pub(crate) fn error_class(code: c_int) -> Option<c_int> {
     (rc == api.c.success).then_some(class)
 }
 
+/// The library's words for an MPI return code: the first line of its
+/// `MPI_Error_string`, or the number (for a failed call's log line).
+pub fn describe_error(code: c_int) -> String {
+    error_string(code)
+        .and_then(|t| {
+            t.lines()
+                .next()
+                .map(|l| l.trim_end_matches(',').to_string())
+        })
+        .filter(|l| !l.is_empty())
+        .map_or_else(
+            || format!("error code {code}"),
+            |l| format!("{l} (code {code})"),
+        )
+}
+
 /// The library's text for an error code or class (`MPI_Error_string`).
 pub(crate) fn error_string(code: c_int) -> Option<String> {
     let api = api().ok()?;

@@ -30,6 +30,12 @@ impl Comm {
     pub fn from_raw(raw: sys::MPI_Comm) -> Comm {
         Comm(raw)
     }
+
+    /// The raw handle, for the interposer to pass to the library (a
+    /// communicator the tool made in place of the application's).
+    pub fn into_raw(self) -> sys::MPI_Comm {
+        self.0
+    }
 }
 
 /// A window handle of the MPI library in this process (the application's).

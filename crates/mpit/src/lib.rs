@@ -72,7 +72,8 @@ pub use comm::PrivateComm;
 pub use cvar::Cvar;
 pub use error::{Error, MpiError, Result};
 pub use ffi::{
-    comm_world, host_name, is_comm_null, is_inter, rank_size, Object, PvarReader, ThreadLevel,
+    comm_world, describe_error, host_name, is_comm_null, is_inter, rank_size, Object, PvarReader,
+    ThreadLevel,
 };
 pub use handle::{Comm, HandleBits, PvarHandle, SessionHandle, Win};
 pub use meta::{Binding, Datatype, PvarClass, Scope, Verbosity};

@@ -612,18 +612,24 @@ counted_call! {
 /// Counts a blocking collective like [`counted`] and, when online
 /// collective tuning runs, sets the algorithm this call must use before it
 /// and counts it for the search after it (timing it when either asks).
+///
+/// `call` runs the real collective on the communicator it is given: the
+/// application's, or (Open MPI) the candidate communicator the tuner made
+/// over the same group. A failure there goes to the application's error
+/// handler on its own communicator, as if the call had failed on it.
 #[inline]
 fn tuned(
     family: Option<Family>,
     collective: Collective,
     comm: MPI_Comm,
+    op: Option<MPI_Op>,
     bytes: impl FnOnce() -> u64,
-    call: impl FnOnce() -> c_int,
+    call: impl FnOnce(MPI_Comm) -> c_int,
 ) -> c_int {
     if !collectives::on() {
         return match family {
-            Some(family) => counted(family, bytes, call),
-            None => call(),
+            Some(family) => counted(family, bytes, || call(comm)),
+            None => call(comm),
         };
     }
     let bytes = bytes();
@@ -634,8 +640,8 @@ fn tuned(
     .flatten();
     let Some(ticket) = ticket else {
         return match family {
-            Some(family) => counted(family, || bytes, call),
-            None => call(),
+            Some(family) => counted(family, || bytes, || call(comm)),
+            None => call(comm),
         };
     };
     let timing = match family {
@@ -647,7 +653,13 @@ fn tuned(
     };
     let wants = ticket.timed();
     let start = (wants || timing != Timing::No).then(std::time::Instant::now);
-    let rc = call();
+    let on = ticket
+        .on()
+        .filter(|_| !ticket.commutative_only() || op.is_some_and(commutative));
+    let rc = call(on.map_or(comm, Comm::into_raw));
+    if on.is_some() && rc != success() {
+        failed_on_candidate(collective, comm, rc);
+    }
     let ns = start.map(|s| s.elapsed().as_nanos() as u64);
     if let (Some(family), Some(ns)) = (family, ns) {
         if timing != Timing::No {
@@ -660,13 +672,60 @@ fn tuned(
     rc
 }
 
+/// Whether `op` is commutative (`PMPI_Op_commutative`; no if it cannot
+/// tell). Asked only for a call whose candidate needs it.
+#[cold]
+#[inline(never)]
+fn commutative(op: MPI_Op) -> bool {
+    let op_commutative = real!(
+        c"PMPI_Op_commutative",
+        unsafe extern "C" fn(MPI_Op, *mut c_int) -> c_int
+    );
+    let mut flag: c_int = 0;
+    // SAFETY: the operation the application passed to its reduction (valid
+    // by the MPI standard) and a valid out-pointer.
+    let rc = unsafe { op_commutative(op, &mut flag) };
+    rc == success() && flag != 0
+}
+
+/// A call the tuner ran on a candidate communicator failed: tuning stops,
+/// and the application's error handler on its own communicator has the
+/// error (`MPI_ERRORS_ARE_FATAL` ends the job as the failed call would
+/// have; `MPI_ERRORS_RETURN` returns it).
+#[cold]
+#[inline(never)]
+fn failed_on_candidate(collective: Collective, comm: MPI_Comm, rc: c_int) {
+    guarded("a failed collective", || {
+        collectives::call_failed(collective, &mpit::describe_error(rc));
+    });
+    let call_errhandler = real!(
+        c"PMPI_Comm_call_errhandler",
+        unsafe extern "C" fn(MPI_Comm, c_int) -> c_int
+    );
+    // SAFETY: the application's communicator (valid: its call just ran on
+    // a communicator made from it) and the error code the library returned.
+    let handled = unsafe { call_errhandler(comm, rc) };
+    if handled != success() {
+        guarded("a failed collective", || {
+            mpit::say!(
+                "mpit-tuner: MPI_Comm_call_errhandler failed ({}) for a collective that failed \
+                 on a candidate communicator",
+                mpit::describe_error(handled)
+            );
+        });
+    }
+}
+
+/// The wrapper of a tuned collective: `$comm`, one of its arguments, is
+/// bound again in the call's closure to the communicator `tuned` gives it.
 macro_rules! tuned_call {
-    ($($sym:ident => $name:literal ( $($arg:ident : $ty:ty),* ) as $family:ident tune $coll:ident on $comm:ident bytes $bytes:expr;)+) => {$(
+    ($($sym:ident => $name:literal ( $($arg:ident : $ty:ty),* ) as $family:ident tune $coll:ident on $comm:ident op $op:expr, bytes $bytes:expr;)+) => {$(
         #[no_mangle]
         pub unsafe extern "C" fn $sym($($arg: $ty),*) -> c_int {
             let real = real!($name, unsafe extern "C" fn($($ty),*) -> c_int);
-            tuned(Some(Family::$family), Collective::$coll, $comm, || $bytes, || {
-                // SAFETY: the application's own arguments, passed through.
+            tuned(Some(Family::$family), Collective::$coll, $comm, $op, || $bytes, |$comm: MPI_Comm| {
+                // SAFETY: the application's own arguments, passed through
+                // (the communicator, or one the tuner made over its group).
                 unsafe { real($($arg),*) }
             })
         }
@@ -675,19 +734,19 @@ macro_rules! tuned_call {
 
 tuned_call! {
     MPI_Allreduce => c"MPI_Allreduce"(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm)
-        as Allreduce tune Allreduce on comm bytes bytes(count, datatype);
+        as Allreduce tune Allreduce on comm op Some(op), bytes bytes(count, datatype);
     MPI_Reduce => c"MPI_Reduce"(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm)
-        as Reduce tune Reduce on comm bytes bytes(count, datatype);
+        as Reduce tune Reduce on comm op Some(op), bytes bytes(count, datatype);
     MPI_Bcast => c"MPI_Bcast"(buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm)
-        as Bcast tune Bcast on comm bytes bytes(count, datatype);
+        as Bcast tune Bcast on comm op None, bytes bytes(count, datatype);
     MPI_Barrier => c"MPI_Barrier"(comm: MPI_Comm)
-        as Barrier tune Barrier on comm bytes 0;
+        as Barrier tune Barrier on comm op None, bytes 0;
     MPI_Allgather => c"MPI_Allgather"(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
         recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm)
-        as Allgather tune Allgather on comm bytes bytes(recvcount, recvtype);
+        as Allgather tune Allgather on comm op None, bytes bytes(recvcount, recvtype);
     MPI_Alltoall => c"MPI_Alltoall"(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
         recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm)
-        as Alltoall tune Alltoall on comm bytes bytes(recvcount, recvtype);
+        as Alltoall tune Alltoall on comm op None, bytes bytes(recvcount, recvtype);
 }
 
 /// Not counted (no family of its own in the tool's metrics), tuned.
@@ -715,9 +774,11 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block(
         None,
         Collective::ReduceScatterBlock,
         comm,
+        Some(op),
         || bytes(recvcount, datatype),
-        || {
-            // SAFETY: the application's own arguments, passed through.
+        |comm| {
+            // SAFETY: the application's own arguments, passed through (the
+            // communicator, or one the tuner made over its group).
             unsafe { real(sendbuf, recvbuf, recvcount, datatype, op, comm) }
         },
     )

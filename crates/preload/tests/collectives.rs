@@ -33,7 +33,8 @@ fn tuned(ranks: u32, args: &[&str], dir: &std::path::Path, env: &[(&str, &str)])
 }
 
 /// [`tuned`] with the fault-injection library loaded after the tool,
-/// injecting `fault` (`MPIT_FAULT`).
+/// injecting `fault` (`MPIT_FAULT`). (Its tests are MPICH's.)
+#[cfg_attr(not(mpi_flavor = "mpich"), allow(dead_code))]
 fn faulted(
     ranks: u32,
     args: &[&str],
@@ -217,12 +218,18 @@ fn the_witness_under_the_mpi5_wheels() {
     }
 }
 
-#[cfg(mpi_flavor = "mpich")]
+/// Open MPI 4.1 reads a forced algorithm only with its dynamic rules on,
+/// a setting it reads only at start: set as `mpit-tuner run
+/// --tune-collectives` sets it (other libraries ignore it).
+const DYNAMIC_RULES: (&str, &str) = ("OMPI_MCA_coll_tuned_use_dynamic_rules", "1");
+
 #[test]
 fn every_result_is_right_under_the_most_aggressive_tuning() {
     // 3 and 4 ranks on a 2-core machine: even with the progress throttle
     // that testkit's launcher_env sets, MPICH 5 needs far longer than
     // MPICH 4 here, and 8 rounds still give every communicator its searches.
+    // On Open MPI every call of a candidate runs on the candidate's own
+    // communicator.
     for ranks in [3, 4] {
         let tmp = tempdir();
         let plain = mpit_testkit::run(mpi_job(ranks, &example("coll_check"), &["8"]));
@@ -233,7 +240,7 @@ fn every_result_is_right_under_the_most_aggressive_tuning() {
             ranks,
             &["8"],
             &dir,
-            &[("MPIT_TUNER_COLLECTIVES_WINDOW", "1")],
+            &[("MPIT_TUNER_COLLECTIVES_WINDOW", "1"), DYNAMIC_RULES],
         );
         job.assert_success();
         assert_same_stdout(&plain, &job, |_| false);
@@ -284,13 +291,84 @@ fn every_result_is_right_under_the_most_aggressive_tuning() {
                     "reduction_failed",
                     "write_failed",
                     "setup_failed",
+                    "call_failed",
                     "stopped"
                 ]
                 .contains(&r["event"].as_str().unwrap()),
                 "{r}"
             );
         }
+        if cfg!(mpi_flavor = "openmpi") {
+            // two_proc is left out on every communicator of more than two
+            // processes, and tried on those of two.
+            let excluded = |size: i64| {
+                all.iter().any(|r| {
+                    r["event"] == "excluded"
+                        && r["comm_size"] == size
+                        && r["message"].as_str().unwrap().contains("`two_proc`")
+                })
+            };
+            assert!(excluded(i64::from(ranks)), "{all:?}");
+            assert!(!excluded(2), "{all:?}");
+            assert!(
+                all.iter()
+                    .any(|r| r["event"] == "trial" && r["algorithm"] == "two_proc"),
+                "two_proc never tried on a communicator of two"
+            );
+        }
     }
+}
+
+/// The candidates really run, on each library its own way (MPICH: the
+/// variable written around the call; Open MPI: the call on the candidate's
+/// communicator): the pieces a user-defined sum is handed differ from
+/// algorithm to algorithm, and without the tool every call hands the
+/// same.
+#[test]
+fn the_candidates_algorithms_really_run() {
+    let args = ["1024", "calls=40"];
+    let plain = mpit_testkit::run(mpi_job(4, &example("coll_fingerprint"), &args));
+    plain.assert_success();
+    assert!(
+        plain
+            .stdout()
+            .contains("40 allreduces ok; distinct op lengths: 1 | 1 | 1 | 1"),
+        "{}",
+        plain.stdout()
+    );
+    let tmp = tempdir();
+    let dir = tmp.path().join("run");
+    let mut cmd = mpi_job(4, &example("coll_fingerprint"), &args);
+    preload(&mut cmd, &dir);
+    cmd.env("MPIT_TUNER_COLLECTIVES", "allreduce")
+        .env("MPIT_TUNER_COLLECTIVES_WINDOW", "1")
+        .env(DYNAMIC_RULES.0, DYNAMIC_RULES.1);
+    let job = mpit_testkit::run(cmd);
+    job.assert_success();
+    let out = job.stdout();
+    let counts: Vec<u32> = out
+        .split("distinct op lengths:")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{out}"))
+        .lines()
+        .next()
+        .unwrap()
+        .split('|')
+        .map(|n| n.trim().parse().unwrap())
+        .collect();
+    assert!(out.contains("40 allreduces ok"), "{out}");
+    assert_eq!(counts.len(), 4, "{out}");
+    // Some rank's operation was handed other pieces (MPICH's algorithms
+    // hand rank 0 the same pieces here, its other ranks different ones).
+    assert!(counts.iter().any(|&n| n >= 2), "{out}\n{}", job.stderr());
+    let logs = read_run_dir(&dir, 4);
+    let by_comm = same_on_every_rank(&logs);
+    let trials = by_comm
+        .values()
+        .flatten()
+        .filter(|r| r["event"] == "trial" && r["value"].as_i64() > Some(0))
+        .count();
+    assert!(trials >= 2, "{by_comm:?}");
 }
 
 /// An algorithm forced in the environment at start is the default the
@@ -476,35 +554,117 @@ fn the_fallback_variable_refused_on_one_rank_stops_tuning_on_all() {
     }
 }
 
+/// Without `OMPI_MCA_coll_tuned_use_dynamic_rules=1` at start: Open MPI
+/// 4.1 cannot turn the dynamic rules on later, so tuning is off and says
+/// what to set; 5.0 turns them on through MPI_T around each candidate
+/// communicator it creates, and tunes.
 #[cfg(mpi_flavor = "openmpi")]
 #[test]
-fn open_mpi_is_not_tuned_online_and_says_why() {
+fn open_mpi_without_dynamic_rules_at_start() {
     let tmp = tempdir();
     let plain = mpit_testkit::run(mpi_job(3, &example("coll_check"), &["2"]));
     plain.assert_success();
     let dir = tmp.path().join("run");
-    let job = tuned(3, &["2"], &dir, &[]);
+    // Windows of one call: candidates run within the job's 2 rounds.
+    let job = tuned(3, &["2"], &dir, &[("MPIT_TUNER_COLLECTIVES_WINDOW", "1")]);
     job.assert_success();
     assert_same_stdout(&plain, &job, |_| false);
-    // Open MPI 4.1 and 5.0 say it their own way; both end with the advice.
-    assert!(
-        job.stderr().contains("collective tuning is off: Open MPI")
-            && job.stderr().contains("choose algorithms before start"),
-        "{}",
-        job.stderr()
-    );
-    for log in read_run_dir(&dir, 3) {
-        let records = tuning_records(&log);
-        assert_eq!(records.len(), 1, "rank {}: {records:?}", log.rank);
-        assert_eq!(records[0]["event"], "off");
+    let logs = read_run_dir(&dir, 3);
+    let version = logs[0].header()["library_version"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let major_minor = tuner_core::decide::collectives::open_mpi_major_minor(&version);
+    if major_minor < Some((5, 0)) {
         assert!(
-            records[0]["message"]
-                .as_str()
-                .unwrap()
-                .contains("communicators created after it"),
+            job.stderr().contains("collective tuning is off: ")
+                && job
+                    .stderr()
+                    .contains("OMPI_MCA_coll_tuned_use_dynamic_rules=1"),
             "{}",
-            records[0]
+            job.stderr()
         );
+        for log in &logs {
+            let records = tuning_records(log);
+            assert_eq!(records.len(), 1, "rank {}: {records:?}", log.rank);
+            assert_eq!(records[0]["event"], "off");
+        }
+    } else {
+        assert!(
+            job.stderr().contains("collective tuning on: allreduce"),
+            "{version}: {}",
+            job.stderr()
+        );
+        let by_comm = same_on_every_rank(&logs);
+        assert!(
+            by_comm
+                .values()
+                .flatten()
+                .any(|r| r["event"] == "trial" && r["value"].as_i64() > Some(0)),
+            "{by_comm:?}"
+        );
+    }
+}
+
+/// Open MPI: a candidate communicator that one rank's library fails to
+/// create (an error, or a null communicator) turns tuning off on that
+/// communicator on every rank, at the call that needed it; every call then
+/// runs the library's own choice on the application's communicator. The
+/// tool's third `MPI_Comm_create_group` in each process is that of the
+/// first candidate (the first two are its private communicators: the
+/// world's, at `MPI_Init`, and the application communicator's).
+#[cfg(mpi_flavor = "openmpi")]
+#[test]
+fn a_candidate_communicator_one_rank_cannot_make_turns_tuning_off_on_all() {
+    let args = ["1024", "calls=40"];
+    for fault in [
+        "PMPI_Comm_create_group#3@1",
+        "PMPI_Comm_create_group#3@1:null",
+    ] {
+        let tmp = tempdir();
+        let dir = tmp.path().join("run");
+        let mut cmd = mpi_job(4, &example("coll_fingerprint"), &args);
+        preload(&mut cmd, &dir);
+        let preloads = format!("{}:{}", preload_lib().display(), fault_lib().display());
+        cmd.env("LD_PRELOAD", preloads)
+            .env("MPIT_FAULT", fault)
+            .env("MPIT_TUNER_POLICY", "none")
+            .env("MPIT_TUNER_COLLECTIVES", "allreduce")
+            .env("MPIT_TUNER_COLLECTIVES_WINDOW", "1")
+            .env(DYNAMIC_RULES.0, DYNAMIC_RULES.1);
+        let job = mpit_testkit::run(cmd);
+        job.assert_success();
+        // Every call ran the library's own choice, and every result is right.
+        assert!(
+            job.stdout()
+                .contains("40 allreduces ok; distinct op lengths: 1 | 1 | 1 | 1"),
+            "{fault}: {}\n{}",
+            job.stdout(),
+            job.stderr()
+        );
+        for log in read_run_dir(&dir, 4) {
+            let records = tuning_records(&log);
+            let failed: Vec<&Value> = records
+                .iter()
+                .filter(|r| r["event"] == "setup_failed")
+                .collect();
+            assert_eq!(failed.len(), 1, "{fault}: rank {}: {records:?}", log.rank);
+            let message = failed[0]["message"].as_str().unwrap();
+            assert!(
+                message.starts_with("creating the communicator of allreduce `basic_linear`: ")
+                    && message.contains("MPI_Comm_create_group failed")
+                    && message.contains("rank 1"),
+                "{fault}: rank {}: {message}",
+                log.rank
+            );
+            // Nothing but the default was measured, and nothing decided.
+            assert!(
+                records.iter().all(|r| r["event"] != "decision"
+                    && (r["event"] != "trial" || r["value"] == 0)),
+                "{fault}: rank {}: {records:?}",
+                log.rank
+            );
+        }
     }
 }
 
@@ -788,6 +948,8 @@ min_window_time = "0"
 settle = "0"
 [collectives.algorithms.mpich]
 allreduce = ["recursive_doubling", "ring"]
+[collectives.algorithms.openmpi]
+allreduce = ["recursive_doubling", "ring"]
 "#,
     )
     .unwrap();
@@ -797,7 +959,8 @@ allreduce = ["recursive_doubling", "ring"]
         let dir = tmp.path().join(format!("run-{off}"));
         let mut cmd = mpi_job(2, &example("coll_check"), &["8"]);
         preload(&mut cmd, &dir);
-        cmd.env("MPIT_TUNER_POLICY", &file);
+        cmd.env("MPIT_TUNER_POLICY", &file)
+            .env(DYNAMIC_RULES.0, DYNAMIC_RULES.1);
         if off {
             cmd.env("MPIT_TUNER_COLLECTIVES", "off");
         }
@@ -849,7 +1012,13 @@ allreduce = ["recursive_doubling", "ring"]
                     .filter(|r| r["collective"].is_string())
                     .all(|r| r["collective"] == "allreduce"));
             } else {
-                assert_eq!(events, ["off"], "rank {}", log.rank);
+                // Open MPI's own choice (`ignore`) first, then the table's.
+                let start = records.iter().find(|r| r["event"] == "start").unwrap();
+                assert_eq!(
+                    start["message"],
+                    "tuning allreduce (ignore, recursive_doubling, ring); window 2 calls"
+                );
+                assert!(events.contains(&"decision"), "{events:?}");
             }
         }
         if !off {

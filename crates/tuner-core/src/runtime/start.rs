@@ -457,6 +457,7 @@ fn tune_collectives(
     let mut prepared = None;
     let mut targets = Vec::new();
     let mut fallback = None;
+    let mut by_comms = None;
     let mut mpit_ref: Option<&'static MpiT> = None;
     if crate::sample::toolmetrics::concurrent_callers() {
         why_not = Some(
@@ -577,6 +578,48 @@ fn tune_collectives(
                 }
                 Err(e) => why_not = Some(format!("MPI_T is not available for the tuner: {e}")),
             },
+            // Open MPI: calls run on candidate communicators.
+            Support::NextCommunicator => match own_mpit() {
+                Ok(own) => {
+                    let by = catalogue
+                        .cvar(tune::OPENMPI_DYNAMIC_RULES_CVAR)
+                        .ok_or_else(|| {
+                            format!(
+                                "this Open MPI has no {} (is the coll/tuned component loaded?)",
+                                tune::OPENMPI_DYNAMIC_RULES_CVAR
+                            )
+                        })
+                        .and_then(|rules| tune::ByComms::open(own, rules, &info.library_version));
+                    match by {
+                        Ok(by) => {
+                            for (c, names) in &plan {
+                                let c = *c;
+                                let default = catalogue
+                                    .cvar(&tune::openmpi_cvar(c))
+                                    .and_then(|v| mpit::Cvar::open(own, v, Object::None).ok())
+                                    .and_then(|v| v.read().ok())
+                                    .and_then(|v| v.as_i64())
+                                    .unwrap_or(0);
+                                match Target::find(
+                                    catalogue,
+                                    info.library,
+                                    &info.library_version,
+                                    c,
+                                    default,
+                                    names,
+                                ) {
+                                    Ok(t) => targets.push(t),
+                                    Err(e) => log.record(&tune::note(0.0, "skipped", e)),
+                                }
+                            }
+                            by_comms = Some(by);
+                            mpit_ref = Some(own);
+                        }
+                        Err(e) => why_not = Some(e),
+                    }
+                }
+                Err(e) => why_not = Some(format!("MPI_T is not available for the tuner: {e}")),
+            },
             other => why_not = other.why_not(),
         }
     }
@@ -585,7 +628,7 @@ fn tune_collectives(
     let wanted = !targets.is_empty();
     let targets = drop_refused(mpit_ref, targets, measure, rank, log, seq);
     if let Some(own) = mpit_ref {
-        let (tuner, messages) = tune::prepare(own, targets, fallback, bins, params, rank);
+        let (tuner, messages) = tune::prepare(own, targets, fallback, by_comms, bins, params, rank);
         for m in messages {
             log.record(&tune::note(0.0, "skipped", m));
         }

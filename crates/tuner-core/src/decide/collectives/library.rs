@@ -279,6 +279,65 @@ pub fn mpich_fallback(catalogue: &Catalogue) -> Result<Option<(CvarInfo, i64)>, 
     Ok(Some((info.clone(), MPICH_FALLBACK_SILENT)))
 }
 
+/// Open MPI's switch of its forced algorithms: a forced algorithm is read
+/// only while it is on.
+pub const OPENMPI_DYNAMIC_RULES_CVAR: &str = "coll_tuned_use_dynamic_rules";
+
+/// Why Open MPI (`major.minor`) cannot run its algorithm `name` of
+/// `collective` on every call of a communicator of `size` processes, if it
+/// cannot. A forced algorithm runs whatever the call (`coll_tuned`'s
+/// `..._intra_do_this` checks nothing); read in Open MPI 4.1.4 and 5.0.x's
+/// `coll/base`:
+/// - `two_proc` (allgather, alltoall, barrier) fails the call on more than
+///   two processes;
+/// - allgather `sparbit` (5.0) sends with the receive type and count, so a
+///   call whose send and receive counts or types differ gets wrong data;
+/// - alltoall `modified_bruck` before 5.0 writes outside the receive buffer
+///   when the send and receive types differ (fixed in 5.0).
+///
+/// Those depend on the communicator's size and the library, or on
+/// arguments that may differ between ranks, so they are never tried there.
+/// What depends only on the operation, the same on every rank, is checked
+/// per call instead ([`open_mpi_needs_commutative`]).
+pub fn open_mpi_unsuitable(
+    version: (u32, u32),
+    collective: Collective,
+    name: &str,
+    size: i32,
+) -> Option<&'static str> {
+    use Collective::*;
+    match (collective, name) {
+        (Allgather | Alltoall | Barrier, "two_proc") if size != 2 => {
+            Some("needs exactly 2 processes")
+        }
+        (Allgather, "sparbit") => {
+            Some("sends with the receive count and type: wrong data when a rank's send and receive counts or types differ")
+        }
+        (Alltoall, "modified_bruck") if version < (5, 0) => {
+            Some("writes outside the receive buffer when the send and receive types differ (fixed in Open MPI 5.0)")
+        }
+        _ => None,
+    }
+}
+
+/// Whether Open MPI's algorithm `name` of `collective` combines operands
+/// out of rank order, so that a non-commutative operation gives a wrong
+/// result (Open MPI 4.1.4 and 5.0.x's `coll/base`; its own fixed decision
+/// rules avoid them for such operations): allreduce `ring`,
+/// `segmented_ring` and `nonoverlapping` (a reduce, which may be forced to
+/// one of these), reduce `chain`, `pipeline`, `binary` and `binomial`, and
+/// reduce_scatter_block `basic_linear` (a reduce). A call of such a
+/// candidate with a non-commutative operation runs the library's default.
+pub fn open_mpi_needs_commutative(collective: Collective, name: &str) -> bool {
+    use Collective::*;
+    matches!(
+        (collective, name),
+        (Allreduce, "ring" | "segmented_ring" | "nonoverlapping")
+            | (Reduce, "chain" | "pipeline" | "binary" | "binomial")
+            | (ReduceScatterBlock, "basic_linear")
+    )
+}
+
 /// When a value written through MPI_T after `MPI_Init` takes effect.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Support {
@@ -290,10 +349,12 @@ pub enum Support {
     NextCall,
     /// Only on communicators created after the write; the running ones keep
     /// the algorithm chosen when they were created (Open MPI 4.1.4 and
-    /// 5.0.11, measured with `examples/c/coll_witness.c`). The online mode
-    /// cannot tune an application's calls on this library; the reason says
-    /// what can.
-    NextCommunicator(String),
+    /// 5.0.11, measured with `examples/c/coll_witness.c`; on 5.0.11 also
+    /// with `coll_tuned_use_dynamic_rules` written through MPI_T, before or
+    /// after `MPI_Init`). The online mode runs each candidate's calls on a
+    /// communicator it creates after writing the candidate
+    /// ([`super::ByComms`]).
+    NextCommunicator,
     /// Only when set before start (environment or pre-init write): the
     /// online mode cannot tune this library; the reason says what can.
     StartOnly(String),
@@ -308,7 +369,7 @@ impl Support {
     pub fn when(&self) -> &'static str {
         match self {
             Support::NextCall => "next call",
-            Support::NextCommunicator(_) => "next communicator",
+            Support::NextCommunicator => "next communicator",
             Support::StartOnly(_) => "start only",
             Support::Unknown(_) => "unknown",
         }
@@ -317,10 +378,8 @@ impl Support {
     /// Why the online mode does not run here (`None` where it can).
     pub fn why_not(self) -> Option<String> {
         match self {
-            Support::NextCall => None,
-            Support::NextCommunicator(why) | Support::StartOnly(why) | Support::Unknown(why) => {
-                Some(why)
-            }
+            Support::NextCall | Support::NextCommunicator => None,
+            Support::StartOnly(why) | Support::Unknown(why) => Some(why),
         }
     }
 }
@@ -337,32 +396,16 @@ pub fn support(library: Library, version: &str) -> Support {
             None => Support::Unknown("the MPICH version could not be read".into()),
         },
         Library::OpenMpi => match open_mpi_major_minor(version) {
-            Some((4, 1)) => Support::NextCommunicator(
-                "Open MPI accepts a write of coll_tuned_<coll>_algorithm after MPI_Init and reads it back, \
-                 but a communicator keeps the algorithm chosen when it was created: a write reaches only \
-                 communicators created after it (measured on 4.1.4 with examples/c/coll_witness.c); \
-                 choose algorithms before start instead (OMPI_MCA_coll_tuned_use_dynamic_rules=1 and \
-                 OMPI_MCA_coll_tuned_<coll>_algorithm, or a dynamic rules file)"
-                    .into(),
-            ),
-            // Measured on 5.0.11 (registry wheel), 3 ranks, with
-            // examples/c/coll_witness.c and a variant that writes
-            // coll_tuned_use_dynamic_rules through MPI_T (scope ALL; before
-            // or after MPI_Init, the write succeeds and reads back): the
-            // running communicators keep their algorithm, a communicator
-            // created after the writes uses the written one.
-            Some((5, 0)) => Support::NextCommunicator(
-                "Open MPI 5.0 accepts coll_tuned_use_dynamic_rules and coll_tuned_<coll>_algorithm \
-                 through MPI_T, before or after MPI_Init, but a communicator keeps the algorithm chosen \
-                 when it was created: a write reaches only communicators created after it, never the \
-                 running ones (measured on 5.0.11 with examples/c/coll_witness.c); choose algorithms \
-                 before start instead (OMPI_MCA_coll_tuned_use_dynamic_rules=1 and \
-                 OMPI_MCA_coll_tuned_<coll>_algorithm, or a dynamic rules file)"
-                    .into(),
-            ),
+            // Measured on 4.1.4 and 5.0.11 (registry wheel), 3 ranks, with
+            // examples/c/coll_witness.c and, on 5.0.11, a variant that writes
+            // coll_tuned_use_dynamic_rules through MPI_T: the running
+            // communicators keep their algorithm, a communicator created
+            // after the writes uses the written one.
+            Some((4, 1) | (5, 0)) => Support::NextCommunicator,
             Some((major, minor)) => Support::Unknown(format!(
-                "Open MPI {major}.{minor} is not measured (a written algorithm reaches only communicators \
-                 created later on 4.1 and 5.0; choose algorithms before start)"
+                "Open MPI {major}.{minor} is not measured (online collective tuning is known to work on \
+                 Open MPI 4.1 and 5.0, where a written algorithm reaches only communicators created \
+                 later; `mpit-tuner tune` chooses algorithms before start)"
             )),
             None => Support::Unknown("the Open MPI version could not be read".into()),
         },
@@ -378,7 +421,7 @@ pub fn support(library: Library, version: &str) -> Support {
 }
 
 /// `(5, 0)` from "Open MPI v5.0.11, package: ...".
-fn open_mpi_major_minor(version: &str) -> Option<(u32, u32)> {
+pub fn open_mpi_major_minor(version: &str) -> Option<(u32, u32)> {
     let rest = version.split("Open MPI v").nth(1)?;
     let mut parts = rest
         .split(|c: char| !c.is_ascii_digit())
@@ -697,10 +740,10 @@ mod tests {
             support(Library::Mpich, "MPICH Version: 4.3.2"),
             Support::Unknown(_)
         ));
-        assert!(matches!(
+        assert_eq!(
             support(Library::OpenMpi, "Open MPI v4.1.4"),
-            Support::NextCommunicator(_)
-        ));
+            Support::NextCommunicator
+        );
         assert!(matches!(
             support(Library::Mvapich2, "MVAPICH2 Version: 2.3.7"),
             Support::StartOnly(_)
@@ -709,14 +752,37 @@ mod tests {
             open_mpi_major_minor("Open MPI v5.0.11, package: Open MPI user@localhost Distribution"),
             Some((5, 0))
         );
-        assert!(matches!(
+        assert_eq!(
             support(Library::OpenMpi, "Open MPI v5.0.11, package: ..."),
-            Support::NextCommunicator(why) if why.contains("5.0.11")
-        ));
+            Support::NextCommunicator
+        );
         assert!(matches!(
             support(Library::OpenMpi, "Open MPI v6.0.0"),
             Support::Unknown(_)
         ));
+    }
+
+    #[test]
+    fn open_mpi_candidates_that_cannot_run_every_call_are_known() {
+        use Collective::*;
+        let (v41, v50) = ((4, 1), (5, 0));
+        for c in [Allgather, Alltoall, Barrier] {
+            assert!(open_mpi_unsuitable(v41, c, "two_proc", 3).is_some());
+            assert!(open_mpi_unsuitable(v50, c, "two_proc", 2).is_none());
+        }
+        assert!(open_mpi_unsuitable(v50, Allgather, "sparbit", 2).is_some());
+        assert!(open_mpi_unsuitable(v41, Alltoall, "modified_bruck", 4).is_some());
+        assert!(open_mpi_unsuitable(v50, Alltoall, "modified_bruck", 4).is_none());
+        assert!(open_mpi_unsuitable(v50, Allreduce, "ring", 3).is_none());
+        assert!(open_mpi_needs_commutative(Allreduce, "ring"));
+        assert!(open_mpi_needs_commutative(Reduce, "binomial"));
+        assert!(open_mpi_needs_commutative(
+            ReduceScatterBlock,
+            "basic_linear"
+        ));
+        assert!(!open_mpi_needs_commutative(Allreduce, "rabenseifner"));
+        assert!(!open_mpi_needs_commutative(Reduce, "in-order_binary"));
+        assert!(!open_mpi_needs_commutative(Bcast, "ring"));
     }
 
     #[test]

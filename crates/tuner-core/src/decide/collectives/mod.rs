@@ -59,13 +59,16 @@ mod table;
 
 pub use library::{
     algorithm_cvar, algorithm_variable, algorithms, mpich4_algorithms, mpich5_algorithms,
-    mpich_algorithms, mpich_cvar, mpich_fallback, mpich_fallback_name, mvapich2_cvar, openmpi_cvar,
-    support, Collective, LibraryAlgorithms, Support, Target, COLLECTIVES, MPICH_FALLBACK_CVAR,
+    mpich_algorithms, mpich_cvar, mpich_fallback, mpich_fallback_name, mvapich2_cvar,
+    open_mpi_major_minor, open_mpi_needs_commutative, open_mpi_unsuitable, openmpi_cvar, support,
+    Collective, LibraryAlgorithms, Support, Target, COLLECTIVES, MPICH_FALLBACK_CVAR,
+    OPENMPI_DYNAMIC_RULES_CVAR,
 };
 pub use search::{Agreed, Event, Params, Search, State, Why};
 pub use table::{
-    activate, after, application_wrote, before, comm_freeing, events, on, prepare, request_key,
-    started, stop, try_write, tuner, Bins, Fallback, Ticket, TuneEvent, Tuner, What, MAX_COMMS,
+    activate, after, application_wrote, before, call_failed, comm_freeing, events, on, prepare,
+    request_key, started, stop, try_write, tuner, Bins, ByComms, Fallback, Ticket, TuneEvent,
+    Tuner, What, MAX_COMMS,
 };
 
 use std::collections::BTreeMap;
@@ -330,6 +333,14 @@ fn make_record(event: &TuneEvent) -> Record<'static> {
         What::ApplicationWrote(what) => {
             r.event = "application_wrote".into();
             r.message = Some(what.clone());
+        }
+        What::Excluded(why) => {
+            r.event = "excluded".into();
+            r.message = Some(why.clone());
+        }
+        What::CallFailed(why) => {
+            r.event = "call_failed".into();
+            r.message = Some(why.clone());
         }
         What::Concurrent => {
             r.event = "concurrent".into();

@@ -348,6 +348,9 @@ pub struct Search {
     confirm_sum: f64,
     confirm_calls: u64,
     dropped: [bool; MAX_CANDIDATES],
+    /// Candidates never tried here ([`Search::exclude`]): dropped again
+    /// at every new search.
+    excluded: [bool; MAX_CANDIDATES],
     /// Calls per window in this search ([`first_window`] until the
     /// default's first window is agreed, then `window_time` worth of calls).
     window: u32,
@@ -399,6 +402,7 @@ impl Search {
             confirm_sum: 0.0,
             confirm_calls: 0,
             dropped: [false; MAX_CANDIDATES],
+            excluded: [false; MAX_CANDIDATES],
             window: first_window(params.sanitized()),
             windows_of: [0; MAX_CANDIDATES],
             visit_calls: 0,
@@ -410,6 +414,16 @@ impl Search {
             tie_search: false,
             held: false,
             request: 0,
+        }
+    }
+
+    /// Never tries `candidate` (the library cannot run it here): call it
+    /// before the first call, the same on every rank. A user's pin of it
+    /// pins the default instead.
+    pub fn exclude(&mut self, candidate: usize) {
+        if (1..self.candidates).contains(&candidate) {
+            self.excluded[candidate] = true;
+            self.dropped[candidate] = true;
         }
     }
 
@@ -549,6 +563,11 @@ impl Search {
         if self.state == State::Off || self.params.measure || candidate >= self.candidates {
             return None;
         }
+        let candidate = if self.excluded[candidate] {
+            0
+        } else {
+            candidate
+        };
         self.reset_window();
         self.strikes = 0;
         self.held = false;
@@ -684,7 +703,7 @@ impl Search {
         self.calls_of = [0; MAX_CANDIDATES];
         self.confirm_sum = 0.0;
         self.confirm_calls = 0;
-        self.dropped = [false; MAX_CANDIDATES];
+        self.dropped = self.excluded;
         self.windows_of = [0; MAX_CANDIDATES];
         self.visit_calls = 0;
         self.window = first_window(self.params);
@@ -771,7 +790,7 @@ impl Search {
     /// is measured.
     fn next_trial(&self) -> Option<usize> {
         let n = self.candidates;
-        if let Some(c) = (1..n).find(|&c| self.windows_of[c] == 0) {
+        if let Some(c) = (1..n).find(|&c| self.windows_of[c] == 0 && !self.dropped[c]) {
             return Some(c);
         }
         let fastest = (0..n)
@@ -964,6 +983,37 @@ mod tests {
             calls: 8,
             dropped: true
         }));
+    }
+
+    #[test]
+    fn an_excluded_candidate_never_runs_nor_is_pinned() {
+        // Candidate 2 would win, but the library cannot run it here.
+        let mut s = Search::new(params(), 4);
+        s.exclude(2);
+        let mut events = Vec::new();
+        for _ in 0..400 {
+            let c = s.choice();
+            assert_ne!(c, 2, "{events:?}");
+            let ns = s.wants_time().then_some([100, 90, 10, 120][c]);
+            if let Some(mine) = s.count(ns) {
+                events.extend(s.agree(agreed(mine)).into_iter().flatten());
+            }
+        }
+        assert!(matches!(s.state(), State::Decided { candidate: 1, .. }));
+        assert!(trial_calls(&events).iter().all(|(c, _)| *c != 2));
+        // A search started again (a periodic recheck) leaves it out too.
+        s.restart();
+        assert!(s.dropped[2] && !s.dropped[1]);
+        // A user's pin of it pins the default.
+        assert!(matches!(
+            s.pin(2, 7),
+            Some(Event::Pinned { candidate: 0, .. })
+        ));
+        // The default and out-of-range candidates are never excluded.
+        let mut t = Search::new(params(), 2);
+        t.exclude(0);
+        t.exclude(5);
+        assert!(!t.dropped.iter().any(|d| *d));
     }
 
     #[test]

@@ -178,6 +178,12 @@ pub enum What {
     ApplicationWrote(String),
     /// Two threads were in collectives at once.
     Concurrent,
+    /// A candidate is not tried on this communicator (the same on every
+    /// rank): why.
+    Excluded(String),
+    /// A call on a candidate communicator failed: tuning stops on this
+    /// rank, and the application's error handler saw the error.
+    CallFailed(String),
 }
 
 /// A variable the tuner writes around the application's calls.
@@ -243,6 +249,85 @@ struct Switch {
     /// A user's pending choice: `key << 5 | candidate` (0: none), written
     /// by the helper thread, read at agreed points.
     pin: AtomicU64,
+    /// [`ByComms`]: the candidates (bit `i`: candidate `i`) that run only
+    /// calls with a commutative operation
+    /// ([`super::library::open_mpi_needs_commutative`]).
+    commutative_only: u32,
+}
+
+/// Open MPI: a written algorithm reaches only communicators created after
+/// the write ([`super::library::Support::NextCommunicator`]), so a tuned
+/// call writes nothing. It runs on a communicator the tuner created over
+/// the same group right after writing the candidate's algorithm: one per
+/// (collective, candidate) and communicator, made on first use
+/// ([`Tuner::candidate_comm`]), at a call every rank makes with the same
+/// choice. Only that collective's algorithm is forced there; the others
+/// keep the library's own choice, so an algorithm made of other
+/// collectives (allreduce `nonoverlapping` is a reduce and a bcast) runs
+/// them as the library would. Every rank of the communicator calls the
+/// same collectives on the same candidate communicators, in the same
+/// order, so matching is that of the application's calls.
+pub struct ByComms {
+    /// `coll_tuned_use_dynamic_rules` when it is off at start and
+    /// writable (Open MPI 5.0): on while a candidate communicator is
+    /// created, off again right after. `None`: on from the start.
+    rules: Option<Written>,
+    /// Open MPI's version, `(major, minor)`.
+    version: (u32, u32),
+    /// A hash of this process's host name: from 5.0, a communicator that
+    /// spans several nodes is not tuned (`coll/han` runs its collectives
+    /// and snapshots the forced algorithms on its own schedule).
+    host: i64,
+}
+
+impl std::fmt::Debug for ByComms {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ByComms")
+            .field("rules", &self.rules.as_ref().map(Written::name))
+            .finish()
+    }
+}
+
+impl ByComms {
+    /// Opens Open MPI's `coll_tuned_use_dynamic_rules` (`info`): a forced
+    /// algorithm is read only while it is on. On at start: nothing to do.
+    /// Off: it must take 1 and 0 back now (Open MPI 5.0 does; 4.1 reads it
+    /// only at start). An error says why and what to do.
+    pub fn open(mpit: &'static MpiT, info: &CvarInfo, version: &str) -> Result<ByComms, String> {
+        let name = &info.name;
+        let version = super::library::open_mpi_major_minor(version)
+            .ok_or_else(|| "the Open MPI version could not be read".to_string())?;
+        let host = request_key(&mpit::host_name()) as i64;
+        let cvar = Cvar::open(mpit, info, mpit::Object::None)
+            .map_err(|e| format!("{name}: cannot open it: {e}"))?;
+        let value = cvar
+            .read()
+            .map_err(|e| format!("{name}: cannot read it: {e}"))?
+            .as_i64()
+            .ok_or_else(|| format!("{name}: its value is not an integer"))?;
+        if value != 0 {
+            return Ok(ByComms {
+                rules: None,
+                version,
+                host,
+            });
+        }
+        try_write(&cvar, 1)
+            .and_then(|()| try_write(&cvar, 0))
+            .map_err(|why| {
+                format!(
+                    "{name} is off, and turning it on after start {why}: Open MPI reads a forced \
+                     algorithm only when it is on, and this version reads it only at start; run \
+                     with OMPI_MCA_coll_tuned_use_dynamic_rules=1 (`mpit-tuner run \
+                     --tune-collectives` sets it)"
+                )
+            })?;
+        Ok(ByComms {
+            rules: Some(Written::new(cvar, 0)),
+            version,
+            host,
+        })
+    }
 }
 
 /// MPICH's fallback variable ([`super::library::MPICH_FALLBACK_CVAR`])
@@ -323,8 +408,14 @@ struct CommState {
     /// reduction failed here).
     off: bool,
     label: u64,
+    /// This process's rank in the communicator, and its size.
+    rank: i32,
     size: i32,
     private: Option<PrivateComm>,
+    /// [`ByComms`]: the candidate communicators made so far, at
+    /// `collective * stride + candidate` ([`Tuner::stride`]; candidate 0,
+    /// the default, is the application's communicator).
+    dups: Vec<Option<PrivateComm>>,
     /// One search per (collective, bin).
     searches: Vec<Search>,
     /// Per collective, the user's choice (a [`Switch`]'s `pin`) pinned on
@@ -343,6 +434,10 @@ struct Entry {
     /// the thread in the collective touches it, with a plain load and
     /// store (as `in_flight`); 0 sends the call the long way.
     quiet: Box<[AtomicU64]>,
+    /// [`ByComms`]: the bits of each candidate communicator made so far,
+    /// at the index of `CommState::dups` (0: none; the calls read them
+    /// without borrowing `state`).
+    dups: Box<[AtomicU64]>,
 }
 
 /// The tuner of this process.
@@ -351,6 +446,11 @@ pub struct Tuner {
     /// MPICH's fallback variable, when it must be `silent` around
     /// switched calls.
     fallback: Option<Fallback>,
+    /// Open MPI: calls switch communicators instead of variables.
+    by_comms: Option<ByComms>,
+    /// [`ByComms`]: candidates per collective in an entry's `dups` (the
+    /// most any tuned collective has).
+    stride: usize,
     bins: Bins,
     params: Params,
     /// The fresh searches, one per (collective, bin), copied into an entry
@@ -606,12 +706,14 @@ impl Tuner {
                 st.ready = false;
                 st.off = false;
                 st.label = 0;
+                st.rank = 0;
                 st.size = 0;
+                st.dups.iter_mut().for_each(|d| *d = None);
                 st.searches.clone_from(&self.fresh);
                 st.pinned = [0; COLLECTIVES.len()];
                 st.given.fill(0);
                 drop(st);
-                for q in e.quiet.iter() {
+                for q in e.quiet.iter().chain(e.dups.iter()) {
                     q.store(0, Relaxed);
                 }
                 self.high.fetch_max(i + 1, AcqRel);
@@ -686,6 +788,7 @@ impl Tuner {
                 return;
             }
         };
+        st.rank = rank;
         st.size = size;
         if size < i32::try_from(self.params.min_comm_size).unwrap_or(i32::MAX) {
             // The same size on every rank: off everywhere, no collective.
@@ -705,13 +808,41 @@ impl Tuner {
         }
         seq.bcast_bytes(&mut label, 0);
         st.label = u64::from_le_bytes(label);
+        // From Open MPI 5.0, coll/han runs the collectives of a
+        // communicator over several nodes, on sub-communicators it makes at
+        // its first call (copying the forced algorithms of that moment):
+        // such a communicator is not tuned.
+        let one_node = match &self.by_comms {
+            Some(b) if b.version >= (5, 0) => seq.all_equal(b.host),
+            _ => true,
+        };
         let private = collective::create_private(&mut seq, comm);
         let verdict = seq.agree();
         if let Err(e) = guard.restore() {
             mpit::say!("mpit-tuner[rank {}]: while putting the application's error handler back on a communicator: {e}", self.world_rank);
         }
         match verdict {
-            Verdict::AllOk if private.is_some() => st.private = private,
+            Verdict::AllOk if private.is_some() && !one_node => {
+                st.private = private;
+                st.off = true;
+                self.emit(
+                    st,
+                    None,
+                    0,
+                    What::Excluded(
+                        "this communicator spans several nodes: from Open MPI 5.0 its collectives \
+                         run in coll/han, which copies the forced algorithms when it first runs, \
+                         so it is not tuned"
+                            .into(),
+                    ),
+                );
+            }
+            Verdict::AllOk if private.is_some() => {
+                st.private = private;
+                if self.by_comms.is_some() {
+                    self.exclude_unsuitable(st);
+                }
+            }
             Verdict::AllOk => {
                 st.off = true;
                 self.emit(
@@ -732,6 +863,127 @@ impl Tuner {
                 }
                 st.off = true;
                 self.emit(st, None, 0, What::SetupFailed(why.to_string()));
+            }
+        }
+    }
+
+    /// [`ByComms`]: the candidates the library cannot run on a
+    /// communicator of this size are left out of its searches (the size is
+    /// the same on every rank, so is this).
+    fn exclude_unsuitable(&self, st: &mut CommState) {
+        let Some(version) = self.by_comms.as_ref().map(|b| b.version) else {
+            return;
+        };
+        let bins = self.bins.len();
+        for s in self.switches.iter().flatten() {
+            let c = s.target.collective;
+            for (i, (name, _)) in s.target.candidates.iter().enumerate().skip(1) {
+                let Some(why) = super::library::open_mpi_unsuitable(version, c, name, st.size)
+                else {
+                    continue;
+                };
+                for b in 0..bins {
+                    st.searches[c as usize * bins + b].exclude(i);
+                }
+                let message = format!(
+                    "{}: `{name}` {why}: not tried on this communicator of {} processes",
+                    c.name(),
+                    st.size
+                );
+                self.emit(st, Some(c), 0, What::Excluded(message));
+            }
+        }
+    }
+
+    /// [`ByComms`]: the communicator a call of `switch`'s collective with
+    /// its candidate `i` runs on (its bits; 0: the application's `comm`),
+    /// made now if it is the first. Every rank of `comm` gets here at the
+    /// same call with the same `i` (the choice changes only at agreed
+    /// points, and calls that need no new communicator do not come here),
+    /// so the creation is a collective every rank makes: the collective's
+    /// variable is set to candidate `i`, a communicator is created over
+    /// `comm`'s group (it copies that algorithm), and the default is
+    /// written back, with errors returned on `comm` meanwhile. Any rank's
+    /// failure turns tuning off on this communicator on every rank.
+    #[cold]
+    #[inline(never)]
+    fn candidate_comm(
+        &self,
+        entry: &Entry,
+        st: &mut CommState,
+        comm: Comm,
+        switch: &Switch,
+        i: usize,
+    ) -> u64 {
+        let c = switch.target.collective;
+        let slot = c as usize * self.stride + i;
+        let made = entry.dups.get(slot).map_or(0, |d| d.load(Relaxed));
+        if i == 0 || made != 0 || st.off || !st.ready || slot >= entry.dups.len() {
+            return made;
+        }
+        let Some(by) = &self.by_comms else { return 0 };
+        let Some((name, value)) = switch.target.candidates.get(i) else {
+            return 0;
+        };
+        if super::library::open_mpi_unsuitable(by.version, c, name, st.size).is_some() {
+            // Excluded at setup; a user's pin of it runs the default.
+            return 0;
+        }
+        let (guard, swap_error) = ErrorsReturn::swap_in(comm);
+        let mut seq = Collectives::new(comm, st.rank);
+        if let Some(e) = swap_error {
+            seq.fail("MPI_Comm_set_errhandler", &e);
+        }
+        let wrote = by
+            .rules
+            .as_ref()
+            .map_or(Ok(()), |r| r.put(1))
+            .and_then(|()| switch.var.put(*value));
+        if let Err(e) = &wrote {
+            seq.fail_local(format!("setting `{name}`: {e}"));
+        }
+        let private = collective::create_private(&mut seq, comm);
+        if let Err(e) = switch.var.put(switch.target.candidates[0].1) {
+            seq.fail_local(format!("writing the default back: {e}"));
+        }
+        if let Some(Err(e)) = by.rules.as_ref().map(|r| r.put(0)) {
+            seq.fail_local(format!("turning the dynamic rules off again: {e}"));
+        }
+        let verdict = seq.agree();
+        if let Err(e) = guard.restore() {
+            mpit::say!("mpit-tuner[rank {}]: while putting the application's error handler back on a communicator: {e}", self.world_rank);
+        }
+        match (verdict, private) {
+            (Verdict::AllOk, Some(p)) => {
+                let bits = p.comm().to_bits();
+                st.dups[slot] = Some(p);
+                entry.dups[slot].store(bits, Relaxed);
+                bits
+            }
+            (verdict, private) => {
+                if let Some(mut p) = private {
+                    if let Err(e) = p.free() {
+                        mpit::say!(
+                            "mpit-tuner[rank {}]: freeing a candidate communicator: {e}",
+                            self.world_rank
+                        );
+                    }
+                }
+                let why = match verdict {
+                    Verdict::Failed(why) => why.to_string(),
+                    Verdict::AllOk => "no communicator was created".into(),
+                };
+                st.off = true;
+                self.emit(
+                    st,
+                    None,
+                    0,
+                    What::SetupFailed(format!(
+                        "creating the communicator of {} `{name}`: {why}",
+                        c.name()
+                    )),
+                );
+                0
             }
         }
     }
@@ -837,6 +1089,12 @@ pub struct Ticket {
     /// written before and after it (read only for timed calls, to charge
     /// them the writes).
     switched: bool,
+    /// [`ByComms`]: the bits of the communicator to call on instead of the
+    /// application's (0: the application's).
+    on: u64,
+    /// [`ByComms`]: that communicator's algorithm is right only for a
+    /// commutative operation.
+    commutative_only: bool,
 }
 
 impl Ticket {
@@ -849,6 +1107,8 @@ impl Ticket {
             state: None,
             timed: false,
             switched: false,
+            on: 0,
+            commutative_only: false,
         }
     }
 
@@ -856,6 +1116,22 @@ impl Ticket {
     #[inline]
     pub fn timed(&self) -> bool {
         self.timed
+    }
+
+    /// The communicator to call on instead of the application's, if any
+    /// (a candidate communicator of [`ByComms`]).
+    #[inline]
+    pub fn on(&self) -> Option<Comm> {
+        (self.on != 0).then(|| Comm::from_bits(self.on))
+    }
+
+    /// Whether the communicator of [`Ticket::on`] may run this call only if
+    /// its operation is commutative (the caller runs it on the
+    /// application's communicator otherwise: the operation is the same on
+    /// every rank, so is that choice).
+    #[inline]
+    pub fn commutative_only(&self) -> bool {
+        self.commutative_only
     }
 }
 
@@ -885,11 +1161,18 @@ pub fn before(collective: Collective, comm: Comm, bytes: u64) -> Option<Ticket> 
     let quiet = entry.quiet[k].load(Relaxed);
     if quiet as u32 != 0 {
         entry.quiet[k].store(quiet - 1, Relaxed);
-        let value = switch
-            .target
-            .candidates
-            .get((quiet >> 32) as usize)
-            .map_or(default, |c| c.1);
+        let c = (quiet >> 32) as usize;
+        if t.by_comms.is_some() {
+            let mut ticket = Ticket::uncounted(collective);
+            ticket.on = entry
+                .dups
+                .get(collective as usize * t.stride + c)
+                .map_or(0, |d| d.load(Relaxed));
+            ticket.commutative_only =
+                switch.commutative_only.checked_shr(c as u32).unwrap_or(0) & 1 != 0;
+            return Some(ticket);
+        }
+        let value = switch.target.candidates.get(c).map_or(default, |c| c.1);
         t.set(switch, value);
         return Some(Ticket::uncounted(collective));
     }
@@ -900,15 +1183,27 @@ pub fn before(collective: Collective, comm: Comm, bytes: u64) -> Option<Ticket> 
         return Some(Ticket::uncounted(collective));
     };
     Tuner::settle(entry, &mut st, k);
-    let search = &st.searches[k];
-    let value = switch.target.candidates[search.choice()].1;
-    t.set(switch, value);
-    let timed = search.wants_time();
+    let choice = st.searches[k].choice();
+    let value = switch.target.candidates[choice].1;
+    let on = if t.by_comms.is_some() {
+        t.candidate_comm(entry, &mut st, comm, switch, choice)
+    } else {
+        t.set(switch, value);
+        0
+    };
+    let timed = st.searches[k].wants_time();
     Some(Ticket {
         collective,
         state: Some((st, entry, k, comm)),
         timed,
-        switched: value != default,
+        switched: value != default && t.by_comms.is_none(),
+        on,
+        commutative_only: switch
+            .commutative_only
+            .checked_shr(choice as u32)
+            .unwrap_or(0)
+            & 1
+            != 0,
     })
 }
 
@@ -946,6 +1241,25 @@ pub fn after(ticket: Ticket, ns: Option<u64>) {
     t.in_flight.store(0, Relaxed);
 }
 
+/// A call the tuner ran on a candidate communicator ([`ByComms`]) failed
+/// with `code` (`message`: the library's words). Tuning stops on this rank
+/// (its peers learn it at their next agreed point); the interposer hands
+/// the error to the application's handler on its own communicator, as if
+/// the call had failed there.
+#[cold]
+pub fn call_failed(collective: Collective, message: &str) {
+    let Some(t) = TUNER.get() else { return };
+    t.stop.store(true, Release);
+    t.tell(
+        Some(collective),
+        What::CallFailed(format!(
+            "{} failed on a candidate communicator: {message}; the application's error handler \
+             has the error, and tuning stops on every rank at the next agreed point",
+            collective.name()
+        )),
+    );
+}
+
 /// The application frees `comm` (every rank of it does): its tuning
 /// communicator goes with it, and its entry is free for a new one.
 pub fn comm_freeing(comm: Comm) {
@@ -963,13 +1277,11 @@ pub fn comm_freeing(comm: Comm) {
         Ok(mut st) => {
             Tuner::settle_all(e, &mut st);
             t.emit_measurements(&st);
-            if let Some(mut p) = st.private.take() {
-                if let Err(err) = p.free() {
-                    mpit::say!(
-                        "mpit-tuner[rank {}]: freeing a tuning communicator: {err}",
-                        t.world_rank
-                    );
-                }
+            for d in e.dups.iter() {
+                d.store(0, Relaxed);
+            }
+            for err in free_comms(&mut st) {
+                mpit::say!("mpit-tuner[rank {}]: {err}", t.world_rank);
             }
             drop(st);
             e.bits.store(FREE, Release);
@@ -977,6 +1289,26 @@ pub fn comm_freeing(comm: Comm) {
         // In use by another thread: stays a tombstone until finalize.
         Err(_) => t.stop.store(true, Release),
     }
+}
+
+/// Frees a communicator's private and candidate communicators (collective
+/// over it: the application is freeing it, or finalizing); a message per
+/// failure.
+fn free_comms(st: &mut CommState) -> Vec<String> {
+    let mut messages = Vec::new();
+    let dups = st.dups.iter_mut().filter_map(Option::take);
+    for (mut p, what) in st
+        .private
+        .take()
+        .map(|p| (p, "tuning"))
+        .into_iter()
+        .chain(dups.map(|p| (p, "candidate")))
+    {
+        if let Err(err) = p.free() {
+            messages.push(format!("freeing a {what} communicator: {err}"));
+        }
+    }
+    messages
 }
 
 /// What one write of `cvar` costs (ns): the fastest of a few batches of
@@ -1000,11 +1332,13 @@ fn write_cost(cvar: &Cvar<'static>, value: i64) -> mpit::Result<u64> {
 /// finalized by the tool) and allocates the table. Returns the tuner, to be
 /// started with [`activate`] once every rank agreed on the same
 /// [`Tuner::signature`], and a message per collective that cannot be
-/// tuned here.
+/// tuned here. With `by_comms` (Open MPI), calls switch communicators
+/// instead of writing variables.
 pub fn prepare(
     mpit: &'static MpiT,
     targets: Vec<Target>,
     fallback: Option<Fallback>,
+    by_comms: Option<ByComms>,
     bins: Bins,
     params: Params,
     world_rank: i32,
@@ -1018,8 +1352,9 @@ pub fn prepare(
             .map_err(|e| format!("{name}: cannot open it: {e}"))
             .and_then(|cvar| {
                 // Measuring never writes the variable (nothing is switched;
-                // Open MPI's may not be writable after init at all).
-                if params.measure {
+                // Open MPI's may not be writable after init at all), and
+                // switching communicators writes none around calls.
+                if params.measure || by_comms.is_some() {
                     return Ok((cvar, 0));
                 }
                 let cost = write_cost(&cvar, target.candidates[0].1)
@@ -1029,11 +1364,23 @@ pub fn prepare(
         match opened {
             Ok((cvar, write_ns)) => {
                 let i = target.collective as usize;
+                let commutative_only = match by_comms {
+                    Some(_) => target
+                        .candidates
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, (n, _))| {
+                            super::library::open_mpi_needs_commutative(target.collective, n)
+                        })
+                        .fold(0, |m, (i, _)| m | 1u32.checked_shl(i as u32).unwrap_or(0)),
+                    None => 0,
+                };
                 switches[i] = Some(Switch {
                     var: Written::new(cvar, target.candidates[0].1),
                     switch_ns: 2 * (write_ns + fallback_ns),
                     target,
                     pin: AtomicU64::new(0),
+                    commutative_only,
                 });
             }
             Err(message) => messages.push(message),
@@ -1048,6 +1395,18 @@ pub fn prepare(
         fresh.extend((0..bins.len()).map(|_| Search::new(params, n)));
     }
     let (tx, rx) = crossbeam_channel::bounded(EVENT_QUEUE);
+    // Candidate communicators: per collective, one slot per candidate of
+    // the collective with the most (none without ByComms).
+    let stride = match by_comms {
+        Some(_) => switches
+            .iter()
+            .flatten()
+            .map(|s| s.target.candidates.len())
+            .max()
+            .unwrap_or(0),
+        None => 0,
+    };
+    let dups = COLLECTIVES.len() * stride;
     let entries = (0..MAX_COMMS)
         .map(|_| Entry {
             bits: AtomicU64::new(FREE),
@@ -1055,18 +1414,23 @@ pub fn prepare(
                 ready: false,
                 off: false,
                 label: 0,
+                rank: 0,
                 size: 0,
                 private: None,
+                dups: (0..dups).map(|_| None).collect(),
                 searches: fresh.clone(),
                 pinned: [0; COLLECTIVES.len()],
                 given: vec![0; fresh.len()],
             }),
             quiet: (0..fresh.len()).map(|_| AtomicU64::new(0)).collect(),
+            dups: (0..dups).map(|_| AtomicU64::new(0)).collect(),
         })
         .collect();
     let tuner = Tuner {
         switches,
         fallback,
+        by_comms,
+        stride,
         bins,
         params,
         fresh,
@@ -1202,11 +1566,10 @@ pub fn stop() -> Vec<String> {
                 if e.bits.load(Acquire) != FREE {
                     t.emit_measurements(&st);
                 }
-                if let Some(mut p) = st.private.take() {
-                    if let Err(err) = p.free() {
-                        messages.push(format!("freeing a tuning communicator: {err}"));
-                    }
+                for d in e.dups.iter() {
+                    d.store(0, Relaxed);
                 }
+                messages.extend(free_comms(&mut st));
             }
             Err(_) => messages.push("a tuning communicator was still in use at finalize".into()),
         }
