@@ -540,23 +540,7 @@ fn tune_collectives(
                         if !names.is_empty() && wanted.is_empty() {
                             continue;
                         }
-                        let default = catalogue
-                            .cvar(&tune::mpich_cvar(c))
-                            .and_then(|v| mpit::Cvar::open(own, v, Object::None).ok())
-                            .and_then(|v| v.read().ok())
-                            .and_then(|v| v.as_i64())
-                            .unwrap_or(0);
-                        match Target::find(
-                            catalogue,
-                            info.library,
-                            &info.library_version,
-                            c,
-                            default,
-                            &wanted,
-                        ) {
-                            Ok(t) => targets.push(t),
-                            Err(e) => log.record(&tune::note(0.0, "skipped", e)),
-                        }
+                        targets.extend(target_at_start(catalogue, own, info, c, &wanted, log));
                     }
                     // A candidate MPICH cannot use for a call's arguments
                     // must fall back, never fail the call or print.
@@ -593,24 +577,8 @@ fn tune_collectives(
                     match by {
                         Ok(by) => {
                             for (c, names) in &plan {
-                                let c = *c;
-                                let default = catalogue
-                                    .cvar(&tune::openmpi_cvar(c))
-                                    .and_then(|v| mpit::Cvar::open(own, v, Object::None).ok())
-                                    .and_then(|v| v.read().ok())
-                                    .and_then(|v| v.as_i64())
-                                    .unwrap_or(0);
-                                match Target::find(
-                                    catalogue,
-                                    info.library,
-                                    &info.library_version,
-                                    c,
-                                    default,
-                                    names,
-                                ) {
-                                    Ok(t) => targets.push(t),
-                                    Err(e) => log.record(&tune::note(0.0, "skipped", e)),
-                                }
+                                targets
+                                    .extend(target_at_start(catalogue, own, info, *c, names, log));
                             }
                             by_comms = Some(by);
                             mpit_ref = Some(own);
@@ -689,6 +657,37 @@ fn tune_collectives(
 
 /// The collective tuner's own reference on MPI_T: its handles live as long
 /// as the process, so this reference is never finalized by the tool.
+/// The target of collective `c`: the value its algorithm variable holds
+/// now is the default, `wanted` the candidates (names; empty: every
+/// algorithm). `None`, with a `skipped` record saying why, when it cannot
+/// be tuned here.
+fn target_at_start(
+    catalogue: &Catalogue,
+    own: &'static MpiT,
+    info: &RunInfo,
+    c: crate::decide::collectives::Collective,
+    wanted: &[String],
+    log: &mut LogWriter,
+) -> Option<crate::decide::collectives::Target> {
+    use crate::decide::collectives as tune;
+    let default = tune::algorithm_cvar(info.library, c)
+        .and_then(|name| catalogue.cvar(&name))
+        .and_then(|v| mpit::Cvar::open(own, v, Object::None).ok())
+        .and_then(|v| v.read().ok())
+        .and_then(|v| v.as_i64())
+        .unwrap_or(0);
+    tune::Target::find(
+        catalogue,
+        info.library,
+        &info.library_version,
+        c,
+        default,
+        wanted,
+    )
+    .map_err(|e| log.record(&tune::note(0.0, "skipped", e)))
+    .ok()
+}
+
 fn own_mpit() -> Result<&'static MpiT> {
     let mut own = MpiT::init()?;
     own.set_finalize_on_drop(false);
