@@ -246,7 +246,13 @@ impl Job {
 const LAUNCHER_DID_NOT_START: &str = "The PMIx server's listener thread failed to start";
 
 /// Launches of a job whose launcher did not start, in all.
-const LAUNCHES: u32 = 3;
+pub const LAUNCHES: u32 = 3;
+
+/// Whether a job's output says that its launcher itself did not start (no
+/// rank ran): such a launch may be made again, up to [`LAUNCHES`] in all.
+pub fn launcher_did_not_start(output: &str) -> bool {
+    output.contains(LAUNCHER_DID_NOT_START)
+}
 
 /// Runs a command to completion, holding the job lock. A launch whose
 /// launcher itself did not start (no rank ran) is made again, up to
@@ -266,7 +272,7 @@ pub fn run(mut cmd: Command) -> Job {
             output,
             elapsed: start.elapsed(),
         };
-        if job.success() || !job.stderr().contains(LAUNCHER_DID_NOT_START) || launch == LAUNCHES {
+        if job.success() || !launcher_did_not_start(&job.stderr()) || launch == LAUNCHES {
             return job;
         }
         eprintln!(
