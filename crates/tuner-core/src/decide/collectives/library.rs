@@ -283,38 +283,44 @@ pub fn mpich_fallback(catalogue: &Catalogue) -> Result<Option<(CvarInfo, i64)>, 
 /// only while it is on.
 pub const OPENMPI_DYNAMIC_RULES_CVAR: &str = "coll_tuned_use_dynamic_rules";
 
-/// Why Open MPI (`major.minor`) cannot run its algorithm `name` of
-/// `collective` on every call of a communicator of `size` processes, if it
-/// cannot. A forced algorithm runs whatever the call (`coll_tuned`'s
-/// `..._intra_do_this` checks nothing); read in Open MPI 4.1.4 and 5.0.x's
-/// `coll/base`:
-/// - `two_proc` (allgather, alltoall, barrier) fails the call on more than
-///   two processes;
+/// Why Open MPI (`major.minor`, `version`) can never run its algorithm
+/// `name` of `collective` right on every call, if it cannot. A forced
+/// algorithm runs whatever the call (`coll_tuned`'s `..._intra_do_this`
+/// checks nothing); read in Open MPI 4.1.4 and 5.0.x's `coll/base`:
 /// - allgather `sparbit` (5.0) sends with the receive type and count, so a
 ///   call whose send and receive counts or types differ gets wrong data;
 /// - alltoall `modified_bruck` before 5.0 writes outside the receive buffer
 ///   when the send and receive types differ (fixed in 5.0).
 ///
-/// Those depend on the communicator's size and the library, or on
-/// arguments that may differ between ranks, so they are never tried there.
-/// What depends only on the operation, the same on every rank, is checked
-/// per call instead ([`open_mpi_needs_commutative`]).
-pub fn open_mpi_unsuitable(
+/// Whether a call's types differ may differ between ranks, so these are
+/// left out for the whole job, at start ([`Target::leave_out`]).
+pub fn open_mpi_left_out(
     version: (u32, u32),
     collective: Collective,
     name: &str,
-    size: i32,
 ) -> Option<&'static str> {
     use Collective::*;
     match (collective, name) {
-        (Allgather | Alltoall | Barrier, "two_proc") if size != 2 => {
-            Some("needs exactly 2 processes")
-        }
         (Allgather, "sparbit") => {
             Some("sends with the receive count and type: wrong data when a rank's send and receive counts or types differ")
         }
         (Alltoall, "modified_bruck") if version < (5, 0) => {
             Some("writes outside the receive buffer when the send and receive types differ (fixed in Open MPI 5.0)")
+        }
+        _ => None,
+    }
+}
+
+/// Why Open MPI cannot run its algorithm `name` of `collective` on a
+/// communicator of `size` processes, if it cannot: `two_proc` (allgather,
+/// alltoall, barrier) fails the call on more than two (4.1.4 and 5.0.x's
+/// `coll/base`). The size is the same on every rank, so such a candidate
+/// is left out of that communicator's searches alike on all.
+pub fn open_mpi_unsuitable(collective: Collective, name: &str, size: i32) -> Option<&'static str> {
+    use Collective::*;
+    match (collective, name) {
+        (Allgather | Alltoall | Barrier, "two_proc") if size != 2 => {
+            Some("needs exactly 2 processes")
         }
         _ => None,
     }
@@ -457,6 +463,24 @@ impl Target {
             .iter()
             .find(|c| c.1 == value)
             .map(|c| c.0.as_str())
+    }
+
+    /// Leaves out the candidates `why` names a reason for (never the
+    /// default, which the application runs anyway) and returns one message
+    /// per candidate left out, naming the variable, the algorithm and why.
+    pub fn leave_out(&mut self, why: impl Fn(&str) -> Option<&'static str>) -> Vec<String> {
+        let mut messages = Vec::new();
+        let var = &self.cvar.name;
+        let mut index = 0;
+        self.candidates.retain(|(name, _)| {
+            index += 1;
+            let Some(why) = why(name).filter(|_| index > 1) else {
+                return true;
+            };
+            messages.push(format!("{var}: `{name}` {why}: never tried"));
+            false
+        });
+        messages
     }
 
     /// A target that only measures (no switching): `collective`'s variable
@@ -763,17 +787,60 @@ mod tests {
     }
 
     #[test]
+    fn leave_out_keeps_the_default_and_names_what_it_drops() {
+        let names = ["sparbit", "ring", "sparbit", "two_proc"];
+        let mut t = Target {
+            collective: Collective::Allgather,
+            cvar: CvarInfo {
+                index: 0,
+                name: "coll_tuned_allgather_algorithm".into(),
+                description: String::new(),
+                verbosity: mpit::Verbosity::UserBasic,
+                datatype: Datatype::Int,
+                enumeration: None,
+                binding: mpit::Binding::NoObject,
+                scope: Scope::AllEq,
+            },
+            candidates: names
+                .iter()
+                .zip(0..)
+                .map(|(n, v)| (n.to_string(), v))
+                .collect(),
+        };
+        // The default (here sparbit, set by the application) stays.
+        let messages = t.leave_out(|n| open_mpi_left_out((5, 0), Collective::Allgather, n));
+        assert_eq!(
+            t.candidates,
+            [
+                ("sparbit".to_string(), 0),
+                ("ring".into(), 1),
+                ("two_proc".into(), 3)
+            ]
+        );
+        assert_eq!(messages.len(), 1, "{messages:?}");
+        assert!(
+            messages[0].starts_with("coll_tuned_allgather_algorithm: `sparbit` sends with"),
+            "{}",
+            messages[0]
+        );
+        assert!(t.leave_out(|_| None).is_empty());
+        assert_eq!(t.candidates.len(), 3);
+    }
+
+    #[test]
     fn open_mpi_candidates_that_cannot_run_every_call_are_known() {
         use Collective::*;
         let (v41, v50) = ((4, 1), (5, 0));
         for c in [Allgather, Alltoall, Barrier] {
-            assert!(open_mpi_unsuitable(v41, c, "two_proc", 3).is_some());
-            assert!(open_mpi_unsuitable(v50, c, "two_proc", 2).is_none());
+            assert!(open_mpi_unsuitable(c, "two_proc", 3).is_some());
+            assert!(open_mpi_unsuitable(c, "two_proc", 2).is_none());
         }
-        assert!(open_mpi_unsuitable(v50, Allgather, "sparbit", 2).is_some());
-        assert!(open_mpi_unsuitable(v41, Alltoall, "modified_bruck", 4).is_some());
-        assert!(open_mpi_unsuitable(v50, Alltoall, "modified_bruck", 4).is_none());
-        assert!(open_mpi_unsuitable(v50, Allreduce, "ring", 3).is_none());
+        assert!(open_mpi_left_out(v50, Allgather, "sparbit").is_some());
+        assert!(open_mpi_left_out(v41, Alltoall, "modified_bruck").is_some());
+        assert!(open_mpi_left_out(v50, Alltoall, "modified_bruck").is_none());
+        assert!(open_mpi_left_out(v50, Allgather, "two_proc").is_none());
+        assert!(open_mpi_unsuitable(Allreduce, "ring", 3).is_none());
+        assert!(open_mpi_unsuitable(Allgather, "sparbit", 2).is_none());
         assert!(open_mpi_needs_commutative(Allreduce, "ring"));
         assert!(open_mpi_needs_commutative(Reduce, "binomial"));
         assert!(open_mpi_needs_commutative(

@@ -237,6 +237,20 @@ pub fn try_write(cvar: &Cvar<'_>, value: i64) -> Result<(), String> {
     }
 }
 
+/// Opens the integer variable `info` (no object) and reads its value; an
+/// error names it and says what failed.
+fn open_int(mpit: &'static MpiT, info: &CvarInfo) -> Result<(Cvar<'static>, i64), String> {
+    let name = &info.name;
+    let cvar = Cvar::open(mpit, info, mpit::Object::None)
+        .map_err(|e| format!("{name}: cannot open it: {e}"))?;
+    let value = cvar
+        .read()
+        .map_err(|e| format!("{name}: cannot read it: {e}"))?
+        .as_i64()
+        .ok_or_else(|| format!("{name}: its value is not an integer"))?;
+    Ok((cvar, value))
+}
+
 /// A switchable collective in this process.
 struct Switch {
     target: Target,
@@ -297,14 +311,8 @@ impl ByComms {
         let name = &info.name;
         let version = super::library::open_mpi_major_minor(version)
             .ok_or_else(|| "the Open MPI version could not be read".to_string())?;
-        let host = request_key(&mpit::host_name()) as i64;
-        let cvar = Cvar::open(mpit, info, mpit::Object::None)
-            .map_err(|e| format!("{name}: cannot open it: {e}"))?;
-        let value = cvar
-            .read()
-            .map_err(|e| format!("{name}: cannot read it: {e}"))?
-            .as_i64()
-            .ok_or_else(|| format!("{name}: its value is not an integer"))?;
+        let host = fnv1a(&mpit::host_name()) as i64;
+        let (cvar, value) = open_int(mpit, info)?;
         if value != 0 {
             return Ok(ByComms {
                 rules: None,
@@ -327,6 +335,11 @@ impl ByComms {
             version,
             host,
         })
+    }
+
+    /// Open MPI's version, `(major, minor)`.
+    pub fn version(&self) -> (u32, u32) {
+        self.version
     }
 }
 
@@ -370,13 +383,7 @@ impl Fallback {
         silent: i64,
     ) -> Result<Option<Fallback>, String> {
         let name = &info.name;
-        let cvar = Cvar::open(mpit, info, mpit::Object::None)
-            .map_err(|e| format!("{name}: cannot open it: {e}"))?;
-        let user = cvar
-            .read()
-            .map_err(|e| format!("{name}: cannot read it: {e}"))?
-            .as_i64()
-            .ok_or_else(|| format!("{name}: its value is not an integer"))?;
+        let (cvar, user) = open_int(mpit, info)?;
         if user == silent {
             return Ok(None);
         }
@@ -484,13 +491,18 @@ const PIN_CANDIDATE_BITS: u32 = 5;
 /// The key of a user's request: a hash of its id (the same on every rank,
 /// never 0), in the 58 bits a pin slot leaves it.
 pub fn request_key(id: &str) -> u64 {
-    // FNV-1a: stable across processes and builds, unlike the std hasher.
+    (fnv1a(id) & ((1 << (63 - PIN_CANDIDATE_BITS)) - 1)).max(1)
+}
+
+/// FNV-1a of `s`: stable across processes and builds, unlike the std
+/// hasher, so every rank hashes the same string alike.
+fn fnv1a(s: &str) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in id.bytes() {
+    for b in s.bytes() {
         h ^= u64::from(b);
         h = h.wrapping_mul(0x0100_0000_01b3);
     }
-    (h & ((1 << (63 - PIN_CANDIDATE_BITS)) - 1)).max(1)
+    h
 }
 
 impl std::fmt::Debug for Tuner {
@@ -871,15 +883,14 @@ impl Tuner {
     /// communicator of this size are left out of its searches (the size is
     /// the same on every rank, so is this).
     fn exclude_unsuitable(&self, st: &mut CommState) {
-        let Some(version) = self.by_comms.as_ref().map(|b| b.version) else {
+        if self.by_comms.is_none() {
             return;
-        };
+        }
         let bins = self.bins.len();
         for s in self.switches.iter().flatten() {
             let c = s.target.collective;
             for (i, (name, _)) in s.target.candidates.iter().enumerate().skip(1) {
-                let Some(why) = super::library::open_mpi_unsuitable(version, c, name, st.size)
-                else {
+                let Some(why) = super::library::open_mpi_unsuitable(c, name, st.size) else {
                     continue;
                 };
                 for b in 0..bins {
@@ -925,10 +936,9 @@ impl Tuner {
         let Some((name, value)) = switch.target.candidates.get(i) else {
             return 0;
         };
-        if super::library::open_mpi_unsuitable(by.version, c, name, st.size).is_some() {
-            // Excluded at setup; a user's pin of it runs the default.
-            return 0;
-        }
+        // Excluded at setup, so never chosen: a user's pin of it runs the
+        // default.
+        debug_assert!(super::library::open_mpi_unsuitable(c, name, st.size).is_none());
         let (guard, swap_error) = ErrorsReturn::swap_in(comm);
         let mut seq = Collectives::new(comm, st.rank);
         if let Some(e) = swap_error {
