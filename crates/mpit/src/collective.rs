@@ -134,10 +134,14 @@ impl std::fmt::Display for FailedOn {
             )?,
             None => write!(f, "{} failed on {ranks}", self.call)?,
         }
-        if let Some((_, text)) = &self.class {
-            if self.mine.is_none() {
-                write!(f, ": {text}")?;
+        match &self.class {
+            Some((_, text)) if self.mine.is_none() => write!(f, ": {text}")?,
+            // Failed without an error class (e.g. a null result).
+            None if self.mine.is_none() && self.call != LOCAL => {
+                let whose = if lo == hi { "its" } else { "their" };
+                write!(f, " ({whose} standard error says how)")?;
             }
+            _ => {}
         }
         Ok(())
     }
@@ -556,6 +560,17 @@ mod tests {
         assert_eq!(
             f.to_string(),
             "MPI_Bcast failed with MPI_ERR_OTHER (failed on rank 2)"
+        );
+        // No error class (a null result): where to read more.
+        let f = FailedOn {
+            call: "MPI_Comm_create_group".into(),
+            class: None,
+            mine: None,
+            ..f
+        };
+        assert_eq!(
+            f.to_string(),
+            "MPI_Comm_create_group failed on rank 2 (its standard error says how)"
         );
     }
 }

@@ -1254,9 +1254,14 @@ fn free_errhandler(handler: Errhandler) -> Result<()> {
 }
 
 /// The error class of an MPI error code (`MPI_Error_class`), comparable
-/// across ranks (codes are not, in MPICH).
+/// across ranks (codes are not, in MPICH). `None` for `MPI_SUCCESS`: a
+/// failure reported with it (a call that returned success and a null
+/// handle) has no error class.
 pub(crate) fn error_class(code: c_int) -> Option<c_int> {
     let api = api().ok()?;
+    if code == api.c.success {
+        return None;
+    }
     let mut class: c_int = 0;
     let error_class = func!(api, PMPI_Error_class).ok()?;
     // SAFETY: a valid out-pointer; any int is accepted as a code.

@@ -39,7 +39,7 @@ use super::library::{Collective, Target, COLLECTIVES};
 use super::search::{Agreed, Event, Params, Search};
 use atomic_refcell::{AtomicRefCell, AtomicRefMut};
 use crossbeam_channel::{Receiver, Sender};
-use mpit::collective::{self, Collectives, ErrorsReturn, ReduceOp, Verdict};
+use mpit::collective::{self, Collectives, ErrorsReturn, FailedOn, ReduceOp, Verdict};
 use mpit::{Comm, Cvar, CvarInfo, HandleBits, MpiT, PrivateComm};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
 use std::sync::{Mutex, OnceLock};
@@ -874,9 +874,26 @@ impl Tuner {
                     }
                 }
                 st.off = true;
-                self.emit(st, None, 0, What::SetupFailed(why.to_string()));
+                let why = self.agreed(why);
+                self.emit(st, None, 0, What::SetupFailed(why));
             }
         }
+    }
+
+    /// The part of a failed agreement every rank holds alike, for a
+    /// communicator's record (identical on all its ranks). This rank's own
+    /// failure, if it had one, goes to its standard error, where the
+    /// others' records point.
+    #[cold]
+    fn agreed(&self, why: FailedOn) -> String {
+        if let Some(mine) = &why.mine {
+            mpit::say!(
+                "mpit-tuner[rank {}]: collective tuning: {}",
+                self.world_rank,
+                mine.message
+            );
+        }
+        FailedOn { mine: None, ..why }.to_string()
     }
 
     /// [`ByComms`]: the candidates the library cannot run on a
@@ -980,7 +997,7 @@ impl Tuner {
                     }
                 }
                 let why = match verdict {
-                    Verdict::Failed(why) => why.to_string(),
+                    Verdict::Failed(why) => self.agreed(why),
                     Verdict::AllOk => "no communicator was created".into(),
                 };
                 st.off = true;
