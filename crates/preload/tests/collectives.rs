@@ -725,6 +725,80 @@ fn a_candidate_communicator_one_rank_cannot_make_turns_tuning_off_on_all() {
     }
 }
 
+/// A tuner reduction at an agreed point that returns an error on one rank
+/// only (faultinject's collectives take part, then fail). That rank goes on
+/// with what the reduction returned, as its peers do, and every rank stops
+/// tuning at the next agreed point: no rank runs another algorithm than its
+/// peers, so no call fails or hangs. (Before, that rank left the
+/// communicator's searches and ran the default while its peers ran the
+/// next candidate: MPICH ended the job with a bad termination.) From the
+/// tool's 8th `MPI_Allreduce` in the process on (after the start on all
+/// four libraries here), every one fails on rank 1; 200 calls leave agreed
+/// points after it whatever the library's start made.
+#[test]
+fn a_reduction_that_fails_on_one_rank_stops_tuning_on_all() {
+    let ranks = 3;
+    let args = ["1024", "calls=200"];
+    let fault = "PMPI_Allreduce#8+@1";
+    let tmp = tempdir();
+    let dir = tmp.path().join("run");
+    let mut cmd = mpi_job(ranks, &example("coll_fingerprint"), &args);
+    preload(&mut cmd, &dir);
+    let preloads = format!("{}:{}", preload_lib().display(), fault_lib().display());
+    cmd.env("LD_PRELOAD", preloads)
+        .env("MPIT_FAULT", fault)
+        .env("MPIT_TUNER_POLICY", "none")
+        .env("MPIT_TUNER_COLLECTIVES", "allreduce")
+        .env("MPIT_TUNER_COLLECTIVES_WINDOW", "1");
+    if cfg!(mpi_flavor = "openmpi") {
+        cmd.env(DYNAMIC_RULES.0, DYNAMIC_RULES.1);
+    }
+    let job = mpit_testkit::run(cmd);
+    job.assert_success();
+    assert!(
+        job.stdout().contains("200 allreduces ok"),
+        "{}\n{}",
+        job.stdout(),
+        job.stderr()
+    );
+    let logs = read_run_dir(&dir, ranks);
+    let mut rest = Vec::new();
+    for log in &logs {
+        let records = tuning_records(log);
+        let failed: Vec<&Value> = records
+            .iter()
+            .filter(|r| r["event"] == "reduction_failed")
+            .collect();
+        if log.rank == 1 {
+            assert!(
+                !failed.is_empty(),
+                "no agreed point after the tool's 8th MPI_Allreduce on rank 1 (or tuning never \
+                 started): {records:?}"
+            );
+            let message = failed[0]["message"].as_str().unwrap();
+            assert!(
+                message.starts_with("MPI_Allreduce failed")
+                    && message.contains("going on with what it returned"),
+                "{message}"
+            );
+        } else {
+            assert!(failed.is_empty(), "rank {}: {failed:?}", log.rank);
+        }
+        assert!(
+            records.iter().any(|r| r["event"] == "stopped"),
+            "rank {}: {records:?}",
+            log.rank
+        );
+        // Apart from that record, every rank logged the same tuning.
+        let same: Vec<Value> = records
+            .into_iter()
+            .filter(|r| r["event"] != "reduction_failed")
+            .collect();
+        rest.push(same);
+    }
+    assert!(rest.windows(2).all(|w| w[0] == w[1]), "{rest:#?}");
+}
+
 #[test]
 fn thread_multiple_keeps_tuning_off_and_says_why() {
     let tmp = tempdir();

@@ -1048,22 +1048,29 @@ impl Tuner {
         let mut recv = [0i64; 5];
         let mut seq = Collectives::new(private.comm(), 0);
         seq.allreduce_i64(&send, &mut recv, ReduceOp::Max);
-        let agreed = if seq.failed() {
-            // Nothing was agreed: stop here, and the peers learn it at
-            // their next point (this rank sends stop from now on).
+        if seq.failed() {
+            // MPI's state after an error is undefined. A library that
+            // reports an error after taking part (what its peers, whose
+            // call returned, most likely saw) has filled `recv`: go on with
+            // it as they do, so that every rank makes the same transition
+            // here, and stop: this rank sends stop from now on, so every
+            // rank stops together at its next agreed point. Leaving this
+            // communicator alone instead would leave its peers waiting in
+            // their next reduction for a rank that never comes.
             self.stop.store(true, Release);
-            st.off = true;
             let why = seq
                 .into_pending()
                 .map_or_else(|| "MPI_Allreduce failed".to_string(), |f| f.message);
+            let why = format!(
+                "{why}: going on with what it returned, as the other ranks do; tuning stops on \
+                 every rank at the next agreed point"
+            );
             self.emit(st, Some(collective), bin, What::ReductionFailed(why));
-            Agreed::settled(0.0, true)
-        } else {
-            Agreed {
-                max_mean_ns: recv[0] as f64,
-                stop: recv[1] != 0,
-                min_elapsed_ns: -(recv[4] as f64),
-            }
+        }
+        let agreed = Agreed {
+            max_mean_ns: recv[0] as f64,
+            stop: recv[1] != 0,
+            min_elapsed_ns: -(recv[4] as f64),
         };
         let agreed_pin =
             (!agreed.stop && recv[2] == -recv[3] && recv[2] > 0).then(|| recv[2] as u64);
