@@ -799,6 +799,75 @@ fn a_reduction_that_fails_on_one_rank_stops_tuning_on_all() {
     assert!(rest.windows(2).all(|w| w[0] == w[1]), "{rest:#?}");
 }
 
+/// Open MPI 5.0: a communicator whose ranks are on several nodes is not
+/// tuned (coll/han runs its collectives and copies the forced algorithms
+/// on its own schedule). This machine is one node, so each rank runs in a
+/// UTS namespace of its own (`unshare --uts`, which needs root: CI runs as
+/// root) under a host name of its own, which is what the tuner compares.
+/// Open MPI's own locality comes from its launcher and is unchanged: this
+/// checks the tuner's guard, not coll/han. Before 5.0 the guard is off and
+/// the same job is tuned.
+#[cfg(mpi_flavor = "openmpi")]
+#[test]
+fn communicators_over_several_host_names_are_not_tuned_from_open_mpi_5() {
+    const TEST: &str = "communicators_over_several_host_names_are_not_tuned_from_open_mpi_5";
+    let unshared = std::process::Command::new("unshare")
+        .args(["--uts", "hostname", "mpit-test"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !unshared {
+        mpit_testkit::not_applicable(TEST, "`unshare --uts` does not work here (it needs root)");
+        return;
+    }
+    let ranks = 4;
+    let check = example("coll_check");
+    let plain = mpit_testkit::run(mpi_job(ranks, &check, &["2"]));
+    plain.assert_success();
+    let tmp = tempdir();
+    let dir = tmp.path().join("run");
+    // Each rank renames its own host, then becomes coll_check.
+    let rename = "hostname \"mpit-node-${OMPI_COMM_WORLD_RANK:-$PMIX_RANK}\" && exec \"$0\" \"$@\"";
+    let check = check.display().to_string();
+    let mut cmd = mpi_job(
+        ranks,
+        std::path::Path::new("unshare"),
+        &["--uts", "sh", "-c", rename, &check, "2"],
+    );
+    preload(&mut cmd, &dir);
+    cmd.env("MPIT_TUNER_COLLECTIVES", "tune")
+        .env("MPIT_TUNER_COLLECTIVES_WINDOW", "1")
+        .env(DYNAMIC_RULES.0, DYNAMIC_RULES.1);
+    let job = mpit_testkit::run(cmd);
+    job.assert_success();
+    assert_same_stdout(&plain, &job, |_| false);
+    let logs = read_run_dir(&dir, ranks);
+    let by_comm = same_on_every_rank(&logs);
+    assert!(!by_comm.is_empty(), "no communicator was set up");
+    let all: Vec<&Value> = by_comm.values().flatten().collect();
+    let tried = all
+        .iter()
+        .any(|r| r["event"] == "trial" && r["value"].as_i64() > Some(0));
+    if mpit_testkit::open_mpi_major() >= Some(5) {
+        for (comm, records) in &by_comm {
+            let excluded = records.iter().any(|r| {
+                r["event"] == "excluded"
+                    && r["message"]
+                        .as_str()
+                        .is_some_and(|m| m.starts_with("this communicator spans several nodes"))
+            });
+            assert!(excluded, "{comm}: {records:?}");
+        }
+        assert!(
+            !tried,
+            "a candidate ran on a communicator over several hosts"
+        );
+    } else {
+        assert!(tried, "Open MPI 4.1 has no such guard: {by_comm:?}");
+    }
+}
+
 #[test]
 fn thread_multiple_keeps_tuning_off_and_says_why() {
     let tmp = tempdir();
