@@ -5,8 +5,9 @@
 # then runs allreduce (8 B, 64 KiB, 1 MiB), bcast (1 MiB) and a mixed
 # application on 2 and 4 ranks, every variant interleaved run by run, on
 # MPICH and on Open MPI, and prints markdown tables: default, oracle (best
-# fixed choice) and online time per call, the ratios online / oracle and
-# default / online (median, min-max over the rounds), and what online tuning
+# fixed choice) and online time per call, the ratios online / oracle,
+# default / online and monitored / online (the default with the tool loaded,
+# no tuning; median, min-max over the rounds), and what online tuning
 # chose. See BENCHMARKS.md, "Collective tuning".
 #
 #   bash benches/collectives.sh              # 5 repetitions

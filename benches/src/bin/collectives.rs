@@ -15,6 +15,10 @@
 //!   `OMPI_MCA_coll_tuned_use_dynamic_rules=1` and
 //!   `OMPI_MCA_coll_tuned_<coll>_algorithm=<n>`); for `mixed`, every
 //!   allreduce algorithm (the other collectives keep the default);
+//! - `monitored`: the library's own choice with the release preload
+//!   loaded in its default (monitoring) mode, no collective tuning, and
+//!   otherwise the environment of `online`: what the tool's presence
+//!   costs, so that `monitored / online` is the cost of tuning alone;
 //! - `online`: the release preload with `MPIT_TUNER_COLLECTIVES=tune`
 //!   (every collective, default window; with
 //!   `OMPI_MCA_coll_tuned_use_dynamic_rules=1`, as `mpit-tuner run
@@ -28,7 +32,8 @@
 //! default, of the oracle (the variant with the lowest median among
 //! default and fixed algorithms: the best choice made before start), of
 //! online tuning, and the per-round ratios online / oracle and default /
-//! online (median, min-max over the rounds); then what online tuning chose
+//! online and monitored / online (median, min-max over the rounds); then
+//! what online tuning chose
 //! (the last `decision` record of each key in rank 0's log), and every
 //! variant's times. Every run must succeed and print its time, and every
 //! online run must leave a closed log saying that tuning started or why it
@@ -231,35 +236,48 @@ fn algorithms(flavor: &str, coll: Coll) -> Vec<(String, Vec<(String, String)>)> 
         .collect()
 }
 
+/// Whether and how a variant runs under the tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tool {
+    /// No tool.
+    None,
+    /// Loaded, monitoring, no collective tuning.
+    Monitored,
+    /// Loaded, with online collective tuning.
+    Online,
+}
+
 /// One variant of a case.
 #[derive(Debug, Clone)]
 struct Variant {
     label: String,
     /// Variables for the ranks (fixed algorithms).
     env: Vec<(String, String)>,
-    /// Under the tuner with online collective tuning.
-    online: bool,
+    tool: Tool,
 }
 
-/// default, every fixed algorithm, online: in this order.
+/// default, every fixed algorithm, monitored, online: in this order
+/// (online last, monitored just before it).
 fn variants(flavor: &str, coll: Coll) -> Vec<Variant> {
     let mut v = vec![Variant {
         label: "default".into(),
         env: Vec::new(),
-        online: false,
+        tool: Tool::None,
     }];
     for (name, env) in algorithms(flavor, coll) {
         v.push(Variant {
             label: name,
             env,
-            online: false,
+            tool: Tool::None,
         });
     }
-    v.push(Variant {
-        label: "online".into(),
-        env: Vec::new(),
-        online: true,
-    });
+    for (label, tool) in [("monitored", Tool::Monitored), ("online", Tool::Online)] {
+        v.push(Variant {
+            label: label.into(),
+            env: Vec::new(),
+            tool,
+        });
+    }
     v
 }
 
@@ -584,14 +602,29 @@ fn measure(opts: &Options, flavor: &str) -> Measured {
             let n = d.variants.len();
             for vi in (0..n).map(|i| (i + rep) % n) {
                 let v = &d.variants[vi];
-                // One online variant per case: one directory per round.
-                let dir = logs.join(format!("{ranks}r-{}-round{}", case.key, rep + 1));
+                // One online and one monitored variant per case: one
+                // directory each per round.
+                let dir = logs.join(format!(
+                    "{ranks}r-{}-round{}{}",
+                    case.key,
+                    rep + 1,
+                    if v.tool == Tool::Monitored {
+                        "-monitored"
+                    } else {
+                        ""
+                    }
+                ));
                 let mut env = v.env.clone();
-                if v.online {
+                if v.tool != Tool::None {
+                    let collectives = if v.tool == Tool::Online {
+                        "tune"
+                    } else {
+                        "off"
+                    };
                     env.extend(
                         [
                             ("LD_PRELOAD", preload.display().to_string()),
-                            ("MPIT_TUNER_COLLECTIVES", "tune".into()),
+                            ("MPIT_TUNER_COLLECTIVES", collectives.into()),
                             // As `mpit-tuner run --tune-collectives` sets
                             // it: Open MPI 4.1 reads forced algorithms only
                             // with it, from the start (MPICH ignores it).
@@ -613,7 +646,7 @@ fn measure(opts: &Options, flavor: &str) -> Measured {
                 let what = format!("{ranks} ranks, {} ({})", case.label, v.label);
                 // A kept directory from an earlier invocation: this run's
                 // logs only.
-                if v.online && dir.exists() {
+                if v.tool != Tool::None && dir.exists() {
                     if let Err(e) = std::fs::remove_dir_all(&dir) {
                         m.errors
                             .push(format!("{what}: cannot clear {}: {e}", dir.display()));
@@ -643,7 +676,10 @@ fn measure(opts: &Options, flavor: &str) -> Measured {
                         continue;
                     }
                 }
-                if v.online {
+                if v.tool == Tool::Monitored && opts.keep_logs.is_none() {
+                    let _ = std::fs::remove_dir_all(&dir);
+                }
+                if v.tool == Tool::Online {
                     match read_tuned(&dir, ranks, tuned_colls(case.coll)) {
                         Ok(tuned) => d.tuned.push(Tuned {
                             run_s: time.unwrap_or(0.0),
@@ -708,11 +744,11 @@ fn ratio((m, lo, hi): (f64, f64, f64)) -> String {
     }
 }
 
-/// The oracle: the variant (default or fixed algorithm, not online) with
-/// the lowest median time.
+/// The oracle: the variant (default or fixed algorithm, without the
+/// tool) with the lowest median time.
 fn oracle(d: &CaseData) -> Option<usize> {
     (0..d.variants.len())
-        .filter(|&i| !d.variants[i].online)
+        .filter(|&i| d.variants[i].tool == Tool::None)
         .filter(|&i| med(&d.times[i]).is_finite())
         .min_by(|&a, &b| med(&d.times[a]).total_cmp(&med(&d.times[b])))
 }
@@ -779,12 +815,13 @@ fn tables(m: &Measured, opts: &Options) -> String {
     let _ = writeln!(
         t,
         "| ranks | case | calls | default (us/call) | oracle (us/call) | oracle | online (us/call) \
-         | online / oracle | default / online | online chose |"
+         | online / oracle | default / online | monitored / online | online chose |"
     );
-    let _ = writeln!(t, "|---|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(t, "|---|---|---|---|---|---|---|---|---|---|---|");
     for (&(ranks, ci), d) in &m.data {
         let case = CASES[ci];
         let online = d.variants.len() - 1;
+        let monitored = online - 1;
         let (o_time, o_name, o_ratio) = match oracle(d) {
             Some(o) => (
                 us(med(&d.times[o])),
@@ -799,12 +836,13 @@ fn tables(m: &Measured, opts: &Options) -> String {
         };
         let _ = writeln!(
             t,
-            "| {ranks} | {} | {} | {} | {o_time} | {o_name} | {} | {o_ratio} | {} | {} |",
+            "| {ranks} | {} | {} | {} | {o_time} | {o_name} | {} | {o_ratio} | {} | {} | {} |",
             case.label,
             d.iters,
             us(med(&d.times[0])),
             us(med(&d.times[online])),
             ratio(ratios(&d.times[0], &d.times[online])),
+            ratio(ratios(&d.times[monitored], &d.times[online])),
             chosen_summary(d),
         );
     }
@@ -813,7 +851,9 @@ fn tables(m: &Measured, opts: &Options) -> String {
         "\nTimes are per call (per step of `mixed`: allreduce 8 B, compute, allreduce 1 MiB, \
          bcast 64 KiB, alltoall 4 KiB), medians over the rounds; ratios are per round, \
          median (min-max). The oracle is the variant with the lowest median among the \
-         default and every algorithm fixed at start{}.\n",
+         default and every algorithm fixed at start{}. Monitored: the default with the \
+         tool loaded, monitoring, without collective tuning (`monitored / online` is what \
+         tuning costs or gains beyond the tool's presence).\n",
         if opts.cases.iter().any(|&c| CASES[c].coll == Coll::Mixed) {
             " (for `mixed`, the allreduce algorithm)"
         } else {
@@ -927,7 +967,8 @@ fn main() -> ExitCode {
     println!(
         "Variants interleaved run by run, their order rotated by one each round; ranks > \
          cores are oversubscribed. \
-         Online: `MPIT_TUNER_COLLECTIVES=tune` with the release preload.\n"
+         Online: `MPIT_TUNER_COLLECTIVES=tune` with the release preload; monitored: the \
+         same preload with `MPIT_TUNER_COLLECTIVES=off`.\n"
     );
     let mut failed = false;
     for m in &results {
