@@ -143,55 +143,33 @@ impl Running {
         };
         // A launch whose launcher did not start (no rank ran) is made
         // again, as `mpit_testkit::run` does.
-        for launch in 1..=mpit_testkit::LAUNCHES {
-            let out = std::fs::File::create(&running.output).unwrap();
-            let mut cmd = command(&args);
-            cmd.envs(env.iter().copied());
-            let child = cmd
-                .stdout(out.try_clone().unwrap())
-                .stderr(out)
-                .stdin(Stdio::null())
-                .spawn()
-                .expect("mpit-tuner run starts");
-            running.child = Some(child);
-            if running.started() {
-                break;
+        let (child, watched) = mpit_testkit::spawn_watched(
+            &running.output,
+            PATIENCE,
+            |out| {
+                let mut cmd = command(&args);
+                cmd.envs(env.iter().copied());
+                cmd.stdout(out.try_clone().unwrap())
+                    .stderr(out)
+                    .stdin(Stdio::null())
+                    .spawn()
+                    .expect("mpit-tuner run starts")
+            },
+            || sampled(&running.logs()),
+        );
+        running.child = Some(child);
+        match watched {
+            mpit_testkit::Watched::Ready => {}
+            mpit_testkit::Watched::Ended => panic!(
+                "the job ended before every rank sampled:\n{}",
+                std::fs::read_to_string(&running.output).unwrap_or_default()
+            ),
+            // Panics with what the logs hold.
+            mpit_testkit::Watched::TimedOut => {
+                running.wait_for("every rank's first sample", sampled);
             }
-            let printed = std::fs::read_to_string(&running.output).unwrap_or_default();
-            assert!(
-                launch < mpit_testkit::LAUNCHES && mpit_testkit::launcher_did_not_start(&printed),
-                "the job ended before every rank sampled:\n{printed}"
-            );
-            eprintln!("steer tests: the launcher did not start: launching again ({launch})");
         }
         running
-    }
-
-    /// Waits until every rank has written a sample (true) or the job has
-    /// ended without (false); panics after [`PATIENCE`] with what the logs
-    /// hold.
-    fn started(&mut self) -> bool {
-        let sampled = |logs: &[Vec<Json>]| {
-            logs.iter()
-                .all(|log| log.iter().any(|r| r["type"] == "sample"))
-        };
-        let deadline = Instant::now() + PATIENCE;
-        while Instant::now() < deadline {
-            let ended = self
-                .child
-                .as_mut()
-                .is_some_and(|c| c.try_wait().is_ok_and(|s| s.is_some()));
-            // Read after the check: an ended job's logs are complete.
-            if sampled(&self.logs()) {
-                return true;
-            }
-            if ended {
-                return false;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        self.wait_for("every rank's first sample", sampled);
-        true
     }
 
     /// The records of each rank's log so far (whole lines only).
@@ -267,6 +245,12 @@ impl Drop for Running {
     fn drop(&mut self) {
         self.stop_child();
     }
+}
+
+/// Whether every rank's log holds a sample.
+fn sampled(logs: &[Vec<Json>]) -> bool {
+    logs.iter()
+        .all(|log| log.iter().any(|r| r["type"] == "sample"))
 }
 
 /// The records of a log's whole lines (a running job may be writing the

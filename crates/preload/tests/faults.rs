@@ -389,40 +389,36 @@ fn headers_are_on_disk_when_mpi_init_returns() {
         .map(|r| dir.join(format!("rank-{r:05}.jsonl")))
         .collect();
     let _guard = mpit_testkit::job_lock();
-    // A launch whose launcher did not start (no rank ran) is made again,
-    // as `mpit_testkit::run` does.
-    let mut launch = 1;
-    let outcome = loop {
-        let err = tmp.path().join(format!("stderr-{launch}"));
-        let mut cmd = mpi_job(RANKS, &example("traffic"), &["allreduces=100000000"]);
-        preload(&mut cmd, &dir);
-        cmd.env("MPIT_TUNER_FLUSH", "1h")
-            .stdout(std::process::Stdio::null())
-            .stderr(std::fs::File::create(&err).expect("a file for the job's stderr"));
-        let mut child = cmd.spawn().expect("the job starts");
-        let outcome = headers_or_end(&logs, &mut child);
-        // The whole process group of the launcher goes (timeout's child).
-        let _ = Command::new("pkill")
-            .args(["-KILL", "-f", "traffic allreduces=100000000"])
-            .status();
-        let _ = child.kill();
-        let _ = child.wait();
-        let said = std::fs::read_to_string(&err).unwrap_or_default();
-        if outcome != Headers::JobEnded
-            || launch == mpit_testkit::LAUNCHES
-            || !mpit_testkit::launcher_did_not_start(&said)
-        {
-            break (outcome, said);
-        }
-        eprintln!("headers test: the launcher did not start: launching again ({launch})");
-        launch += 1;
-    };
+    let err = tmp.path().join("stderr");
+    let (mut child, watched) = mpit_testkit::spawn_watched(
+        &err,
+        std::time::Duration::from_secs(60),
+        |stderr| {
+            let mut cmd = mpi_job(RANKS, &example("traffic"), &["allreduces=100000000"]);
+            preload(&mut cmd, &dir);
+            cmd.env("MPIT_TUNER_FLUSH", "1h")
+                .stdout(std::process::Stdio::null())
+                .stderr(stderr)
+                .spawn()
+                .expect("the job starts")
+        },
+        || {
+            logs.iter()
+                .all(|p| std::fs::metadata(p).is_ok_and(|m| m.len() > 0))
+        },
+    );
+    // The whole process group of the launcher goes (timeout's child).
+    let _ = Command::new("pkill")
+        .args(["-KILL", "-f", "traffic allreduces=100000000"])
+        .status();
+    let _ = child.kill();
+    let _ = child.wait();
     assert!(
-        outcome.0 == Headers::Written,
-        "{:?}: not every rank's header on disk within 60 s of MPI_Init in {}; the job said:\n{}",
-        outcome.0,
+        watched == mpit_testkit::Watched::Ready,
+        "{watched:?}: not every rank's header on disk within 60 s of MPI_Init in {}; the job \
+         said:\n{}",
         dir.display(),
-        outcome.1
+        std::fs::read_to_string(&err).unwrap_or_default()
     );
     for path in &logs {
         let records = read_jsonl(path);
@@ -432,38 +428,6 @@ fn headers_are_on_disk_when_mpi_init_returns() {
             "{}: the job was killed, yet the log is closed",
             path.display()
         );
-    }
-}
-
-/// How the wait for every rank's header ended.
-#[derive(Debug, PartialEq)]
-enum Headers {
-    Written,
-    /// The job ended first (it must not: it runs until killed).
-    JobEnded,
-    TimedOut,
-}
-
-/// Waits up to 60 s for a non-empty log of every rank in `logs`, while
-/// `child` runs.
-fn headers_or_end(logs: &[PathBuf], child: &mut std::process::Child) -> Headers {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    loop {
-        let ended = child.try_wait().is_ok_and(|s| s.is_some());
-        // Read after the check: an ended job's logs are complete.
-        if logs
-            .iter()
-            .all(|p| std::fs::metadata(p).is_ok_and(|m| m.len() > 0))
-        {
-            return Headers::Written;
-        }
-        if ended {
-            return Headers::JobEnded;
-        }
-        if std::time::Instant::now() > deadline {
-            return Headers::TimedOut;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
 

@@ -283,6 +283,64 @@ pub fn run(mut cmd: Command) -> Job {
     }
 }
 
+/// How the wait of [`spawn_watched`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Watched {
+    /// What the caller waits for happened (the job may still run).
+    Ready,
+    /// The job ended first.
+    Ended,
+    /// Neither within the patience given.
+    TimedOut,
+}
+
+/// Starts a job that the caller watches while it runs (one that runs
+/// until it is stopped or killed), where [`run`] runs one to completion;
+/// a launch whose launcher did not start is made again, as [`run`] does.
+///
+/// `spawn` starts one launch with (at least) its standard error going to
+/// the file it is given, `output` made anew for each launch. Then `ready`
+/// is asked every 20 ms, for up to `patience`, while the job runs; it is
+/// asked once more after the job has ended (an ended job's files are
+/// complete). The caller holds the job lock. Returns the child, running
+/// or ended, and how the wait ended.
+pub fn spawn_watched(
+    output: &std::path::Path,
+    patience: Duration,
+    mut spawn: impl FnMut(std::fs::File) -> std::process::Child,
+    mut ready: impl FnMut() -> bool,
+) -> (std::process::Child, Watched) {
+    let mut launch = 1;
+    loop {
+        let file = std::fs::File::create(output)
+            .unwrap_or_else(|e| panic!("cannot create {}: {e}", output.display()));
+        let mut child = spawn(file);
+        let deadline = Instant::now() + patience;
+        let watched = loop {
+            let ended = child.try_wait().is_ok_and(|s| s.is_some());
+            if ready() {
+                break Watched::Ready;
+            }
+            if ended {
+                break Watched::Ended;
+            }
+            if Instant::now() > deadline {
+                break Watched::TimedOut;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let said = std::fs::read_to_string(output).unwrap_or_default();
+        if watched != Watched::Ended || launch == LAUNCHES || !launcher_did_not_start(&said) {
+            return (child, watched);
+        }
+        eprintln!(
+            "testkit: the launcher did not start (\"{LAUNCHER_DID_NOT_START}\"): launching again \
+             ({launch} of {LAUNCHES})"
+        );
+        launch += 1;
+    }
+}
+
 /// Re-launches the current test binary on `ranks` ranks, running only the
 /// test `name` (its full path within the binary) in each.
 pub fn run_self(name: &str, ranks: u32) -> Job {
@@ -391,6 +449,63 @@ mod tests {
         let job = run(cmd);
         assert_eq!(job.output.status.code(), Some(3));
         assert_eq!(launches(&other), 1);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Watches `cmd` (its stderr to a file) until `ready` exists.
+    fn watch(
+        dir: &std::path::Path,
+        mut cmd: Command,
+        ready: &std::path::Path,
+    ) -> (std::process::Child, Watched) {
+        spawn_watched(
+            &dir.join("output"),
+            Duration::from_secs(60),
+            |out| cmd.stderr(out).spawn().unwrap(),
+            || ready.exists(),
+        )
+    }
+
+    #[test]
+    fn a_watched_launcher_that_did_not_start_is_launched_again() {
+        let dir = std::env::temp_dir().join(format!("mpit-testkit-watched-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let ready = dir.join("ready");
+        // Once: the second launch runs the job, which gets ready.
+        let once = dir.join("once");
+        let flaky_once = flaky(&once, 1);
+        let script = flaky_once.get_args().nth(1).unwrap().to_str().unwrap();
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", &format!("{script}; touch '{}'", ready.display())]);
+        let (mut child, watched) = watch(&dir, cmd, &ready);
+        assert_eq!(watched, Watched::Ready);
+        assert_eq!(launches(&once), 2);
+        child.wait().unwrap();
+        std::fs::remove_file(&ready).unwrap();
+        // Every time: given up after LAUNCHES, ended.
+        let always = dir.join("always");
+        let (_, watched) = watch(&dir, flaky(&always, 99), &ready);
+        assert_eq!(watched, Watched::Ended);
+        assert_eq!(launches(&always), LAUNCHES as usize);
+        // Any other end is the job's: launched once.
+        let other = dir.join("other");
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c")
+            .arg(format!("echo x >> '{}'; exit 3", other.display()));
+        let (_, watched) = watch(&dir, cmd, &ready);
+        assert_eq!(watched, Watched::Ended);
+        assert_eq!(launches(&other), 1);
+        // Neither ready nor ended within the patience.
+        let (mut child, watched) = spawn_watched(
+            &dir.join("output"),
+            Duration::from_millis(100),
+            |out| Command::new("sleep").arg("60").stderr(out).spawn().unwrap(),
+            || false,
+        );
+        assert_eq!(watched, Watched::TimedOut);
+        assert!(child.try_wait().unwrap().is_none());
+        child.kill().unwrap();
+        child.wait().unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
