@@ -269,6 +269,7 @@ fn make_record(event: &TuneEvent) -> Record<'static> {
                     Why::Drift => "the time per call drifted",
                     Why::Periodic => "periodic recheck",
                     Why::Tie => "the last search measured another algorithm within the margin of its choice: searched once more",
+                    Why::Marginal => "the last search's choice beat the default by less than twice the margin: searched once more",
                 }
                 .into(),
             );
