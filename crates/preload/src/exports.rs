@@ -516,8 +516,14 @@ pub unsafe extern "C" fn MPI_T_cvar_write(
 /// empty message, without asking the library.
 #[inline]
 fn bytes(count: c_int, datatype: MPI_Datatype) -> u64 {
+    try_bytes(count, datatype).unwrap_or(0)
+}
+
+/// [`bytes`], `None` when `MPI_Type_size` fails (counted for the summary):
+/// a tuned collective must know it cannot tell its size bin.
+fn try_bytes(count: c_int, datatype: MPI_Datatype) -> Option<u64> {
     if count <= 0 {
-        return 0;
+        return Some(0);
     }
     let type_size = real!(
         c"PMPI_Type_size",
@@ -528,9 +534,9 @@ fn bytes(count: c_int, datatype: MPI_Datatype) -> u64 {
     // (valid by the MPI standard) and a valid out-pointer.
     if unsafe { type_size(datatype, &mut size) } != success() {
         toolmetrics::type_size_failed();
-        return 0;
+        return None;
     }
-    count as u64 * size.max(0) as u64
+    Some(count as u64 * size.max(0) as u64)
 }
 
 fn in_place() -> *const c_void {
@@ -623,18 +629,19 @@ fn tuned(
     collective: Collective,
     comm: MPI_Comm,
     op: Option<MPI_Op>,
-    bytes: impl FnOnce() -> u64,
+    bytes: impl FnOnce() -> Option<u64>,
     call: impl FnOnce(MPI_Comm) -> c_int,
 ) -> c_int {
     if !collectives::on() {
         return match family {
-            Some(family) => counted(family, bytes, || call(comm)),
+            Some(family) => counted(family, || bytes().unwrap_or(0), || call(comm)),
             None => call(comm),
         };
     }
-    let bytes = bytes();
+    let sized = bytes();
+    let bytes = sized.unwrap_or(0);
     let ticket = catch_unwind(AssertUnwindSafe(|| {
-        collectives::before(collective, Comm::from_raw(comm), bytes)
+        collectives::before(collective, Comm::from_raw(comm), sized)
     }))
     .ok()
     .flatten();
@@ -734,19 +741,19 @@ macro_rules! tuned_call {
 
 tuned_call! {
     MPI_Allreduce => c"MPI_Allreduce"(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm)
-        as Allreduce tune Allreduce on comm op Some(op), bytes bytes(count, datatype);
+        as Allreduce tune Allreduce on comm op Some(op), bytes try_bytes(count, datatype);
     MPI_Reduce => c"MPI_Reduce"(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm)
-        as Reduce tune Reduce on comm op Some(op), bytes bytes(count, datatype);
+        as Reduce tune Reduce on comm op Some(op), bytes try_bytes(count, datatype);
     MPI_Bcast => c"MPI_Bcast"(buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm)
-        as Bcast tune Bcast on comm op None, bytes bytes(count, datatype);
+        as Bcast tune Bcast on comm op None, bytes try_bytes(count, datatype);
     MPI_Barrier => c"MPI_Barrier"(comm: MPI_Comm)
-        as Barrier tune Barrier on comm op None, bytes 0;
+        as Barrier tune Barrier on comm op None, bytes Some(0);
     MPI_Allgather => c"MPI_Allgather"(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
         recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm)
-        as Allgather tune Allgather on comm op None, bytes bytes(recvcount, recvtype);
+        as Allgather tune Allgather on comm op None, bytes try_bytes(recvcount, recvtype);
     MPI_Alltoall => c"MPI_Alltoall"(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
         recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm)
-        as Alltoall tune Alltoall on comm op None, bytes bytes(recvcount, recvtype);
+        as Alltoall tune Alltoall on comm op None, bytes try_bytes(recvcount, recvtype);
 }
 
 /// Not counted (no family of its own in the tool's metrics), tuned.
@@ -775,7 +782,7 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block(
         Collective::ReduceScatterBlock,
         comm,
         Some(op),
-        || bytes(recvcount, datatype),
+        || try_bytes(recvcount, datatype),
         |comm| {
             // SAFETY: the application's own arguments, passed through (the
             // communicator, or one the tuner made over its group).

@@ -799,6 +799,64 @@ fn a_reduction_that_fails_on_one_rank_stops_tuning_on_all() {
     assert!(rest.windows(2).all(|w| w[0] == w[1]), "{rest:#?}");
 }
 
+/// `MPI_Type_size` fails on one rank for one tuned call (the 60th of the
+/// process's, in the program's loop of 200 allreduces): that rank cannot
+/// tell the call's size bin, which its peers know. It counts the call in
+/// the bin of the last allreduce on the communicator and stops tuning;
+/// every rank stops at the next agreed point, and the results are right.
+/// (Before, the rank counted the call in the bin of 0 bytes, its agreed
+/// points fell one call after its peers', and the job hung on MPICH.)
+#[test]
+fn a_datatype_size_that_fails_on_one_rank_stops_tuning_on_all() {
+    let ranks = 3;
+    let fault = "PMPI_Type_size#60@1";
+    let tmp = tempdir();
+    let dir = tmp.path().join("run");
+    let mut cmd = mpi_job(ranks, &example("coll_fingerprint"), &["1024", "calls=200"]);
+    preload(&mut cmd, &dir);
+    let preloads = format!("{}:{}", preload_lib().display(), fault_lib().display());
+    cmd.env("LD_PRELOAD", preloads)
+        .env("MPIT_FAULT", fault)
+        .env("MPIT_TUNER_POLICY", "none")
+        .env("MPIT_TUNER_COLLECTIVES", "allreduce")
+        .env("MPIT_TUNER_COLLECTIVES_WINDOW", "1");
+    if cfg!(mpi_flavor = "openmpi") {
+        cmd.env(DYNAMIC_RULES.0, DYNAMIC_RULES.1);
+    }
+    let job = mpit_testkit::run(cmd);
+    job.assert_success();
+    assert!(
+        job.stdout().contains("200 allreduces ok"),
+        "{}\n{}",
+        job.stdout(),
+        job.stderr()
+    );
+    let logs = read_run_dir(&dir, ranks);
+    for log in &logs {
+        let records = tuning_records(log);
+        let failed: Vec<&Value> = records
+            .iter()
+            .filter(|r| r["event"] == "call_failed")
+            .collect();
+        if log.rank == 1 {
+            assert_eq!(failed.len(), 1, "rank 1: {records:?}");
+            let message = failed[0]["message"].as_str().unwrap();
+            assert!(
+                message.starts_with("MPI_Type_size failed on this rank")
+                    && message.contains("size bin of the last allreduce"),
+                "{message}"
+            );
+        } else {
+            assert!(failed.is_empty(), "rank {}: {failed:?}", log.rank);
+        }
+        assert!(
+            records.iter().any(|r| r["event"] == "stopped"),
+            "rank {}: {records:?}",
+            log.rank
+        );
+    }
+}
+
 /// Open MPI 5.0: a communicator whose ranks are on several nodes is not
 /// tuned (coll/han runs its collectives and copies the forced algorithms
 /// on its own schedule). This machine is one node, so each rank runs in a

@@ -445,6 +445,10 @@ struct Entry {
     /// at the index of `CommState::dups` (0: none; the calls read them
     /// without borrowing `state`).
     dups: Box<[AtomicU64]>,
+    /// Per collective, the size bin of its last call here (a plain store
+    /// per call): the bin of a call whose size the library would not give
+    /// ([`before`]).
+    last_bin: [AtomicU32; COLLECTIVES.len()],
 }
 
 /// The tuner of this process.
@@ -618,6 +622,33 @@ impl Tuner {
             bin,
             what,
         });
+    }
+
+    /// A call on `entry` whose size the library would not give: the bin
+    /// of the collective's last call there, and tuning stops (told once).
+    #[cold]
+    #[inline(never)]
+    fn unsized_call(&self, entry: &Entry, collective: Collective) -> usize {
+        let bin =
+            (entry.last_bin[collective as usize].load(Relaxed) as usize).min(self.bins.len() - 1);
+        if !self.stop.swap(true, AcqRel) {
+            let (lo, hi) = self.bins.range(bin);
+            let range = match hi {
+                Some(hi) => format!("[{lo} B, {hi} B)"),
+                None => format!(">= {lo} B"),
+            };
+            self.tell(
+                Some(collective),
+                What::CallFailed(format!(
+                    "MPI_Type_size failed on this rank for the datatype of a call of {}: the call \
+                     is counted in the size bin of the last {} on its communicator ({range}), \
+                     and tuning stops on every rank at the next agreed point",
+                    collective.name(),
+                    collective.name()
+                )),
+            );
+        }
+        bin
     }
 
     /// Queues an event of this process (of no communicator) for the log.
@@ -1172,8 +1203,15 @@ impl Ticket {
 /// Before a blocking collective on `comm` moving `bytes` (one rank's
 /// contribution): sets the algorithm this call must use. `None` when
 /// tuning is off for this collective (nothing to do after).
+///
+/// `bytes` is `None` when the library would not give the size of the
+/// call's datatype (`MPI_Type_size` failed): this rank cannot tell the
+/// call's size bin, which its peers know. It counts the call in the bin of
+/// the collective's last call on the communicator (right when the
+/// application repeats a size, as it mostly does), and stops tuning, which
+/// its peers learn at their next agreed point ([`Tuner::unsized_call`]).
 #[inline(always)]
-pub fn before(collective: Collective, comm: Comm, bytes: u64) -> Option<Ticket> {
+pub fn before(collective: Collective, comm: Comm, bytes: Option<u64>) -> Option<Ticket> {
     if !ON.load(Relaxed) {
         return None;
     }
@@ -1190,7 +1228,12 @@ pub fn before(collective: Collective, comm: Comm, bytes: u64) -> Option<Ticket> 
         return Some(Ticket::uncounted(collective));
     };
     let entry = &t.entries[i];
-    let k = collective as usize * t.bins.len() + t.bins.of(bytes);
+    let bin = match bytes {
+        Some(bytes) => t.bins.of(bytes),
+        None => t.unsized_call(entry, collective),
+    };
+    entry.last_bin[collective as usize].store(bin as u32, Relaxed);
+    let k = collective as usize * t.bins.len() + bin;
     // Steady state: a call that changes nothing but the counts.
     let quiet = entry.quiet[k].load(Relaxed);
     if quiet as u32 != 0 {
@@ -1458,6 +1501,7 @@ pub fn prepare(
             }),
             quiet: (0..fresh.len()).map(|_| AtomicU64::new(0)).collect(),
             dups: (0..dups).map(|_| AtomicU64::new(0)).collect(),
+            last_bin: std::array::from_fn(|_| AtomicU32::new(0)),
         })
         .collect();
     let tuner = Tuner {
