@@ -47,6 +47,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use mpit_tuner_benches::jobs::{self, Job};
+use tuner_core::decide::collectives;
 use vocab::record::Record;
 
 const USAGE: &str = "\
@@ -406,14 +407,6 @@ struct KeyLog {
     cost_us: f64,
 }
 
-fn human(bytes: u64) -> String {
-    match bytes {
-        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
-        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{} KiB", b >> 10),
-        b => format!("{b} B"),
-    }
-}
-
 /// Reads rank 0's log of an online run: it must have a header and close,
 /// and say that collective tuning started or why it is off.
 fn read_tuned(dir: &Path, ranks: u32, colls: &[&str]) -> Result<Tuned, String> {
@@ -441,11 +434,9 @@ fn read_tuned(dir: &Path, ranks: u32, colls: &[&str]) -> Result<Tuned, String> {
                     if c.comm_size != Some(ranks as i32) || !colls.contains(&coll) {
                         continue;
                     }
-                    let bin = match c.bin {
-                        Some((lo, Some(hi))) => format!("[{}, {})", human(lo), human(hi)),
-                        Some((lo, None)) => format!(">= {}", human(lo)),
-                        None => String::new(),
-                    };
+                    let bin = c
+                        .bin
+                        .map_or_else(String::new, |(lo, hi)| collectives::bin_text(lo, hi));
                     let k = tuned.keys.entry(format!("{coll} {bin}")).or_default();
                     if c.event == "trial" {
                         k.trial_calls += c.calls.unwrap_or(0);

@@ -770,10 +770,7 @@ fn print_table(choices: &[Choice], settings: &[(String, String)]) {
         "ranks", "collective", "bin", "calls", "default", "us/call", "best", "us/call", "gain"
     );
     for c in choices {
-        let bin = match c.bin {
-            (lo, Some(hi)) => format!("[{}, {})", bytes(lo), bytes(hi)),
-            (lo, None) => format!(">= {}", bytes(lo)),
-        };
+        let bin = collectives::bin_text(c.bin.0, c.bin.1);
         println!(
             "{:<6} {:<22} {:<24} {:>8} {:<26} {:>12.3} {:<26} {:>12.3} {:>6.2}",
             c.comm_size,
@@ -792,14 +789,5 @@ fn print_table(choices: &[Choice], settings: &[(String, String)]) {
     }
     for (k, v) in settings {
         println!("set before start: {k}={v}");
-    }
-}
-
-fn bytes(n: u64) -> String {
-    match n {
-        0 => "0 B".into(),
-        n if n >= 1 << 20 && n % (1 << 20) == 0 => format!("{} MiB", n >> 20),
-        n if n >= 1 << 10 && n % (1 << 10) == 0 => format!("{} KiB", n >> 10),
-        n => format!("{n} B"),
     }
 }

@@ -65,6 +65,26 @@ fn check_job(
     mpit_testkit::run(cmd)
 }
 
+/// coll_fingerprint (`1024 calls=<calls>`) on `ranks` ranks under the
+/// tool, tuning allreduce only with windows of one call, no policy, the
+/// fault-injection library loaded after the tool injecting `fault`; logs
+/// in `dir`.
+fn fingerprint_faulted(ranks: u32, calls: u32, fault: &str, dir: &std::path::Path) -> Job {
+    let calls = format!("calls={calls}");
+    let mut cmd = mpi_job(ranks, &example("coll_fingerprint"), &["1024", &calls]);
+    preload(&mut cmd, dir);
+    let preloads = format!("{}:{}", preload_lib().display(), fault_lib().display());
+    cmd.env("LD_PRELOAD", preloads)
+        .env("MPIT_FAULT", fault)
+        .env("MPIT_TUNER_POLICY", "none")
+        .env("MPIT_TUNER_COLLECTIVES", "allreduce")
+        .env("MPIT_TUNER_COLLECTIVES_WINDOW", "1");
+    if cfg!(mpi_flavor = "openmpi") {
+        cmd.env(DYNAMIC_RULES.0, DYNAMIC_RULES.1);
+    }
+    mpit_testkit::run(cmd)
+}
+
 /// The `collective` records of a rank, without their time.
 fn tuning_records(log: &RankLog) -> Vec<Value> {
     log.of_type("collective")
@@ -654,23 +674,13 @@ fn open_mpi_without_dynamic_rules_at_start() {
 #[cfg(mpi_flavor = "openmpi")]
 #[test]
 fn a_candidate_communicator_one_rank_cannot_make_turns_tuning_off_on_all() {
-    let args = ["1024", "calls=40"];
     for fault in [
         "PMPI_Comm_create_group#3@1",
         "PMPI_Comm_create_group#3@1:null",
     ] {
         let tmp = tempdir();
         let dir = tmp.path().join("run");
-        let mut cmd = mpi_job(4, &example("coll_fingerprint"), &args);
-        preload(&mut cmd, &dir);
-        let preloads = format!("{}:{}", preload_lib().display(), fault_lib().display());
-        cmd.env("LD_PRELOAD", preloads)
-            .env("MPIT_FAULT", fault)
-            .env("MPIT_TUNER_POLICY", "none")
-            .env("MPIT_TUNER_COLLECTIVES", "allreduce")
-            .env("MPIT_TUNER_COLLECTIVES_WINDOW", "1")
-            .env(DYNAMIC_RULES.0, DYNAMIC_RULES.1);
-        let job = mpit_testkit::run(cmd);
+        let job = fingerprint_faulted(4, 40, fault, &dir);
         job.assert_success();
         // Every call ran the library's own choice, and every result is right.
         assert!(
@@ -738,22 +748,9 @@ fn a_candidate_communicator_one_rank_cannot_make_turns_tuning_off_on_all() {
 #[test]
 fn a_reduction_that_fails_on_one_rank_stops_tuning_on_all() {
     let ranks = 3;
-    let args = ["1024", "calls=200"];
-    let fault = "PMPI_Allreduce#8+@1";
     let tmp = tempdir();
     let dir = tmp.path().join("run");
-    let mut cmd = mpi_job(ranks, &example("coll_fingerprint"), &args);
-    preload(&mut cmd, &dir);
-    let preloads = format!("{}:{}", preload_lib().display(), fault_lib().display());
-    cmd.env("LD_PRELOAD", preloads)
-        .env("MPIT_FAULT", fault)
-        .env("MPIT_TUNER_POLICY", "none")
-        .env("MPIT_TUNER_COLLECTIVES", "allreduce")
-        .env("MPIT_TUNER_COLLECTIVES_WINDOW", "1");
-    if cfg!(mpi_flavor = "openmpi") {
-        cmd.env(DYNAMIC_RULES.0, DYNAMIC_RULES.1);
-    }
-    let job = mpit_testkit::run(cmd);
+    let job = fingerprint_faulted(ranks, 200, "PMPI_Allreduce#8+@1", &dir);
     job.assert_success();
     assert!(
         job.stdout().contains("200 allreduces ok"),
@@ -809,21 +806,9 @@ fn a_reduction_that_fails_on_one_rank_stops_tuning_on_all() {
 #[test]
 fn a_datatype_size_that_fails_on_one_rank_stops_tuning_on_all() {
     let ranks = 3;
-    let fault = "PMPI_Type_size#60@1";
     let tmp = tempdir();
     let dir = tmp.path().join("run");
-    let mut cmd = mpi_job(ranks, &example("coll_fingerprint"), &["1024", "calls=200"]);
-    preload(&mut cmd, &dir);
-    let preloads = format!("{}:{}", preload_lib().display(), fault_lib().display());
-    cmd.env("LD_PRELOAD", preloads)
-        .env("MPIT_FAULT", fault)
-        .env("MPIT_TUNER_POLICY", "none")
-        .env("MPIT_TUNER_COLLECTIVES", "allreduce")
-        .env("MPIT_TUNER_COLLECTIVES_WINDOW", "1");
-    if cfg!(mpi_flavor = "openmpi") {
-        cmd.env(DYNAMIC_RULES.0, DYNAMIC_RULES.1);
-    }
-    let job = mpit_testkit::run(cmd);
+    let job = fingerprint_faulted(ranks, 200, "PMPI_Type_size#60@1", &dir);
     job.assert_success();
     assert!(
         job.stdout().contains("200 allreduces ok"),

@@ -66,9 +66,9 @@ pub use library::{
 };
 pub use search::{Agreed, Event, Params, Search, State, Why};
 pub use table::{
-    activate, after, application_wrote, before, call_failed, comm_freeing, events, on, prepare,
-    request_key, started, stop, try_write, tuner, Bins, ByComms, Fallback, Ticket, TuneEvent,
-    Tuner, What, MAX_COMMS,
+    activate, after, application_wrote, before, bin_text, call_failed, comm_freeing, events, on,
+    prepare, request_key, started, stop, try_write, tuner, Bins, ByComms, Fallback, Ticket,
+    TuneEvent, Tuner, What, MAX_COMMS,
 };
 
 use std::collections::BTreeMap;

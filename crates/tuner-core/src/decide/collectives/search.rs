@@ -1303,21 +1303,23 @@ mod tests {
         assert_eq!(s.choice(), 0);
     }
 
+    /// The decisions and rechecks among `events`, in order.
+    fn kinds(events: &[Event]) -> Vec<String> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Decision { candidate, .. } => Some(format!("decision {candidate}")),
+                Event::Recheck { why, .. } => Some(format!("recheck {why:?}")),
+                _ => None,
+            })
+            .collect()
+    }
+
     #[test]
     fn a_tie_is_searched_once_more_and_only_once() {
         let p = Params {
             check_every: 2,
             ..params()
-        };
-        let kinds = |events: &[Event]| {
-            events
-                .iter()
-                .filter_map(|e| match e {
-                    Event::Decision { candidate, .. } => Some(format!("decision {candidate}")),
-                    Event::Recheck { why, .. } => Some(format!("recheck {why:?}")),
-                    _ => None,
-                })
-                .collect::<Vec<_>>()
         };
         // The default at 100 ns and candidate 1 at 102: within 5% of each
         // other. The first check point searches again; the second search
@@ -1338,16 +1340,6 @@ mod tests {
         let p = Params {
             check_every: 2,
             ..params()
-        };
-        let kinds = |events: &[Event]| {
-            events
-                .iter()
-                .filter_map(|e| match e {
-                    Event::Decision { candidate, .. } => Some(format!("decision {candidate}")),
-                    Event::Recheck { why, .. } => Some(format!("recheck {why:?}")),
-                    _ => None,
-                })
-                .collect::<Vec<_>>()
         };
         // Candidate 1 beats the default by 8%: more than the margin (5%),
         // less than twice it. Searched once more; the same choice is kept.

@@ -137,6 +137,19 @@ impl Bins {
     }
 }
 
+/// A size bin for people: `[4 KiB, 64 KiB)`, `>= 1 MiB`.
+pub fn bin_text(lo: u64, hi: Option<u64>) -> String {
+    let size = |b: u64| match b {
+        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
+        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{} KiB", b >> 10),
+        b => format!("{b} B"),
+    };
+    match hi {
+        Some(hi) => format!("[{}, {})", size(lo), size(hi)),
+        None => format!(">= {}", size(lo)),
+    }
+}
+
 impl Default for Bins {
     /// 0, 256 B, 4 KiB, 64 KiB, 1 MiB.
     fn default() -> Bins {
@@ -633,10 +646,7 @@ impl Tuner {
             (entry.last_bin[collective as usize].load(Relaxed) as usize).min(self.bins.len() - 1);
         if !self.stop.swap(true, AcqRel) {
             let (lo, hi) = self.bins.range(bin);
-            let range = match hi {
-                Some(hi) => format!("[{lo} B, {hi} B)"),
-                None => format!(">= {lo} B"),
-            };
+            let range = bin_text(lo, hi);
             self.tell(
                 Some(collective),
                 What::CallFailed(format!(
@@ -758,6 +768,9 @@ impl Tuner {
                 drop(st);
                 for q in e.quiet.iter().chain(e.dups.iter()) {
                     q.store(0, Relaxed);
+                }
+                for b in &e.last_bin {
+                    b.store(0, Relaxed);
                 }
                 self.high.fetch_max(i + 1, AcqRel);
                 return Some(i);
