@@ -521,6 +521,7 @@ fn bytes(count: c_int, datatype: MPI_Datatype) -> u64 {
 
 /// [`bytes`], `None` when `MPI_Type_size` fails (counted for the summary):
 /// a tuned collective must know it cannot tell its size bin.
+#[inline]
 fn try_bytes(count: c_int, datatype: MPI_Datatype) -> Option<u64> {
     if count <= 0 {
         return Some(0);
