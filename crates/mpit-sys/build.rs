@@ -45,7 +45,7 @@ fn main() {
              |Errhandler_free|Error_string|Error_class\
              |Get_processor_name|Allreduce|Reduce|Bcast|Barrier|Wtime)",
         )
-        .allowlist_type("MPI_T_.*|MPI_(Comm|Datatype|Op|Win|Group|Errhandler|Status|Count|Info|Aint|Request)|mpit_code_name|mpit_fint")
+        .allowlist_type("MPI_T_.*|MPI_(Comm|Datatype|Op|Win|Group|Errhandler|Status|Count|Info|Aint|Request)|mpit_code_name|mpit_named_datatype|mpit_fint")
         .dynamic_library_name("MpiFunctions")
         .dynamic_link_require_all(false);
     let mut constants = bindgen::Builder::default()

@@ -23,8 +23,11 @@
  * ran the same algorithm, more when a tool switched algorithms between
  * calls. Rank 0 prints them, rank by rank:
  * "coll_fingerprint: 40 allreduces ok; distinct op lengths: 1 | 1".
+ * With `derived` as well, those calls reduce a derived datatype (a
+ * contiguous type of one int, the same data): a tool asks the library the
+ * size of that datatype, where it knows the predefined ones' already.
  *
- *   mpiexec -n 2 ./coll_fingerprint [count [builtin] [calls=N]]   (default 1024) */
+ *   mpiexec -n 2 ./coll_fingerprint [count [builtin] [calls=N [derived]]]   (default 1024) */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,9 +46,11 @@ int main(int argc, char **argv) {
     int rank, size, wrong = 0;
     int count = argc > 1 ? atoi(argv[1]) : 1024;
     int builtin = argc > 2 && strcmp(argv[2], "builtin") == 0;
-    int calls = 1;
-    for (int a = 2; a < argc; a++)
+    int calls = 1, derived = 0;
+    for (int a = 2; a < argc; a++) {
         if (strncmp(argv[a], "calls=", 6) == 0) calls = atoi(argv[a] + 6);
+        if (strcmp(argv[a], "derived") == 0) derived = 1;
+    }
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -58,11 +63,16 @@ int main(int argc, char **argv) {
          * and their lengths (a hash of them), kept when new. */
         MPI_Op user;
         MPI_Op_create(sum, 1, &user);
+        MPI_Datatype type = MPI_INT;
+        if (derived) {
+            MPI_Type_contiguous(1, MPI_INT, &type);
+            MPI_Type_commit(&type);
+        }
         long seen[16];
         int distinct = 0, ok = 1;
         for (int c = 0; c < calls; c++) {
             npieces = 0;
-            int rc = MPI_Allreduce(s, r, count, MPI_INT, user, MPI_COMM_WORLD);
+            int rc = MPI_Allreduce(s, r, count, type, user, MPI_COMM_WORLD);
             for (int i = 0; i < count; i++)
                 if (rc != MPI_SUCCESS || r[i] != size * (size - 1) / 2 + size * i) ok = 0;
             long f = npieces;
@@ -72,6 +82,7 @@ int main(int argc, char **argv) {
             if (!known && distinct < 16) seen[distinct++] = f;
         }
         MPI_Op_free(&user);
+        if (derived) MPI_Type_free(&type);
         int mine[2] = {distinct, ok}, *every = malloc(sizeof mine * (size_t)size);
         MPI_Gather(mine, 2, MPI_INT, every, 2, MPI_INT, 0, MPI_COMM_WORLD);
         int all_ok = 1;

@@ -111,4 +111,15 @@ struct mpit_code_name {
 extern const struct mpit_code_name MPIT_ERROR_NAMES[];
 extern const int MPIT_ERROR_NAMES_LEN;
 
+/* The predefined datatypes of C (and the C handles of Fortran's) this header
+ * defines, with their names: MPIT_PREDEFINED_DATATYPES_LEN entries of
+ * {MPI_DOUBLE, "MPI_DOUBLE"}. A type the build does not support may be
+ * MPI_DATATYPE_NULL. The interposer asks their sizes once after init. */
+struct mpit_named_datatype {
+    MPI_Datatype datatype;
+    const char *name;
+};
+extern const struct mpit_named_datatype MPIT_PREDEFINED_DATATYPES[];
+extern const int MPIT_PREDEFINED_DATATYPES_LEN;
+
 #endif

@@ -121,6 +121,31 @@ pub fn error_name(code: i32) -> Option<&'static str> {
     }
 }
 
+/// The predefined datatypes this header defines that the build supports
+/// (not `MPI_DATATYPE_NULL`), with their names as the header spells them,
+/// such as `(MPI_DOUBLE, "MPI_DOUBLE")`. Only for processes with MPI loaded:
+/// in Open MPI the handles are addresses inside libmpi.
+pub fn predefined_datatypes() -> impl Iterator<Item = (MPI_Datatype, &'static str)> {
+    // SAFETY: the shim defines MPIT_PREDEFINED_DATATYPES with
+    // MPIT_PREDEFINED_DATATYPES_LEN entries, each a handle from the header
+    // and a static string literal, and never changes them; the same holds
+    // for MPIT_DATATYPE_NULL.
+    let (table, null) = unsafe {
+        (
+            std::slice::from_raw_parts(
+                MPIT_PREDEFINED_DATATYPES.as_ptr(),
+                MPIT_PREDEFINED_DATATYPES_LEN as usize,
+            ),
+            MPIT_DATATYPE_NULL,
+        )
+    };
+    table.iter().filter(move |e| e.datatype != null).map(|e| {
+        // SAFETY: each name is a NUL-terminated string literal (`#type`).
+        let name = unsafe { std::ffi::CStr::from_ptr(e.name) };
+        (e.datatype, name.to_str().unwrap_or("a predefined datatype"))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -142,6 +167,25 @@ mod tests {
         let success = unsafe { MPIT_SUCCESS };
         assert_eq!(error_name(success), Some("MPI_SUCCESS"));
         assert!(error_name(-12345).is_none());
+    }
+
+    #[test]
+    fn predefined_datatypes_come_from_the_header() {
+        let names: Vec<&str> = predefined_datatypes().map(|(_, name)| name).collect();
+        // Open MPI's handles are addresses in libmpi, which this test
+        // process does not load: they read as null like MPI_DATATYPE_NULL.
+        if BUILD_ABI != "openmpi" {
+            for name in [
+                "MPI_INT",
+                "MPI_DOUBLE",
+                "MPI_BYTE",
+                "MPI_2INT",
+                "MPI_UINT64_T",
+            ] {
+                assert!(names.contains(&name), "{name} missing from {names:?}");
+            }
+        }
+        assert!(names.iter().all(|n| n.starts_with("MPI_")), "{names:?}");
     }
 
     #[test]

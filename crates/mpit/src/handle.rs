@@ -157,6 +157,7 @@ trait RawBits: Copy {
 }
 
 impl RawBits for c_int {
+    #[inline]
     fn to_bits(self) -> u64 {
         self as u32 as u64
     }
@@ -166,6 +167,7 @@ impl RawBits for c_int {
 }
 
 impl<T> RawBits for *mut T {
+    #[inline]
     fn to_bits(self) -> u64 {
         self as usize as u64
     }
@@ -188,3 +190,10 @@ macro_rules! handle_bits {
 }
 
 handle_bits!(Comm, Win, SessionHandle, PvarHandle);
+
+/// A datatype handle as 64 bits, the key of a table of datatypes (the
+/// interposer's sizes of the predefined ones).
+#[inline]
+pub fn datatype_bits(raw: sys::MPI_Datatype) -> u64 {
+    RawBits::to_bits(raw)
+}

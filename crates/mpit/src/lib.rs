@@ -75,7 +75,7 @@ pub use ffi::{
     comm_world, describe_error, host_name, is_comm_null, is_inter, rank_size, Object, PvarReader,
     ThreadLevel,
 };
-pub use handle::{Comm, HandleBits, PvarHandle, SessionHandle, Win};
+pub use handle::{datatype_bits, Comm, HandleBits, PvarHandle, SessionHandle, Win};
 pub use meta::{Binding, Datatype, PvarClass, Scope, Verbosity};
 pub use pvar::{OwnedPvarSession, Pvar, PvarSession};
 pub use session::{Library, MpiProcess, MpiT};

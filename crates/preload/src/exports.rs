@@ -10,7 +10,7 @@
 
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
-use crate::lifecycle;
+use crate::{lifecycle, sizes};
 use mpit::{Comm, Win};
 use mpit_sys::{
     mpit_fint as MPI_Fint, MPI_Aint, MPI_Comm, MPI_Datatype, MPI_Group, MPI_Info, MPI_Op,
@@ -134,6 +134,7 @@ fn init_around(real: impl FnOnce() -> c_int) -> c_int {
     if outermost && rc == success() {
         note_thread_level();
         guarded("MPI_Init", lifecycle::after_init);
+        guarded("MPI_Init", || lifecycle::keep_datatype_sizes(type_size));
     }
     lifecycle::leave();
     rc
@@ -512,8 +513,26 @@ pub unsafe extern "C" fn MPI_T_cvar_write(
 // atomics only (no lock, no allocation, no I/O); the first calls of each
 // family and then one in toolmetrics::TIMING_PERIOD are timed.
 
-/// Bytes of `count` elements of `datatype` (`PMPI_Type_size`); 0 for an
-/// empty message, without asking the library.
+/// The size of `datatype` as the library gives it (`PMPI_Type_size`), or
+/// its error code.
+#[inline]
+fn type_size(datatype: MPI_Datatype) -> Result<u32, c_int> {
+    let type_size = real!(
+        c"PMPI_Type_size",
+        unsafe extern "C" fn(MPI_Datatype, *mut c_int) -> c_int
+    );
+    let mut size: c_int = 0;
+    // SAFETY: a datatype the application passed with a non-empty message
+    // (valid by the MPI standard), or a predefined one of the header that
+    // is not MPI_DATATYPE_NULL, after init; a valid out-pointer.
+    match unsafe { type_size(datatype, &mut size) } {
+        rc if rc == success() => Ok(size.max(0) as u32),
+        rc => Err(rc),
+    }
+}
+
+/// Bytes of `count` elements of `datatype`; 0 for an empty message,
+/// without asking the library.
 #[inline]
 fn bytes(count: c_int, datatype: MPI_Datatype) -> u64 {
     try_bytes(count, datatype).unwrap_or(0)
@@ -526,18 +545,19 @@ fn try_bytes(count: c_int, datatype: MPI_Datatype) -> Option<u64> {
     if count <= 0 {
         return Some(0);
     }
-    let type_size = real!(
-        c"PMPI_Type_size",
-        unsafe extern "C" fn(MPI_Datatype, *mut c_int) -> c_int
-    );
-    let mut size: c_int = 0;
-    // SAFETY: the datatype the application passed with a non-empty message
-    // (valid by the MPI standard) and a valid out-pointer.
-    if unsafe { type_size(datatype, &mut size) } != success() {
-        toolmetrics::type_size_failed();
-        return None;
-    }
-    Some(count as u64 * size.max(0) as u64)
+    // A predefined datatype's size was asked once after init; a derived
+    // one's is asked now.
+    let size = match sizes::of(mpit::datatype_bits(datatype)) {
+        Some(size) => size,
+        None => match type_size(datatype) {
+            Ok(size) => size,
+            Err(_) => {
+                toolmetrics::type_size_failed();
+                return None;
+            }
+        },
+    };
+    Some(count as u64 * u64::from(size))
 }
 
 fn in_place() -> *const c_void {

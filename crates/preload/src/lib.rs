@@ -17,7 +17,7 @@
 //! nothing there.
 //!
 //! `unsafe` code is confined to the `exports` module; the state machine is
-//! in `lifecycle`.
+//! in `lifecycle`, the sizes of the predefined datatypes in `sizes`.
 //!
 //! ```no_run
 //! // Loaded by the dynamic linker, not called from Rust:
@@ -27,6 +27,7 @@
 
 mod exports;
 mod lifecycle;
+mod sizes;
 
 /// The ABI this library serves (`mpich`, `openmpi` or `standard`), as a
 /// string in the file that `mpit-tuner run` looks for to check that the

@@ -10,6 +10,7 @@
 //! object table. The mutexes below are taken only inside `MPI_Init` and
 //! `MPI_Finalize`, once each, uncontended.
 
+use crate::sizes::{self, Sizes};
 use mpit::{Comm, MpiT, Object, Win};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering::*};
@@ -120,6 +121,37 @@ pub fn after_init() {
             }
         }
     }
+}
+
+/// After `MPI_Init` succeeded and the tuner started: keeps the sizes of
+/// the predefined datatypes that `size_of` (`PMPI_Type_size`) gives, for
+/// the counters and the size bins of tuned collectives. Datatypes the
+/// library will not size get one message and are asked at each call.
+pub fn keep_datatype_sizes(size_of: impl Fn(mpit_sys::MPI_Datatype) -> Result<u32, i32>) {
+    if !metrics_on() {
+        return;
+    }
+    let mut sizes = Sizes::new();
+    let (mut asked, mut failed) = (0, Vec::new());
+    for (datatype, name) in mpit_sys::predefined_datatypes() {
+        asked += 1;
+        match size_of(datatype) {
+            Ok(size) => {
+                sizes.insert(mpit::datatype_bits(datatype), size);
+            }
+            Err(rc) => failed.push((name, rc)),
+        }
+    }
+    if let Some((name, rc)) = failed.first() {
+        mpit::say!(
+            "mpit-tuner[rank {}]: MPI_Type_size failed after init for {} of {asked} predefined \
+             datatypes (first {name}: {}); their sizes are asked of the library at each call",
+            rank_label(),
+            failed.len(),
+            mpit::describe_error(*rc)
+        );
+    }
+    sizes::install(sizes);
 }
 
 /// Inside `MPI_Finalize`, before the real call.

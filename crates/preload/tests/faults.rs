@@ -325,6 +325,29 @@ fn queries_of_the_hot_path_fail() {
     inject("PMPI_Query_thread", None, Said::Nothing);
 }
 
+/// The sizes of the predefined datatypes are asked once, after init: the
+/// program's 200 allreduces and 80 sends and receives, all of predefined
+/// datatypes, never ask again (the 100th call of `PMPI_Type_size` and every
+/// later one would fail; the headers here define under 60 predefined
+/// datatypes). Their bytes are counted all the same (`traffic.rs` checks the
+/// counts exactly).
+#[test]
+fn predefined_datatype_sizes_are_asked_once() {
+    let f = run_with("PMPI_Type_size#100+", None);
+    assert!(!f.injected, "{}", f.context);
+    assert!(!f.logs.contains("MPI_Type_size"), "{}", f.context);
+    // Every call fails: the sizes are asked at each call instead, and the
+    // init says so once per rank.
+    let f = run_with("PMPI_Type_size", None);
+    assert!(f.injected, "{}", f.context);
+    let said = f
+        .stderr
+        .lines()
+        .filter(|l| l.contains("MPI_Type_size failed after init for"))
+        .count();
+    assert_eq!(said, RANKS as usize, "{}", f.context);
+}
+
 // ---------------------------------------------------------------------------
 // At finalize: the summary is turned off on every rank alike; logs close.
 

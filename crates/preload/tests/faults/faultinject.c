@@ -18,6 +18,9 @@
  *          that control variable (by name): only the writes of a value
  *          other than the one it holds (read back first) fail, and #N
  *          counts those writes
+ *   =derived   with PMPI_Type_size: only the calls on a datatype that is
+ *          not predefined (its combiner is not MPI_COMBINER_NAMED) fail,
+ *          and #N counts those calls
  *   #N     only the N-th call of NAME in this process (1-based);
  *   #N+    the N-th and every later call; default: every call
  *   @RANK  only in the process of that rank (PMI_RANK, OMPI_COMM_WORLD_RANK
@@ -381,7 +384,44 @@ LOCAL(MPI_ERR_OTHER, PMPI_Comm_free, comm_free_t, (MPI_Comm *c), (c))
 typedef int (*query_t)(int *);
 LOCAL(MPI_ERR_OTHER, PMPI_Query_thread, query_t, (int *p), (p))
 typedef int (*type_size_t)(MPI_Datatype, int *);
-LOCAL(MPI_ERR_OTHER, PMPI_Type_size, type_size_t, (MPI_Datatype t, int *s), (t, s))
+
+/* Whether a =derived rule refuses the size of `t`: a datatype that is not
+ * predefined. */
+static int refused_derived(MPI_Datatype t)
+{
+    if (nrules < 0)
+        parse();
+    typedef int (*envelope_t)(MPI_Datatype, int *, int *, int *, int *);
+    static envelope_t envelope;
+    if (!envelope)
+        envelope = (envelope_t)dlsym(RTLD_NEXT, "PMPI_Type_get_envelope");
+    for (int i = 0; i < nrules; i++) {
+        struct rule *r = &rules[i];
+        if (strcmp(r->var, "derived") != 0 || strcmp(r->name, "PMPI_Type_size") != 0)
+            continue;
+        if (r->rank >= 0 && r->rank != my_rank)
+            continue;
+        int ints, addresses, types, combiner;
+        if (envelope(t, &ints, &addresses, &types, &combiner) != MPI_SUCCESS ||
+            combiner == MPI_COMBINER_NAMED)
+            continue;
+        long n = __atomic_add_fetch(&r->seen, 1, __ATOMIC_RELAXED);
+        if (r->nth > 0 && (r->onwards ? n < r->nth : n != r->nth))
+            continue;
+        fprintf(stderr, "faultinject: rank %d: PMPI_Type_size of a derived datatype, call %ld, "
+                        "fails\n", my_rank, n);
+        return 1;
+    }
+    return 0;
+}
+
+int PMPI_Type_size(MPI_Datatype t, int *s)
+{
+    ENTER(PMPI_Type_size, type_size_t);
+    if (inject || refused_derived(t))
+        return MPI_ERR_OTHER;
+    return real(t, s);
+}
 typedef int (*error_class_t)(int, int *);
 LOCAL(MPI_ERR_OTHER, PMPI_Error_class, error_class_t, (int code, int *class_), (code, class_))
 typedef int (*error_string_t)(int, char *, int *);
