@@ -19,6 +19,7 @@ use crate::report::reading::{read_run, ProblemKind, Run};
 use anyhow::{bail, Context, Result};
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
+use tuner_core::decide::collectives::bin_text;
 use vocab::collective::Collective;
 
 /// `mpit-tuner export`.
@@ -270,20 +271,6 @@ pub fn segments(choices: &[Choice]) -> Vec<(u64, Option<u64>, Option<&Choice>)> 
     }
     out.push((at, None, None));
     out
-}
-
-/// `[64 KiB, 1 MiB)`, `[1 MiB, ...)`.
-pub fn bin_text(lo: u64, hi: Option<u64>) -> String {
-    let size = |b: u64| match b {
-        0 => "0".to_string(),
-        b if b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
-        b if b % (1 << 10) == 0 => format!("{} KiB", b >> 10),
-        b => format!("{b} B"),
-    };
-    match hi {
-        Some(hi) => format!("[{}, {})", size(lo), size(hi)),
-        None => format!("[{}, ...)", size(lo)),
-    }
 }
 
 /// Runs `mpit-tuner export`.

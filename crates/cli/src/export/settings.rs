@@ -186,7 +186,7 @@ mod tests {
         assert!(text.contains(
             "{ setenv = \"MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM\", value = \"reduce_scatter_allgather\" }"
         ));
-        assert!(text.contains("allreduce: 4 ranks, [0, 256 B): the run kept recursive_doubling, this file sets reduce_scatter_allgather for every size"), "{text}");
+        assert!(text.contains("allreduce: 4 ranks, [0 B, 256 B): the run kept recursive_doubling, this file sets reduce_scatter_allgather for every size"), "{text}");
         assert!(!text.contains("BCAST"), "{text}");
         let file = policies::PolicySet::parse(&text, "export.toml");
         assert!(file.is_ok(), "{text}\n{file:?}");

@@ -7,7 +7,7 @@
 use crate::report::reading::Run;
 use crate::report::tables::{Block, Section};
 use std::collections::BTreeMap;
-use tuner_core::decide::collectives::{OutcomeKey, Outcomes};
+use tuner_core::decide::collectives::{self, OutcomeKey, Outcomes};
 use vocab::record::CollectiveTuning;
 use vocab::summary::CollectiveOutcome;
 
@@ -188,17 +188,8 @@ pub(super) fn collectives(run: &Run) -> Option<Section> {
     Some(s)
 }
 
-/// `64 KiB-1 MiB`, `1 MiB-`.
+/// The bin's sizes as every other output names them
+/// (`collectives::bin_text`: `[64 KiB, 1 MiB)`, `>= 1 MiB`).
 fn bin_text(bin: Option<(u64, Option<u64>)>) -> String {
-    let size = |b: u64| match b {
-        0 => "0".to_string(),
-        b if b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
-        b if b % (1 << 10) == 0 => format!("{} KiB", b >> 10),
-        b => format!("{b} B"),
-    };
-    match bin {
-        Some((lo, Some(hi))) => format!("{}-{}", size(lo), size(hi)),
-        Some((lo, None)) => format!("{}-", size(lo)),
-        None => String::new(),
-    }
+    bin.map_or_else(String::new, |(lo, hi)| collectives::bin_text(lo, hi))
 }
