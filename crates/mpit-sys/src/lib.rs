@@ -122,9 +122,10 @@ pub fn error_name(code: i32) -> Option<&'static str> {
 }
 
 /// The predefined datatypes this header defines that the build supports
-/// (not `MPI_DATATYPE_NULL`), with their names as the header spells them,
-/// such as `(MPI_DOUBLE, "MPI_DOUBLE")`. Only for processes with MPI loaded:
-/// in Open MPI the handles are addresses inside libmpi.
+/// (not `MPI_DATATYPE_NULL`, nor a null handle), with their names as the
+/// header spells them, such as `(MPI_DOUBLE, "MPI_DOUBLE")`. Only for
+/// processes with MPI loaded: in Open MPI the handles are addresses inside
+/// libmpi.
 pub fn predefined_datatypes() -> impl Iterator<Item = (MPI_Datatype, &'static str)> {
     // SAFETY: the shim defines MPIT_PREDEFINED_DATATYPES with
     // MPIT_PREDEFINED_DATATYPES_LEN entries, each a handle from the header
@@ -139,11 +140,19 @@ pub fn predefined_datatypes() -> impl Iterator<Item = (MPI_Datatype, &'static st
             MPIT_DATATYPE_NULL,
         )
     };
-    table.iter().filter(move |e| e.datatype != null).map(|e| {
-        // SAFETY: each name is a NUL-terminated string literal (`#type`).
-        let name = unsafe { std::ffi::CStr::from_ptr(e.name) };
-        (e.datatype, name.to_str().unwrap_or("a predefined datatype"))
-    })
+    // A handle of all zero bits is none of them: in Open MPI it is a data
+    // symbol of the header that the loaded libmpi lacks (the shim's
+    // references are weak), whose size must not be asked.
+    // SAFETY: an integer or a pointer, for which all zero bits are valid.
+    let zero: MPI_Datatype = unsafe { std::mem::zeroed() };
+    table
+        .iter()
+        .filter(move |e| e.datatype != null && e.datatype != zero)
+        .map(|e| {
+            // SAFETY: each name is a NUL-terminated string literal (`#type`).
+            let name = unsafe { std::ffi::CStr::from_ptr(e.name) };
+            (e.datatype, name.to_str().unwrap_or("a predefined datatype"))
+        })
 }
 
 #[cfg(test)]
