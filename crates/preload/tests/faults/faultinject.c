@@ -112,6 +112,18 @@ static void parse(void)
     }
 }
 
+/* Whether rule `r` applies in this process (its @RANK). */
+static int on_this_rank(const struct rule *r)
+{
+    return r->rank < 0 || r->rank == my_rank;
+}
+
+/* Whether call (or change) number `n` is one rule `r` counts (its #N[+]). */
+static int nth_matches(const struct rule *r, long n)
+{
+    return r->nth <= 0 || (r->onwards ? n >= r->nth : n == r->nth);
+}
+
 /* Whether call number `n` (1-based) of `name` fails here; *null says how. */
 static int fault(const char *name, long n, int *null)
 {
@@ -121,9 +133,9 @@ static int fault(const char *name, long n, int *null)
         const struct rule *r = &rules[i];
         if (strcmp(r->name, name) != 0 || r->var[0])
             continue;
-        if (r->rank >= 0 && r->rank != my_rank)
+        if (!on_this_rank(r))
             continue;
-        if (r->nth > 0 && (r->onwards ? n < r->nth : n != r->nth))
+        if (!nth_matches(r, n))
             continue;
         if (null)
             *null = r->null;
@@ -287,7 +299,7 @@ static int refused_change(MPI_T_cvar_handle h, const void *buf)
         struct rule *r = &rules[i];
         if (!r->var[0] || strcmp(r->name, "MPI_T_cvar_write") != 0)
             continue;
-        if (r->rank >= 0 && r->rank != my_rank)
+        if (!on_this_rank(r))
             continue;
         char name[256], desc[1024];
         int name_len = sizeof(name), desc_len = sizeof(desc), verbosity, bind, scope;
@@ -306,7 +318,7 @@ static int refused_change(MPI_T_cvar_handle h, const void *buf)
                 continue;
         }
         long n = __atomic_add_fetch(&r->seen, 1, __ATOMIC_RELAXED);
-        if (r->nth > 0 && (r->onwards ? n < r->nth : n != r->nth))
+        if (!nth_matches(r, n))
             continue;
         fprintf(stderr, "faultinject: rank %d: MPI_T_cvar_write of %s, change %ld, fails\n",
                 my_rank, r->var, n);
@@ -399,14 +411,14 @@ static int refused_derived(MPI_Datatype t)
         struct rule *r = &rules[i];
         if (strcmp(r->var, "derived") != 0 || strcmp(r->name, "PMPI_Type_size") != 0)
             continue;
-        if (r->rank >= 0 && r->rank != my_rank)
+        if (!on_this_rank(r))
             continue;
         int ints, addresses, types, combiner;
         if (envelope(t, &ints, &addresses, &types, &combiner) != MPI_SUCCESS ||
             combiner == MPI_COMBINER_NAMED)
             continue;
         long n = __atomic_add_fetch(&r->seen, 1, __ATOMIC_RELAXED);
-        if (r->nth > 0 && (r->onwards ? n < r->nth : n != r->nth))
+        if (!nth_matches(r, n))
             continue;
         fprintf(stderr, "faultinject: rank %d: PMPI_Type_size of a derived datatype, call %ld, "
                         "fails\n", my_rank, n);
