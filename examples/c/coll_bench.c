@@ -28,6 +28,15 @@
  * exact whatever the algorithm; they are checked once, after the loop. A
  * wrong result is reported on stderr and aborts the job (status 3); bad
  * arguments exit with status 2.
+ *
+ * COLL_BENCH_SWITCH=COLL:CVAR=VALUE (no tool loaded) measures what switching
+ * an algorithm per call costs the library: the program initialises MPI_T
+ * with MPI_THREAD_MULTIPLE (as mpit-tuner does), and around every call of
+ * COLL (allreduce, bcast, allgather, alltoall; in `mixed` too) writes the
+ * integer VALUE to CVAR before the call and the value it read at start back
+ * after it, which is what online tuning does on a library that reads the
+ * variable at every call (MPICH). A write that fails or does not read back
+ * is reported on stderr and aborts the job (status 2).
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -53,6 +62,87 @@ static void *alloc(size_t bytes)
     return p;
 }
 
+/* COLL_BENCH_SWITCH: which collective (0: none), the variable, the value
+ * written before each call, the default written back after it. */
+enum { SW_NONE, SW_ALLREDUCE, SW_BCAST, SW_ALLGATHER, SW_ALLTOALL };
+static struct {
+    int coll;
+    MPI_T_cvar_handle h;
+    int value, dflt;
+    const char *name;
+} sw;
+
+static void sw_fail(const char *what, int rc)
+{
+    fprintf(stderr, "coll_bench: COLL_BENCH_SWITCH, variable %s: %s failed on rank %d (error %d)\n", sw.name, what,
+            rank, rc);
+    MPI_Abort(MPI_COMM_WORLD, 2);
+}
+
+/* Parses COLL_BENCH_SWITCH and proves the value is taken; 0 or 2 (bad). */
+static int switch_init(void)
+{
+    static char spec[256];
+    const char *env = getenv("COLL_BENCH_SWITCH");
+    if (!env || !*env) return 0;
+    if (strlen(env) >= sizeof spec) goto bad;
+    strcpy(spec, env);
+    char *colon = strchr(spec, ':'), *eq = strchr(spec, '=');
+    if (!colon || !eq || eq < colon) goto bad;
+    *colon = *eq = 0;
+    const char *names[] = {"", "allreduce", "bcast", "allgather", "alltoall"};
+    for (int c = 1; c < 5; c++)
+        if (strcmp(spec, names[c]) == 0) sw.coll = c;
+    char *end;
+    long v = strtol(eq + 1, &end, 10);
+    if (!sw.coll || *end || end == eq + 1 || v < 0 || v > 0x7fffffffL) goto bad;
+    sw.value = (int)v;
+    sw.name = colon + 1;
+    int provided, index, count, rc;
+    if ((rc = MPI_T_init_thread(MPI_THREAD_MULTIPLE, &provided)) != MPI_SUCCESS) sw_fail("MPI_T_init_thread", rc);
+    if ((rc = MPI_T_cvar_get_index(sw.name, &index)) != MPI_SUCCESS) sw_fail("MPI_T_cvar_get_index", rc);
+    char name[256], desc[8];
+    int name_len = sizeof name, desc_len = sizeof desc, verbosity, bind, scope;
+    MPI_Datatype type;
+    MPI_T_enum enumtype;
+    rc = MPI_T_cvar_get_info(index, name, &name_len, &verbosity, &type, &enumtype, desc, &desc_len, &bind, &scope);
+    if (rc != MPI_SUCCESS) sw_fail("MPI_T_cvar_get_info", rc);
+    if (type != MPI_INT) sw_fail("the check that it is an MPI_INT", 0);
+    if ((rc = MPI_T_cvar_handle_alloc(index, NULL, &sw.h, &count)) != MPI_SUCCESS)
+        sw_fail("MPI_T_cvar_handle_alloc", rc);
+    if (count != 1) sw_fail("the check that it is a scalar", 0);
+    int back = -1;
+    if ((rc = MPI_T_cvar_read(sw.h, &sw.dflt)) != MPI_SUCCESS) sw_fail("MPI_T_cvar_read", rc);
+    if ((rc = MPI_T_cvar_write(sw.h, &sw.value)) != MPI_SUCCESS) sw_fail("MPI_T_cvar_write", rc);
+    if ((rc = MPI_T_cvar_read(sw.h, &back)) != MPI_SUCCESS || back != sw.value)
+        sw_fail("reading the value back", rc);
+    if ((rc = MPI_T_cvar_write(sw.h, &sw.dflt)) != MPI_SUCCESS) sw_fail("writing the default back", rc);
+    return 0;
+bad:
+    if (rank == 0) fprintf(stderr, "coll_bench: COLL_BENCH_SWITCH=%s: want COLL:CVAR=VALUE\n", env);
+    return 2;
+}
+
+static void switch_end(void)
+{
+    if (!sw.coll) return;
+    MPI_T_cvar_handle_free(&sw.h);
+    MPI_T_finalize();
+}
+
+/* Around a call of collective `c`: the value before, the default after. */
+static inline void switch_to(int c)
+{
+    int rc;
+    if (sw.coll == c && (rc = MPI_T_cvar_write(sw.h, &sw.value)) != MPI_SUCCESS) sw_fail("MPI_T_cvar_write", rc);
+}
+
+static inline void switch_back(int c)
+{
+    int rc;
+    if (sw.coll == c && (rc = MPI_T_cvar_write(sw.h, &sw.dflt)) != MPI_SUCCESS) sw_fail("MPI_T_cvar_write", rc);
+}
+
 /* The value rank r contributes at index i: small integers. */
 static int val(int r, long i) { return (int)((r * 7919L + i * 31L) % 1009L) - 504; }
 
@@ -74,7 +164,9 @@ static void allreduce_init(struct allreduce *a, long bytes)
 static void allreduce_call(struct allreduce *a, long k)
 {
     if (a->n > 0) a->x[0] = (double)(k + rank);
+    switch_to(SW_ALLREDUCE);
     MPI_Allreduce(a->x, a->y, (int)a->n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    switch_back(SW_ALLREDUCE);
 }
 
 /* After call number `last`. */
@@ -103,7 +195,9 @@ static void bcast_init(struct bcast *c, long bytes)
 static void bcast_call(struct bcast *c, long k)
 {
     if (rank == 0 && c->n > 0) c->b[0] = (int)k;
+    switch_to(SW_BCAST);
     MPI_Bcast(c->b, (int)c->n, MPI_INT, 0, MPI_COMM_WORLD);
+    switch_back(SW_BCAST);
 }
 
 static void bcast_check(const struct bcast *c, long last, const char *what)
@@ -141,10 +235,13 @@ static void gather_call(struct gather *g, long k)
         else
             g->s[0] = (int)k;
     }
+    int c = g->all ? SW_ALLTOALL : SW_ALLGATHER;
+    switch_to(c);
     if (g->all)
         MPI_Alltoall(g->s, (int)g->n, MPI_INT, g->r, (int)g->n, MPI_INT, MPI_COMM_WORLD);
     else
         MPI_Allgather(g->s, (int)g->n, MPI_INT, g->r, (int)g->n, MPI_INT, MPI_COMM_WORLD);
+    switch_back(c);
 }
 
 static void gather_check(const struct gather *g, long last, const char *what)
@@ -230,11 +327,16 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (switch_init()) {
+        MPI_Finalize();
+        return 2;
+    }
     if (argc == 3 && strcmp(argv[1], "mixed") == 0) {
         char *end;
         long scale = strtol(argv[2], &end, 10);
         if (*end || scale < 0) return usage();
         int rc = mixed(scale);
+        switch_end();
         MPI_Finalize();
         return rc;
     }
@@ -290,6 +392,7 @@ int main(int argc, char **argv)
         break;
     }
     if (rank == 0) printf("coll_bench: %s bytes=%ld iters=%ld time_s=%.6f\n", coll, bytes, iters, t);
+    switch_end();
     MPI_Finalize();
     return 0;
 }

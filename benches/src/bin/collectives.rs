@@ -15,6 +15,12 @@
 //!   `OMPI_MCA_coll_tuned_use_dynamic_rules=1` and
 //!   `OMPI_MCA_coll_tuned_<coll>_algorithm=<n>`); for `mixed`, every
 //!   allreduce algorithm (the other collectives keep the default);
+//! - MPICH only, one per algorithm, `<name> per call`: no tool, the
+//!   algorithm written through MPI_T before every call of the collective
+//!   and the default written back after it, by coll_bench itself
+//!   (`COLL_BENCH_SWITCH`): what the library charges per-call switching,
+//!   the least online tuning can pay where it runs another algorithm than
+//!   the default;
 //! - `monitored`: the library's own choice with the release preload
 //!   loaded in its default (monitoring) mode, no collective tuning, and
 //!   otherwise the environment of `online`: what the tool's presence
@@ -31,8 +37,9 @@
 //! exploration. It prints per library a table of the time per call of the
 //! default, of the oracle (the variant with the lowest median among
 //! default and fixed algorithms: the best choice made before start), of
-//! online tuning, and the per-round ratios online / oracle and default /
-//! online and monitored / online (median, min-max over the rounds); then
+//! online tuning, and the per-round ratios online / oracle, per call /
+//! oracle (the oracle's algorithm switched per call), default / online and
+//! monitored / online (median, min-max over the rounds); then
 //! what online tuning chose
 //! (the last `decision` record of each key in rank 0's log), and every
 //! variant's times. Every run must succeed and print its time, and every
@@ -155,84 +162,80 @@ fn iterations(flavor: &str, ranks: u32, case: usize, short: bool) -> u64 {
     }
 }
 
-/// The algorithms of `coll` in `flavor`: (name, variables set at start).
-/// MPICH 4.0's names, as the tuner knows them
-/// (`crates/tuner-core/src/decide/collectives/library.rs`), without
-/// `auto` (the default); Open MPI 4.1's values of
+/// One algorithm of a case's collective.
+struct Algorithm {
+    name: String,
+    /// The variables that fix it at start.
+    env: Vec<(String, String)>,
+    /// MPICH: coll_bench's `COLL_BENCH_SWITCH` that writes it before every
+    /// call and the default back after it (a library that reads the
+    /// variable at every call); `None` on Open MPI, where online tuning
+    /// switches by communicator and writes nothing per call.
+    per_call: Option<String>,
+}
+
+/// The algorithms of `coll` in `flavor`, without the default. MPICH 4.0's
+/// names and values as the tuner knows them
+/// (`collectives::mpich4_algorithms`: the value is the position in the
+/// variable's description); Open MPI 4.1's values of
 /// `coll_tuned_<coll>_algorithm` (`ompi_info --param coll tuned --level 9`),
 /// without 0 (`ignore`: the default).
-fn algorithms(flavor: &str, coll: Coll) -> Vec<(String, Vec<(String, String)>)> {
-    let (coll_name, names): (&str, &[&str]) = match (flavor, coll) {
-        ("mpich", Coll::Bcast) => (
-            "bcast",
-            &[
-                "binomial",
-                "nb",
-                "smp",
-                "scatter_recursive_doubling_allgather",
-                "scatter_ring_allgather",
-            ],
-        ),
-        ("mpich", _) => (
-            "allreduce",
-            &[
-                "nb",
-                "smp",
-                "recursive_doubling",
-                "reduce_scatter_allgather",
-            ],
-        ),
-        (_, Coll::Bcast) => (
-            "bcast",
-            &[
-                "basic_linear",
-                "chain",
-                "pipeline",
-                "split_binary_tree",
-                "binary_tree",
-                "binomial",
-                "knomial",
-                "scatter_allgather",
-                "scatter_allgather_ring",
-            ],
-        ),
-        _ => (
-            "allreduce",
-            &[
-                "basic_linear",
-                "nonoverlapping",
-                "recursive_doubling",
-                "ring",
-                "segmented_ring",
-                "rabenseifner",
-            ],
-        ),
+fn algorithms(flavor: &str, coll: Coll) -> Vec<Algorithm> {
+    let c = match coll {
+        Coll::Bcast => collectives::Collective::Bcast,
+        // `mixed`: its allreduces.
+        Coll::Allreduce | Coll::Mixed => collectives::Collective::Allreduce,
+    };
+    if flavor == "mpich" {
+        let cvar = collectives::mpich_cvar(c);
+        return collectives::mpich4_algorithms(c)
+            .iter()
+            .enumerate()
+            .skip(1)
+            .map(|(value, name)| Algorithm {
+                name: name.to_string(),
+                env: vec![(cvar.clone(), name.to_string())],
+                per_call: Some(format!("{}:{cvar}={value}", c.name())),
+            })
+            .collect();
+    }
+    let names: &[&str] = match coll {
+        Coll::Bcast => &[
+            "basic_linear",
+            "chain",
+            "pipeline",
+            "split_binary_tree",
+            "binary_tree",
+            "binomial",
+            "knomial",
+            "scatter_allgather",
+            "scatter_allgather_ring",
+        ],
+        Coll::Allreduce | Coll::Mixed => &[
+            "basic_linear",
+            "nonoverlapping",
+            "recursive_doubling",
+            "ring",
+            "segmented_ring",
+            "rabenseifner",
+        ],
     };
     names
         .iter()
         .enumerate()
-        .map(|(i, name)| {
-            let env = if flavor == "mpich" {
-                vec![(
-                    format!(
-                        "MPIR_CVAR_{}_INTRA_ALGORITHM",
-                        coll_name.to_ascii_uppercase()
-                    ),
-                    name.to_string(),
-                )]
-            } else {
-                vec![
-                    (
-                        "OMPI_MCA_coll_tuned_use_dynamic_rules".into(),
-                        "1".to_string(),
-                    ),
-                    (
-                        format!("OMPI_MCA_coll_tuned_{coll_name}_algorithm"),
-                        (i + 1).to_string(),
-                    ),
-                ]
-            };
-            (name.to_string(), env)
+        .map(|(i, name)| Algorithm {
+            name: name.to_string(),
+            env: vec![
+                (
+                    "OMPI_MCA_coll_tuned_use_dynamic_rules".into(),
+                    "1".to_string(),
+                ),
+                (
+                    format!("OMPI_MCA_coll_tuned_{}_algorithm", c.name()),
+                    (i + 1).to_string(),
+                ),
+            ],
+            per_call: None,
         })
         .collect()
 }
@@ -252,31 +255,49 @@ enum Tool {
 #[derive(Debug, Clone)]
 struct Variant {
     label: String,
-    /// Variables for the ranks (fixed algorithms).
+    /// Variables for the ranks (fixed algorithms, per-call switches).
     env: Vec<(String, String)>,
     tool: Tool,
+    /// A per-call switch to this algorithm (not a candidate for the
+    /// oracle: it is the algorithm plus what switching costs).
+    per_call: Option<String>,
 }
 
-/// default, every fixed algorithm, monitored, online: in this order
-/// (online last, monitored just before it).
+/// default, every fixed algorithm, every per-call switch (MPICH),
+/// monitored, online: in this order (online last, monitored just before
+/// it).
 fn variants(flavor: &str, coll: Coll) -> Vec<Variant> {
     let mut v = vec![Variant {
         label: "default".into(),
         env: Vec::new(),
         tool: Tool::None,
+        per_call: None,
     }];
-    for (name, env) in algorithms(flavor, coll) {
+    let algorithms = algorithms(flavor, coll);
+    for a in &algorithms {
         v.push(Variant {
-            label: name,
-            env,
+            label: a.name.clone(),
+            env: a.env.clone(),
             tool: Tool::None,
+            per_call: None,
         });
+    }
+    for a in &algorithms {
+        if let Some(spec) = &a.per_call {
+            v.push(Variant {
+                label: format!("{} per call", a.name),
+                env: vec![("COLL_BENCH_SWITCH".into(), spec.clone())],
+                tool: Tool::None,
+                per_call: Some(a.name.clone()),
+            });
+        }
     }
     for (label, tool) in [("monitored", Tool::Monitored), ("online", Tool::Online)] {
         v.push(Variant {
             label: label.into(),
             env: Vec::new(),
             tool,
+            per_call: None,
         });
     }
     v
@@ -739,7 +760,7 @@ fn ratio((m, lo, hi): (f64, f64, f64)) -> String {
 /// tool) with the lowest median time.
 fn oracle(d: &CaseData) -> Option<usize> {
     (0..d.variants.len())
-        .filter(|&i| d.variants[i].tool == Tool::None)
+        .filter(|&i| d.variants[i].tool == Tool::None && d.variants[i].per_call.is_none())
         .filter(|&i| med(&d.times[i]).is_finite())
         .min_by(|&a, &b| med(&d.times[a]).total_cmp(&med(&d.times[b])))
 }
@@ -806,14 +827,15 @@ fn tables(m: &Measured, opts: &Options) -> String {
     let _ = writeln!(
         t,
         "| ranks | case | calls | default (us/call) | oracle (us/call) | oracle | online (us/call) \
-         | online / oracle | default / online | monitored / online | online chose |"
+         | online / oracle | per call / oracle | default / online | monitored / online \
+         | online chose |"
     );
-    let _ = writeln!(t, "|---|---|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(t, "|---|---|---|---|---|---|---|---|---|---|---|---|");
     for (&(ranks, ci), d) in &m.data {
         let case = CASES[ci];
         let online = d.variants.len() - 1;
         let monitored = online - 1;
-        let (o_time, o_name, o_ratio) = match oracle(d) {
+        let (o_time, o_name, o_ratio, o_per_call) = match oracle(d) {
             Some(o) => (
                 us(med(&d.times[o])),
                 if o == 0 {
@@ -822,12 +844,20 @@ fn tables(m: &Measured, opts: &Options) -> String {
                     d.variants[o].label.clone()
                 },
                 ratio(ratios(&d.times[online], &d.times[o])),
+                // The oracle's algorithm switched per call (none when the
+                // default is the oracle, or on Open MPI).
+                d.variants
+                    .iter()
+                    .position(|v| v.per_call.as_deref() == Some(d.variants[o].label.as_str()))
+                    .filter(|_| o != 0)
+                    .map_or("n/a".into(), |p| ratio(ratios(&d.times[p], &d.times[o]))),
             ),
-            None => ("n/a".into(), "n/a".into(), "n/a".into()),
+            None => ("n/a".into(), "n/a".into(), "n/a".into(), "n/a".into()),
         };
         let _ = writeln!(
             t,
-            "| {ranks} | {} | {} | {} | {o_time} | {o_name} | {} | {o_ratio} | {} | {} | {} |",
+            "| {ranks} | {} | {} | {} | {o_time} | {o_name} | {} | {o_ratio} | {o_per_call} \
+             | {} | {} | {} |",
             case.label,
             d.iters,
             us(med(&d.times[0])),
@@ -842,7 +872,13 @@ fn tables(m: &Measured, opts: &Options) -> String {
         "\nTimes are per call (per step of `mixed`: allreduce 8 B, compute, allreduce 1 MiB, \
          bcast 64 KiB, alltoall 4 KiB), medians over the rounds; ratios are per round, \
          median (min-max). The oracle is the variant with the lowest median among the \
-         default and every algorithm fixed at start{}. Monitored: the default with the \
+         default and every algorithm fixed at start{}. Per call (MPICH): the oracle's \
+         algorithm written through MPI_T before every call and the default written back \
+         after it by coll_bench itself, without the tool (`COLL_BENCH_SWITCH`, MPI_T \
+         initialised with `MPI_THREAD_MULTIPLE` as the tool does): what the library \
+         charges any tuner that switches per call, before the tool's own costs; n/a \
+         where the default is the oracle, and on Open MPI, where online tuning switches \
+         by communicator and writes nothing per call. Monitored: the default with the \
          tool loaded, monitoring, without collective tuning (`monitored / online` is what \
          tuning costs or gains beyond the tool's presence).\n",
         if opts.cases.iter().any(|&c| CASES[c].coll == Coll::Mixed) {
