@@ -126,21 +126,17 @@ bad:
 static void switch_end(void)
 {
     if (!sw.coll) return;
-    MPI_T_cvar_handle_free(&sw.h);
-    MPI_T_finalize();
+    int rc;
+    if ((rc = MPI_T_cvar_handle_free(&sw.h)) != MPI_SUCCESS || (rc = MPI_T_finalize()) != MPI_SUCCESS)
+        fprintf(stderr, "coll_bench: COLL_BENCH_SWITCH, variable %s: closing MPI_T failed on rank %d (error %d)\n",
+                sw.name, rank, rc);
 }
 
-/* Around a call of collective `c`: the value before, the default after. */
-static inline void switch_to(int c)
+/* Around a call of collective `c`: `&sw.value` before, `&sw.dflt` after. */
+static inline void switch_write(int c, const int *v)
 {
     int rc;
-    if (sw.coll == c && (rc = MPI_T_cvar_write(sw.h, &sw.value)) != MPI_SUCCESS) sw_fail("MPI_T_cvar_write", rc);
-}
-
-static inline void switch_back(int c)
-{
-    int rc;
-    if (sw.coll == c && (rc = MPI_T_cvar_write(sw.h, &sw.dflt)) != MPI_SUCCESS) sw_fail("MPI_T_cvar_write", rc);
+    if (sw.coll == c && (rc = MPI_T_cvar_write(sw.h, v)) != MPI_SUCCESS) sw_fail("MPI_T_cvar_write", rc);
 }
 
 /* The value rank r contributes at index i: small integers. */
@@ -164,9 +160,9 @@ static void allreduce_init(struct allreduce *a, long bytes)
 static void allreduce_call(struct allreduce *a, long k)
 {
     if (a->n > 0) a->x[0] = (double)(k + rank);
-    switch_to(SW_ALLREDUCE);
+    switch_write(SW_ALLREDUCE, &sw.value);
     MPI_Allreduce(a->x, a->y, (int)a->n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-    switch_back(SW_ALLREDUCE);
+    switch_write(SW_ALLREDUCE, &sw.dflt);
 }
 
 /* After call number `last`. */
@@ -195,9 +191,9 @@ static void bcast_init(struct bcast *c, long bytes)
 static void bcast_call(struct bcast *c, long k)
 {
     if (rank == 0 && c->n > 0) c->b[0] = (int)k;
-    switch_to(SW_BCAST);
+    switch_write(SW_BCAST, &sw.value);
     MPI_Bcast(c->b, (int)c->n, MPI_INT, 0, MPI_COMM_WORLD);
-    switch_back(SW_BCAST);
+    switch_write(SW_BCAST, &sw.dflt);
 }
 
 static void bcast_check(const struct bcast *c, long last, const char *what)
@@ -236,12 +232,12 @@ static void gather_call(struct gather *g, long k)
             g->s[0] = (int)k;
     }
     int c = g->all ? SW_ALLTOALL : SW_ALLGATHER;
-    switch_to(c);
+    switch_write(c, &sw.value);
     if (g->all)
         MPI_Alltoall(g->s, (int)g->n, MPI_INT, g->r, (int)g->n, MPI_INT, MPI_COMM_WORLD);
     else
         MPI_Allgather(g->s, (int)g->n, MPI_INT, g->r, (int)g->n, MPI_INT, MPI_COMM_WORLD);
-    switch_back(c);
+    switch_write(c, &sw.dflt);
 }
 
 static void gather_check(const struct gather *g, long last, const char *what)
