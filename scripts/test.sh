@@ -115,6 +115,8 @@ fi
 if [ -n "$all_four" ]; then
   phase "support matrix: README.md against the measurements"
   bash scripts/support-matrix.sh --check
+  phase "docs: links and anchors, CLI help quoted in docs/cli.md"
+  bash scripts/check-docs.sh
 fi
 if [ -n "$all_four" ]; then
   phase "clippy (MPICH build)"
