@@ -34,7 +34,11 @@
 //! MTL (`mtl_psm2_*`) and keeps them after closing the MTL when the job
 //! runs over ob1; `MPI_T_pvar_handle_alloc` on one then fails
 //! (`MPI_T_ERR_INVALID`) in a multi-rank job and segfaults inside libpsm2
-//! (`psm2_mq_get_stats`) in a singleton. The sampler skips them.
+//! (`psm2_mq_get_stats`) in a singleton. Where the job names its messaging
+//! layer (`OMPI_MCA_pml=ob1`), the MTLs are never opened or closed and stay
+//! mapped, and `MPI_T_pvar_handle_alloc` on `mtl_psm2_*` segfaults in every
+//! rank: an MTL's variables are treated as unloaded unless the cm layer,
+//! the MTLs' one user, is mapped. The sampler skips them.
 
 use crate::session::Library;
 use std::collections::HashSet;
@@ -356,10 +360,19 @@ pub fn openmpi_storage_unloaded(name: &str) -> bool {
         .iter()
         .filter_map(|p| object_stem(p))
         .collect();
-    candidates
-        .iter()
-        .any(|c| installed.contains(c) && !mapped.contains(c))
+    // An MTL serves only the cm messaging layer: where another layer runs
+    // the job (`OMPI_MCA_pml=ob1`), the MTLs registered for MPI_T stay
+    // mapped but never start, and their PVARs crash as unloaded ones do.
+    let unused_mtl =
+        name.starts_with("mtl_") && installed.contains(PML_CM) && !mapped.contains(PML_CM);
+    unused_mtl
+        || candidates
+            .iter()
+            .any(|c| installed.contains(c) && !mapped.contains(c))
 }
+
+/// Open MPI's cm messaging layer, the one user of MTLs.
+const PML_CM: &str = "mca_pml_cm";
 
 /// The objects that may hold the variable `name`: for
 /// `opal_common_ucx_verbose`, `libmca_common_ucx`; for `pml_ucx_verbose`,
