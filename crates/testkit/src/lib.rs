@@ -18,6 +18,8 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod netns;
+
 use std::ffi::OsStr;
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -190,6 +192,13 @@ pub fn launcher_env(cmd: &mut Command) {
         .env("PRTE_MCA_rmaps_default_mapping_policy", ":oversubscribe")
         // Keep Open MPI quiet about missing high-speed networks.
         .env("OMPI_MCA_btl_base_warn_component_unused", "0")
+        // The tests read the ob1 messaging layer's PVARs (pml_ob1_*, bound
+        // to communicators) and its shared-memory transport's variables.
+        // Open MPI picks its UCX layer instead wherever an InfiniBand or
+        // RoCE device is present (and a site's mca-params.conf may choose
+        // otherwise), so the layer the tests are about is named, not left
+        // to the machine. MPICH ignores the variable.
+        .env("OMPI_MCA_pml", "ob1")
         // MPICH 5's progress engine spins without yielding, so 3-4 ranks on
         // 2 cores crawl (a 16-round coll_check: 140-176 s against 12 s on
         // MPICH 4). The throttle (a usleep(1) now and then while nothing
