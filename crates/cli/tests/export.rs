@@ -104,7 +104,13 @@ fn mpich_exports_are_accepted_and_in_use() {
                 "algorithm": "reduce_scatter_allgather", "value": 4, "time_us": 10.0,
                 "default_us": 20.0, "calls": 8, "cost_us": 3.0}),
     );
-    let job = export(&[dir.to_str().unwrap()]);
+    // The default selection table is read from the library of this build,
+    // not from whichever libmpich.so.12 the machine lists first.
+    let mut args = vec![dir.to_str().unwrap()];
+    if !mpit_sys::BUILD_LIBRARY.is_empty() {
+        args.extend(["--mpich-lib", mpit_sys::BUILD_LIBRARY]);
+    }
+    let job = export(&args);
     assert_eq!(code(&job), Some(0), "{}", printed(&job));
     let out = job.stdout();
     let header = &common::read_jsonl(&dir.join("rank-00000.jsonl"))[0];
@@ -241,7 +247,15 @@ fn openmpi_rules_are_accepted_and_in_use() {
         eprintln!("skipped: the Open MPI rules file is tried on the Open MPI build");
         return;
     }
-    let info = std::process::Command::new("ompi_info")
+    // The ompi_info of this build's Open MPI (beside its mpiexec), not the
+    // first one on PATH: Open MPI 5's wheel and Debian's 4.1 differ.
+    let launcher = mpit_testkit::mpiexec_path();
+    let ompi_info = launcher
+        .parent()
+        .map(|dir| dir.join("ompi_info"))
+        .filter(|p| p.is_file())
+        .unwrap_or_else(|| "ompi_info".into());
+    let info = std::process::Command::new(&ompi_info)
         .args(["--param", "coll", "tuned", "--level", "9"])
         .env("OMPI_MCA_coll_tuned_use_dynamic_rules", "1")
         .output()
