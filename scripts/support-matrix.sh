@@ -6,8 +6,18 @@
 # `support-matrix` markers of README.md.
 #
 #   bash scripts/support-matrix.sh --probe FLAVOUR MPIEXEC   # measure one flavour
-#   bash scripts/support-matrix.sh --check    # README's table == measured? (exit 1 if not)
+#   bash scripts/support-matrix.sh --check    # README's table agrees with the
+#                                             # measured facts? (exit 1 if not)
 #   bash scripts/support-matrix.sh --update   # write the measured table into README.md
+#
+# --check gates only what belongs to the library version: its name,
+# version and ABI, environment settings, collective tuning, and whether CVAR
+# writes work at all. What varies with the machine is printed as notes,
+# never gated: the counts (Open MPI registers variables per network
+# interface after MPI_Init and per installed component) and which PVARs can
+# be read (they depend on the components the library selects there, e.g.
+# Open MPI's ob1 or UCX). `mpit-tuner probe --matrix FILES --check TABLE`
+# decides which is which.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 flavours=(mpich openmpi mpich5 openmpi5)
@@ -31,17 +41,19 @@ case "${1:-}" in
       }
       files+=("target/$f/support.json")
     done
-    measured="$(target/mpich/debug/mpit-tuner probe --matrix "${files[@]}")"
     current="$(awk -v b="$begin" -v e="$end" '$0==e{p=0} p{print} $0==b{p=1}' README.md)"
     if [ "$1" = --check ]; then
-      if [ "$measured" != "$current" ]; then
-        echo "support-matrix: README.md's support matrix differs from what the tests measured:" >&2
-        diff <(echo "$current") <(echo "$measured") >&2 || true
+      table="$(mktemp)"
+      trap 'rm -f "$table"' EXIT
+      printf '%s\n' "$current" >"$table"
+      if ! target/mpich/debug/mpit-tuner probe --matrix "${files[@]}" --check "$table"; then
+        echo "support-matrix: README.md's support matrix states facts of a library that the tests did not measure (above)" >&2
         echo "support-matrix: update it with: bash scripts/support-matrix.sh --update (and commit README.md)" >&2
         exit 1
       fi
-      echo "support-matrix: README.md matches the measurements" >&2
+      echo "support-matrix: README.md agrees with the measurements (counts that vary with the machine, if any, are noted above)" >&2
     else
+      measured="$(target/mpich/debug/mpit-tuner probe --matrix "${files[@]}")"
       grep -qxF "$begin" README.md && grep -qxF "$end" README.md || {
         echo "support-matrix: README.md has no support-matrix markers" >&2
         exit 1
@@ -56,7 +68,7 @@ case "${1:-}" in
     fi
     ;;
   *)
-    sed -n '2,10p' "$0" >&2
+    sed -n '2,20p' "$0" >&2
     exit 2
     ;;
 esac

@@ -146,7 +146,8 @@ enum Command {
     ///
     /// `mpiexec -n 2 mpit-tuner probe --json` (rank 0 prints);
     /// `mpit-tuner probe --matrix A.json B.json` prints the README's
-    /// support matrix from such outputs.
+    /// support matrix from such outputs; with `--check README.md` it
+    /// compares them with the README's table.
     Probe(probe::ProbeArgs),
 
     /// Print the JSON Schema of the log records or of summary.json
@@ -193,7 +194,7 @@ fn run() -> Result<ExitCode> {
         Command::Pause(args) => steer::pause(&args, true),
         Command::Resume(args) => steer::pause(&args, false),
         Command::Reload(args) => steer::reload(&args),
-        Command::Probe(args) => probe::run(&args).map(|()| ExitCode::SUCCESS),
+        Command::Probe(args) => probe::run(&args),
     }
 }
 

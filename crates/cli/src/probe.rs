@@ -21,6 +21,7 @@ use mpit::quirks::LibraryVersion;
 use mpit::{Binding, Catalogue, Cvar, Library, MpiProcess, MpiT, Object, PvarSession, Value};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
+use std::process::ExitCode;
 use tuner_core::decide::collectives::support;
 
 /// `mpit-tuner probe` options.
@@ -33,6 +34,15 @@ pub struct ProbeArgs {
     /// support matrix (one row per file, in the order given).
     #[arg(long, num_args = 1.., value_name = "FILE")]
     matrix: Vec<PathBuf>,
+    /// With --matrix: compare the Markdown table in this file (the
+    /// README's support matrix) with the measured rows. Exit 1 when a fact
+    /// of a library differs (its version, ABI, environment settings,
+    /// collective tuning, or whether CVAR writes work at all); differences
+    /// in what varies with the machine (variable counts, which depend on
+    /// network interfaces and installed components; which PVARs can be
+    /// read, which depends on the components selected) are only reported.
+    #[arg(long, requires = "matrix", value_name = "TABLE")]
+    check: Option<PathBuf>,
 }
 
 /// What one library supports, as measured by `probe` (the `--json` output).
@@ -77,7 +87,7 @@ pub struct ProbeFacts {
 }
 
 /// Runs `mpit-tuner probe`.
-pub fn run(args: &ProbeArgs) -> Result<()> {
+pub fn run(args: &ProbeArgs) -> Result<ExitCode> {
     if !args.matrix.is_empty() {
         let mut rows = Vec::new();
         for file in &args.matrix {
@@ -88,18 +98,34 @@ pub fn run(args: &ProbeArgs) -> Result<()> {
             })?;
             rows.push(facts);
         }
-        print!("{}", matrix(&rows));
-        return Ok(());
+        let Some(table) = &args.check else {
+            print!("{}", matrix(&rows));
+            return Ok(ExitCode::SUCCESS);
+        };
+        let documented = std::fs::read_to_string(table)
+            .with_context(|| format!("cannot read {}", table.display()))?;
+        let found = check_matrix(&documented, &rows);
+        for note in &found.notes {
+            eprintln!("mpit-tuner: note: {note}");
+        }
+        for error in &found.errors {
+            eprintln!("mpit-tuner: differs: {error}");
+        }
+        return Ok(if found.errors.is_empty() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        });
     }
     let Some(facts) = probe()? else {
-        return Ok(());
+        return Ok(ExitCode::SUCCESS);
     };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&facts)?);
     } else {
         print!("{}", matrix(std::slice::from_ref(&facts)));
     }
-    Ok(())
+    Ok(ExitCode::SUCCESS)
 }
 
 /// The environment setting tried for a family: (variable, value, CVAR,
@@ -233,35 +259,168 @@ fn of(pair: (usize, usize)) -> String {
     }
 }
 
+/// What `probe --matrix --check` holds a cell of a column to.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Gate {
+    /// A fact of the library version and its ABI: must match exactly.
+    Exact,
+    /// An `n of m` (or `none`) tally: the counts vary with the machine, so
+    /// only whether anything worked (`n > 0`) is gated.
+    Works,
+    /// A count that varies with the machine: reported, never gated.
+    Count,
+}
+
+/// The matrix's columns: heading and gate, in order. The counts are facts
+/// of the machine as much as of the library: Open MPI registers variables
+/// per network interface after `MPI_Init` and per installed component
+/// (plugins such as UCX or libfabric add theirs), so a second bridge or an
+/// InfiniBand port changes them. Which PVARs can be read depends on the
+/// components the library selects on the machine (Open MPI's ob1 queues
+/// exist only where ob1, not UCX, carries the messages), so sampling and
+/// bound handles are reported, not gated. Whether CVAR writes work at all,
+/// environment settings and collective tuning belong to the library.
+const COLUMNS: [(&str, Gate); 9] = [
+    ("library (ABI)", Gate::Exact),
+    ("CVARs before / after MPI_Init", Gate::Count),
+    ("PVARs (holes)", Gate::Count),
+    ("sampling", Gate::Count),
+    ("bound handles", Gate::Count),
+    ("pre-init CVAR writes", Gate::Works),
+    ("runtime CVAR writes", Gate::Works),
+    ("environment settings", Gate::Exact),
+    ("collective tuning", Gate::Exact),
+];
+
+/// One row's cells, in the order of [`COLUMNS`].
+fn cells(r: &ProbeFacts) -> [String; 9] {
+    [
+        format!("{} ({})", r.library, r.abi),
+        format!("{} / {}", r.cvars_before_init, r.cvars_after_init),
+        format!("{} ({})", r.pvars, r.holes),
+        of(r.sampled),
+        of(r.bound),
+        of(r.pre_init_writes),
+        of(r.runtime_writes),
+        if r.env_setting.is_empty() {
+            "not tried".to_string()
+        } else if r.env_setting_works {
+            format!("yes (`{}`)", r.env_setting)
+        } else {
+            format!("no (`{}`)", r.env_setting)
+        },
+        r.collective_tuning.clone(),
+    ]
+}
+
+/// A Markdown table row from its cells.
+fn row(cells: &[String]) -> String {
+    format!("| {} |\n", cells.join(" | "))
+}
+
 /// The Markdown table of the README: one row per library.
 pub fn matrix(rows: &[ProbeFacts]) -> String {
-    let mut out = String::from(
-        "| library (ABI) | CVARs before / after MPI_Init | PVARs (holes) | sampling | bound handles | \
-         pre-init CVAR writes | runtime CVAR writes | environment settings | collective tuning |\n\
-         |---|---|---|---|---|---|---|---|---|\n",
-    );
+    let headings: Vec<String> = COLUMNS.iter().map(|(h, _)| h.to_string()).collect();
+    let mut out = row(&headings);
+    out.push_str(&row(&vec!["---".to_string(); COLUMNS.len()]));
     for r in rows {
-        out.push_str(&format!(
-            "| {} ({}) | {} / {} | {} ({}) | {} | {} | {} | {} | {} | {} |\n",
-            r.library,
-            r.abi,
-            r.cvars_before_init,
-            r.cvars_after_init,
-            r.pvars,
-            r.holes,
-            of(r.sampled),
-            of(r.bound),
-            of(r.pre_init_writes),
-            of(r.runtime_writes),
-            if r.env_setting.is_empty() {
-                "not tried".to_string()
-            } else if r.env_setting_works {
-                format!("yes (`{}`)", r.env_setting)
-            } else {
-                format!("no (`{}`)", r.env_setting)
+        out.push_str(&row(&cells(r)));
+    }
+    out
+}
+
+/// The cells of a Markdown table's rows (heading and separator included).
+fn parse_table(text: &str) -> Vec<Vec<String>> {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with('|'))
+        .map(|l| {
+            l.trim_matches('|')
+                .split('|')
+                .map(|c| c.trim().to_string())
+                .collect()
+        })
+        .collect()
+}
+
+/// What a cell says under its column's gate: the cell itself for facts of
+/// the library, `works`/`does not work`/`nothing to try` for tallies,
+/// nothing for counts.
+fn gated(gate: Gate, cell: &str) -> Option<String> {
+    match gate {
+        Gate::Exact => Some(cell.to_string()),
+        Gate::Count => None,
+        Gate::Works if cell == "none" => Some("nothing to try".to_string()),
+        Gate::Works => Some(
+            match cell
+                .split_once(" of ")
+                .map(|(n, _)| n.trim().parse::<u64>())
+            {
+                Some(Ok(0)) => "does not work".to_string(),
+                Some(Ok(_)) => "works".to_string(),
+                _ => format!("unreadable `{cell}`"),
             },
-            r.collective_tuning,
+        ),
+    }
+}
+
+/// How a documented table compares with the measured rows.
+#[derive(Debug, Default, PartialEq)]
+pub struct MatrixCheck {
+    /// Differences in facts of the library (or in the table's shape): the
+    /// documentation is wrong.
+    pub errors: Vec<String>,
+    /// Differences in figures that vary with the machine: reported only.
+    pub notes: Vec<String>,
+}
+
+/// Compares the documented table `documented` (Markdown, as in the README)
+/// with the measured rows: facts of the library must agree, figures that
+/// vary with the machine are noted.
+pub fn check_matrix(documented: &str, rows: &[ProbeFacts]) -> MatrixCheck {
+    let mut out = MatrixCheck::default();
+    let table = parse_table(documented);
+    let headings: Vec<String> = COLUMNS.iter().map(|(h, _)| h.to_string()).collect();
+    if table.first() != Some(&headings) {
+        out.errors.push(format!(
+            "the documented table's columns are not the measured ones ({})",
+            headings.join(", ")
         ));
+        return out;
+    }
+    let documented: Vec<&Vec<String>> = table.iter().skip(2).collect();
+    if documented.len() != rows.len() {
+        out.errors.push(format!(
+            "the documented table has {} libraries, {} were measured",
+            documented.len(),
+            rows.len()
+        ));
+    }
+    for (doc, facts) in documented.iter().zip(rows) {
+        let measured = cells(facts);
+        let library = &measured[0];
+        if doc.len() != COLUMNS.len() {
+            out.errors.push(format!(
+                "row `{}`: {} cells, the table has {} columns",
+                doc.join(" | "),
+                doc.len(),
+                COLUMNS.len()
+            ));
+            continue;
+        }
+        for ((heading, gate), (said, got)) in COLUMNS.iter().zip(doc.iter().zip(&measured)) {
+            if said == got {
+                continue;
+            }
+            let line = format!("{library}, {heading}: documented `{said}`, measured `{got}`");
+            match (gated(*gate, said), gated(*gate, got)) {
+                (Some(a), Some(b)) if a != b => out.errors.push(line),
+                (Some(_), Some(_)) => out.notes.push(format!(
+                    "{line} (the counts vary with the machine; it works in both)"
+                )),
+                _ => out.notes.push(format!("{line} (varies with the machine)")),
+            }
+        }
     }
     out
 }
@@ -298,5 +457,124 @@ mod tests {
         );
         let json = serde_json::to_string(&facts).unwrap();
         assert_eq!(serde_json::from_str::<ProbeFacts>(&json).unwrap(), facts);
+    }
+
+    /// Open MPI 4.1.4 as probed on a machine with only loopback and one
+    /// Ethernet port up.
+    fn open_mpi_plain() -> ProbeFacts {
+        ProbeFacts {
+            library_version: "Open MPI v4.1.4, package: Debian OpenMPI".into(),
+            library: "openmpi 4.1.4".into(),
+            abi: "openmpi".into(),
+            ranks: 2,
+            cvars_before_init: 1259,
+            cvars_after_init: 1282,
+            pvars: 33,
+            holes: 0,
+            sampled: (1, 15),
+            bound: (2, 16),
+            pre_init_writes: (133, 182),
+            runtime_writes: (135, 171),
+            env_setting: "OMPI_MCA_coll_tuned_allreduce_algorithm=4".into(),
+            env_setting_works: true,
+            collective_tuning: "next communicator".into(),
+        }
+    }
+
+    #[test]
+    fn counts_that_vary_with_the_machine_are_noted_not_gated() {
+        let documented = matrix(&[open_mpi_plain()]);
+        assert_eq!(
+            check_matrix(&documented, &[open_mpi_plain()]),
+            MatrixCheck::default()
+        );
+        // The same library with a bridge and two veth pairs up: Open MPI
+        // registers 4 more variables after MPI_Init (1286, as reported in
+        // issue 35), and some of them take writes.
+        let bridged = ProbeFacts {
+            cvars_after_init: 1286,
+            runtime_writes: (137, 175),
+            ..open_mpi_plain()
+        };
+        let found = check_matrix(&documented, &[bridged]);
+        assert!(found.errors.is_empty(), "{found:?}");
+        assert_eq!(found.notes.len(), 2, "{found:?}");
+        assert!(
+            found.notes[0].contains("CVARs before / after MPI_Init")
+                && found.notes[0].contains("`1259 / 1282`")
+                && found.notes[0].contains("`1259 / 1286`"),
+            "{found:?}"
+        );
+        assert!(found.notes[1].contains("works in both"), "{found:?}");
+        // A node where Open MPI selects UCX instead of ob1: no ob1 queue to
+        // read, bound to communicators or not.
+        let ucx = ProbeFacts {
+            pvars: 20,
+            sampled: (0, 2),
+            bound: (0, 0),
+            ..open_mpi_plain()
+        };
+        let found = check_matrix(&documented, &[ucx]);
+        assert!(found.errors.is_empty(), "{found:?}");
+        assert_eq!(found.notes.len(), 3, "{found:?}");
+    }
+
+    #[test]
+    fn facts_of_the_library_are_gated() {
+        let documented = matrix(&[open_mpi_plain()]);
+        let cases: [(&str, ProbeFacts); 5] = [
+            (
+                "library (ABI)",
+                ProbeFacts {
+                    library: "openmpi 4.1.5".into(),
+                    ..open_mpi_plain()
+                },
+            ),
+            (
+                "runtime CVAR writes",
+                ProbeFacts {
+                    runtime_writes: (0, 171),
+                    ..open_mpi_plain()
+                },
+            ),
+            (
+                "pre-init CVAR writes",
+                ProbeFacts {
+                    pre_init_writes: (0, 0),
+                    ..open_mpi_plain()
+                },
+            ),
+            (
+                "environment settings",
+                ProbeFacts {
+                    env_setting_works: false,
+                    ..open_mpi_plain()
+                },
+            ),
+            (
+                "collective tuning",
+                ProbeFacts {
+                    collective_tuning: "next call".into(),
+                    ..open_mpi_plain()
+                },
+            ),
+        ];
+        for (column, facts) in cases {
+            let found = check_matrix(&documented, &[facts]);
+            assert_eq!(found.errors.len(), 1, "{column}: {found:?}");
+            assert!(found.errors[0].contains(column), "{column}: {found:?}");
+        }
+    }
+
+    #[test]
+    fn a_table_of_another_shape_or_length_is_an_error() {
+        let documented = matrix(&[open_mpi_plain()]);
+        let found = check_matrix(&documented, &[open_mpi_plain(), open_mpi_plain()]);
+        assert_eq!(found.errors.len(), 1, "{found:?}");
+        assert!(found.errors[0].contains("has 1 libraries, 2 were measured"));
+        let renamed = documented.replacen("sampling", "sampled PVARs", 1);
+        let found = check_matrix(&renamed, &[open_mpi_plain()]);
+        assert!(found.errors[0].contains("columns"), "{found:?}");
+        assert!(!check_matrix("", &[open_mpi_plain()]).errors.is_empty());
     }
 }
