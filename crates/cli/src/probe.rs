@@ -34,8 +34,8 @@ pub struct ProbeArgs {
     /// support matrix (one row per file, in the order given).
     #[arg(long, num_args = 1.., value_name = "FILE")]
     matrix: Vec<PathBuf>,
-    /// With --matrix: compare the Markdown table in this file (the
-    /// README's support matrix) with the measured rows. Exit 1 when a fact
+    /// With --matrix: compare the support matrix in this file (README.md,
+    /// or a file holding just the table) with the measured rows. Exit 1 when a fact
     /// of a library differs (its version, ABI, environment settings,
     /// collective tuning, or whether CVAR writes work at all); differences
     /// in what varies with the machine (variable counts, which depend on
@@ -329,8 +329,22 @@ pub fn matrix(rows: &[ProbeFacts]) -> String {
     out
 }
 
-/// The cells of a Markdown table's rows (heading and separator included).
+/// The lines that open and close the support matrix in README.md
+/// (`scripts/support-matrix.sh --update` writes between them).
+const MARKERS: (&str, &str) = ("<!-- support-matrix:begin", "<!-- support-matrix:end -->");
+
+/// The cells of a Markdown table's rows (heading and separator included):
+/// of the support matrix between [`MARKERS`] when `text` has them (the
+/// README), else of every table row in `text`.
 fn parse_table(text: &str) -> Vec<Vec<String>> {
+    let text = match text.find(MARKERS.0) {
+        Some(begin) => {
+            let rest = &text[begin..];
+            let rest = rest.split_once('\n').map_or("", |(_, r)| r);
+            rest.split(MARKERS.1).next().unwrap_or(rest)
+        }
+        None => text,
+    };
     text.lines()
         .map(str::trim)
         .filter(|l| l.starts_with('|'))
@@ -564,6 +578,20 @@ mod tests {
             assert_eq!(found.errors.len(), 1, "{column}: {found:?}");
             assert!(found.errors[0].contains(column), "{column}: {found:?}");
         }
+    }
+
+    #[test]
+    fn the_readme_s_matrix_is_found_between_its_markers() {
+        let readme = format!(
+            "# Title\n\n| other | table |\n|---|---|\n\n{}(generated) -->\n{}{}\n\n| x |\n",
+            MARKERS.0,
+            matrix(&[open_mpi_plain()]),
+            MARKERS.1
+        );
+        assert_eq!(
+            check_matrix(&readme, &[open_mpi_plain()]),
+            MatrixCheck::default()
+        );
     }
 
     #[test]
