@@ -152,8 +152,7 @@ fn check_against_mpi(files: &mut [Checked]) -> Result<Option<String>> {
         .context("MPI_Get_library_version failed")?;
     let view = CatalogueView::new(&mpit, &catalogue);
     let algorithms = LibraryAlgorithms {
-        library: mpit::Library::from_version(&library),
-        version: &library,
+        version: mpit::quirks::LibraryVersion::parse(&library),
         catalogue: &catalogue,
     };
     for file in files.iter_mut() {

@@ -227,10 +227,11 @@ fn probe() -> Result<Option<ProbeFacts>> {
     let version = mpit
         .library_version()
         .context("MPI_Get_library_version failed")?;
-    let collective_tuning = support(family, &version).when();
+    let parsed = LibraryVersion::parse(&version);
+    let collective_tuning = support(parsed).when();
     Ok(Some(ProbeFacts {
         library_version: version.lines().next().unwrap_or("").trim().to_string(),
-        library: LibraryVersion::parse(&version).to_string(),
+        library: parsed.to_string(),
         abi: mpit_sys::BUILD_ABI.to_string(),
         ranks: mpi.size(),
         cvars_before_init,

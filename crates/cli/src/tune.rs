@@ -215,7 +215,7 @@ pub fn run(args: &TuneArgs) -> Result<ExitCode> {
     // Open MPI: what this version never runs right on every call is not
     // tried (a job whose types differ would get wrong data).
     let open_mpi_version = if library == "openmpi" {
-        collectives::open_mpi_major_minor(&version)
+        mpit::quirks::LibraryVersion::parse(&version).major_minor()
     } else {
         None
     };

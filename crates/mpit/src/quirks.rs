@@ -108,6 +108,11 @@ impl LibraryVersion {
         LibraryVersion { library, version }
     }
 
+    /// `(major, minor)` of the version, when it said.
+    pub fn major_minor(&self) -> Option<(u32, u32)> {
+        self.version.map(|v| (v.0, v.1))
+    }
+
     /// The library of this process (asked once; [`Library::Unknown`] when
     /// `MPI_Get_library_version` failed).
     pub fn of_process() -> LibraryVersion {

@@ -170,7 +170,7 @@ fn the_table_agrees_with_the_witness(name: &str, out: &str) {
         .find_map(|l| l.split_once(": ").filter(|(k, _)| k.contains('_')))
         .map(|(_, v)| v)
         .unwrap_or_else(|| panic!("{name}: no verdict: {out}"));
-    let table = support(mpit::Library::from_version(version), version);
+    let table = support(mpit::quirks::LibraryVersion::parse(version));
     assert_eq!(
         verdict,
         table.when(),
@@ -642,7 +642,7 @@ fn open_mpi_without_dynamic_rules_at_start() {
         .as_str()
         .unwrap()
         .to_string();
-    let major_minor = tuner_core::decide::collectives::open_mpi_major_minor(&version);
+    let major_minor = mpit::quirks::LibraryVersion::parse(&version).major_minor();
     if major_minor < Some((5, 0)) {
         assert!(
             job.stderr().contains("collective tuning is off: ")

@@ -186,8 +186,9 @@ pub fn selection(learned: &Learned, lib: Option<&Path>) -> Result<String> {
             learned.version
         );
     }
-    if let Some(v) = version_number(&learned.version) {
-        if !(v.starts_with("4.0") || v.starts_with("4.1")) {
+    let version = mpit::quirks::LibraryVersion::parse(&learned.version).version;
+    if let Some(v) = version {
+        if !matches!((v.0, v.1), (4, 0 | 1)) {
             bail!(
                 "{} was made with MPICH {v}: the selection JSON is written for MPICH 4.0 and 4.1 only \
                  (later versions name and arrange their algorithms differently, and reject a table \
@@ -215,7 +216,12 @@ pub fn selection(learned: &Learned, lib: Option<&Path>) -> Result<String> {
             lib.display()
         )
     })?;
-    if let Some(v) = version_number(&learned.version) {
+    if let Some(v) = version {
+        // As MPICH prints it: "4.1" for the first release of a series.
+        let v = match v {
+            mpit::quirks::Version(major, minor, 0) => format!("{major}.{minor}"),
+            v => v.to_string(),
+        };
         if !contains(&bytes, v.as_bytes()) {
             eprintln!(
                 "mpit-tuner: export: warning: the run was made with MPICH {v}, and {} does not look like MPICH {v}: the table written keeps that library's defaults",
@@ -237,16 +243,6 @@ pub fn selection(learned: &Learned, lib: Option<&Path>) -> Result<String> {
     let mut text = serde_json::to_string_pretty(&tree).context("writing the JSON")?;
     text.push('\n');
     Ok(text)
-}
-
-/// `4.0.2` from "MPICH Version: 4.0.2 ...".
-fn version_number(version: &str) -> Option<String> {
-    let rest = version.split("Version:").nth(1)?.trim_start();
-    let v: String = rest
-        .chars()
-        .take_while(|c| c.is_ascii_digit() || *c == '.')
-        .collect();
-    (!v.is_empty()).then_some(v)
 }
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
@@ -413,9 +409,5 @@ mod tests {
         image.extend_from_slice(b"\0more");
         assert_eq!(default_table(&image).as_deref(), Some(TABLE));
         assert_eq!(default_table(b"nothing here"), None);
-        assert_eq!(
-            version_number("MPICH Version:\t4.0.2"),
-            Some("4.0.2".into())
-        );
     }
 }

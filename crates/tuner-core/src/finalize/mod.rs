@@ -124,7 +124,7 @@ impl Runtime {
     /// What the recommendation rules know besides the summary.
     fn advice_context(&self, catalogue: Option<&Catalogue>) -> recommend::Context {
         recommend::Context {
-            library: Some(self.info.library),
+            library: Some(self.info.version.library),
             eager_limit: eager_limit(&self.mpit, catalogue),
             has_hcoll: catalogue.is_some_and(|c| {
                 c.cvars()
@@ -145,7 +145,7 @@ impl Runtime {
         let doc = vocab::summary::SummaryFile {
             version: record::FORMAT_VERSION,
             size: self.info.size,
-            library: serde_name(self.info.library),
+            library: serde_name(self.info.version.library),
             library_version: self.info.library_version.clone(),
             samples_rank0: snapshot.seq,
             duration_s: snapshot.t,

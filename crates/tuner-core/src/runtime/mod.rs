@@ -31,9 +31,10 @@ use arc_swap::ArcSwap;
 pub use config::{CollectiveConfig, Config, MIN_INTERVAL, VARIABLES};
 use log::LogWriter;
 use mpit::collective::{self, Collectives, ErrorsReturn, Failure, Verdict};
+use mpit::quirks::LibraryVersion;
+use mpit::MpiT;
 use mpit::Result;
 use mpit::{Catalogue, Growth};
-use mpit::{Library, MpiT};
 use mpit::{Object, PrivateComm};
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
@@ -162,8 +163,9 @@ pub struct RunInfo {
     pub pid: u32,
     /// `MPI_Get_library_version`.
     pub library_version: String,
-    /// The library family.
-    pub library: Library,
+    /// The library family and version, parsed once from `library_version`.
+    #[serde(skip)]
+    pub version: LibraryVersion,
     /// The run directory.
     pub dir: PathBuf,
     /// Unix time the tuner started, in seconds.

