@@ -1,8 +1,9 @@
 //! What each MPI library lets the tuner switch, and when a switch takes
-//! effect: per library and version, from measurement (see the README's
-//! "Collective tuning" section and the tests that re-check it), never
-//! assumed from a write that "succeeds".
+//! effect: per library and version, from measurement (see
+//! docs/collective-tuning.md#when-a-written-algorithm-takes-effect and the
+//! tests that re-check it), never assumed from a write that "succeeds".
 
+use mpit::quirks::LibraryVersion;
 use mpit::{Catalogue, CvarInfo, Datatype, Library, Scope};
 
 pub use vocab::collective::{Collective, COLLECTIVES};
