@@ -8,7 +8,8 @@
 # fixed choice) and online time per call, the ratios online / oracle,
 # default / online and monitored / online (the default with the tool loaded,
 # no tuning; median, min-max over the rounds), and what online tuning
-# chose. See BENCHMARKS.md, "Collective tuning".
+# chose. The figures: BENCHMARKS.md#collective-tuning-issue-13; what they
+# mean: docs/benchmarks.md#what-the-numbers-mean-collective-tuning.
 #
 #   bash benches/collectives.sh              # 5 repetitions
 #   bash benches/collectives.sh --short      # CI: 1 short repetition on 2 ranks, checks every variant ran

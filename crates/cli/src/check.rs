@@ -137,7 +137,7 @@ fn check_against_mpi(files: &mut [Checked]) -> Result<Option<String>> {
     let mpit = MpiT::init().map_err(|e| match e {
         Error::NoMpi => anyhow::anyhow!(
             "{e}: this mpit-tuner was built without an MPI library to link, so \
-             --against-mpi cannot work (see the README on choosing MPI with MPICC)"
+             --against-mpi cannot work (choose MPI with MPICC: docs/libraries.md#choosing-the-mpi-library)"
         ),
         e => anyhow::Error::new(e).context("cannot initialise MPI_T"),
     })?;

@@ -336,7 +336,7 @@ fn gather(args: &ListArgs, filter: &Filter) -> Result<Option<Listing>> {
     let mpit = MpiT::init().map_err(|e| match e {
         Error::NoMpi => anyhow::anyhow!(
             "{e}: this mpit-tuner was built without an MPI library to link \
-             (mpit-sys found none; see the README on choosing MPI with MPICC)"
+             (mpit-sys found none; choose MPI with MPICC: docs/libraries.md#choosing-the-mpi-library)"
         ),
         e => anyhow::Error::new(e).context("cannot initialise MPI_T"),
     })?;

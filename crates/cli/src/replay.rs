@@ -27,7 +27,7 @@ PVAR classes:
 
   {\"catalogue\": {\"cvars\": {\"MPIR_CVAR_VBUF_POOL_REDUCED_VALUE\": {\"scope\": \"local\", \"count\": 4, \"type\": \"int\"}}, \"pvars\": {\"mv2_vbuf_max_use_array\": {\"class\": \"highwatermark\", \"count\": 4}}}}
 
-(crates/cli/README.md describes the format). A file with only a catalogue \
+(docs/cli.md#inputs-traces describes the format). A file with only a catalogue \
 line applies to every rank, e.g. to give the scopes of CVARs with logs, \
 which do not record them. Undeclared CVARs have scope LOCAL.
 

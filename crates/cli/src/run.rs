@@ -25,7 +25,7 @@ Example: mpit-tuner run --dir logs --interval 100ms -- mpiexec -n 4 ./app
 The options become environment variables of the launcher and, through it, \
 of every rank: --dir MPIT_TUNER_DIR, --interval MPIT_TUNER_INTERVAL, --pvars \
 MPIT_TUNER_PVARS, --policy MPIT_TUNER_POLICY, --quiet MPIT_TUNER_QUIET=1 \
-(README: environment variables). Variables already set in the environment \
+(docs/guide.md#environment-variables). Variables already set in the environment \
 (other MPIT_TUNER_* ones too) are passed on as well. LD_PRELOAD gets the \
 library in front of what it already holds; the launcher itself runs with it, \
 which is harmless (the library does nothing in a process that is not an MPI \
@@ -56,7 +56,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
 
-    /// Sampling interval, such as 1s, 100ms or 1ms (default 1s; durations: README.md#durations).
+    /// Sampling interval, such as 1s, 100ms or 1ms (default 1s; durations: docs/guide.md#durations).
     #[arg(long, value_name = "DURATION")]
     interval: Option<String>,
 
@@ -80,7 +80,7 @@ pub struct RunArgs {
     /// unless the environment sets it; other libraries say why not): every
     /// collective, or a list such as `allreduce,bcast`. Off by default: a
     /// different algorithm can change floating-point results in the last
-    /// bits (README.md#collective-tuning).
+    /// bits (docs/collective-tuning.md).
     #[arg(long, value_name = "LIST", num_args = 0..=1, default_missing_value = "tune")]
     tune_collectives: Option<String>,
 

@@ -34,7 +34,7 @@ pub struct Common {
     #[arg(long, value_name = "PATTERNS", value_delimiter = ',')]
     hosts: Vec<String>,
     /// How long to wait for every rank's answer (durations:
-    /// README.md#durations).
+    /// docs/guide.md#durations).
     #[arg(long, value_name = "DURATION", default_value = "10s")]
     timeout: String,
 }

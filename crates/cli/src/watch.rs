@@ -39,7 +39,7 @@ pub struct WatchArgs {
     /// Print one frame and exit.
     #[arg(long)]
     once: bool,
-    /// How often to refresh (durations: README.md#durations).
+    /// How often to refresh (durations: docs/guide.md#durations).
     #[arg(long, value_name = "DURATION", default_value = "1s")]
     every: String,
     /// How many variables and events a frame shows.

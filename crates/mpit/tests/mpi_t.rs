@@ -21,7 +21,7 @@ fn catalogue_lookups_and_refresh() {
     // Every CVAR that is not bound can be opened and read with its type
     // before MPI_Init. (After it, Open MPI 4.1 segfaults reading some
     // variables of components it unloaded, e.g. `opal_common_ucx_verbose`;
-    // see the README's notes on libraries.)
+    // see docs/libraries.md#known-library-bugs-and-their-work-arounds.)
     read_all_unbound(&mpit, &catalogue);
     let mpi = MpiProcess::init().unwrap();
     assert_eq!(mpi.size(), 1);

@@ -1,5 +1,6 @@
 //! The `[collectives]` table of a policy file: what online collective
-//! tuning tunes and how (README.md "Collective tuning"). Checked here for
+//! tuning tunes and how (docs/collective-tuning.md#what-to-tune; the keys:
+//! docs/policies.md#collective-tuning-collectives). Checked here for
 //! shape and ranges; the algorithm names are checked against the library
 //! when the job starts (and by `mpit-tuner check --against-mpi`), because
 //! they are the library's own.

@@ -1,6 +1,6 @@
 //! Duration strings: `"1s"`, `"250ms"`, `"2m"`, `"1.5h"`: the one duration
 //! grammar of the project, for policy files, the `MPIT_TUNER_*` variables and
-//! the command line alike (README.md, "Durations").
+//! the command line alike (docs/guide.md#durations).
 
 use std::time::Duration;
 

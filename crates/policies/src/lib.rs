@@ -27,7 +27,7 @@
 //!   [`CompiledPolicy::actions`] then gives the writes to perform.
 //!
 //! The policy language (file format and expressions) is documented in the
-//! crate's `README.md`, section "Language reference".
+//! user manual, `docs/policies.md#language-reference`.
 //!
 //! # Example
 //!

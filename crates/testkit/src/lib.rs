@@ -131,7 +131,7 @@ pub fn mpiexec_path_named(name: &str) -> PathBuf {
     which(name).unwrap_or_else(|| {
         panic!(
             "this test needs MPI, but `{name}` (the mpiexec of the {} build) was not found; \
-             install MPI (see README) or set MPIEXEC",
+             install MPI (see docs/guide.md#setting-up-a-machine) or set MPIEXEC",
             flavor()
         )
     })

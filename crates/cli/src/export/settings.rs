@@ -1,8 +1,8 @@
 //! The pre-init settings: one policy of phase `pre-init` whose `setenv`
 //! actions set each tuned collective's algorithm before the library reads
-//! it (the form of the eager-threshold policies, see the README's "Tuning
-//! settings the library reads at MPI_Init"), with the same settings as
-//! plain environment variables in its comments, for runs without the tool.
+//! it (the form of the eager-threshold policies, see docs/init-settings.md),
+//! with the same settings as plain environment variables in its comments,
+//! for runs without the tool.
 //!
 //! One variable holds one algorithm for every message size and
 //! communicator: where the run kept different algorithms for different

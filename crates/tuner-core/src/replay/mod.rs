@@ -384,7 +384,7 @@ mod tests {
         .unwrap()
     }
 
-    /// The thesis' policy (crates/policies/README.md), with extra keys.
+    /// The thesis' policy (docs/policies.md#overview), with extra keys.
     fn vbuf_policy(extra: &str) -> PolicySet {
         let text = format!(
             r#"

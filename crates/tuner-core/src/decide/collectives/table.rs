@@ -816,7 +816,7 @@ impl Tuner {
     /// runs the algorithm its peers agreed; for an algorithm variable it
     /// runs the value this rank holds: the start proved the value
     /// writable, so only a library that changes its mind gets here; see
-    /// the README, "Collective tuning", item 6.)
+    /// docs/collective-tuning.md#how-it-stays-safe, item 6.)
     fn put(&self, var: &Written, value: i64, collective: Collective) {
         if let Err(e) = var.put(value) {
             self.stop.store(true, Release);
