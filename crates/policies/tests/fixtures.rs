@@ -128,19 +128,32 @@ fn broken_fixtures_report_expected_messages() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-/// The TOML examples of the README stay valid.
+/// The TOML examples of the README and of the user manual's policy page
+/// (docs/policies.md) stay valid.
 #[test]
 fn readme_examples_parse() {
-    let readme = include_str!("../README.md");
+    examples_parse(include_str!("../README.md"), "README.md");
+    examples_parse(
+        include_str!("../../../docs/policies.md"),
+        "docs/policies.md",
+    );
+}
+
+/// Every ```toml block of `text` (at least two) loads.
+fn examples_parse(text: &str, file_name: &str) {
     let mut blocks = Vec::new();
-    let mut rest = readme;
+    let mut rest = text;
     while let Some(start) = rest.find("```toml\n") {
         let body = &rest[start + 8..];
         let end = body.find("```").unwrap();
         blocks.push(&body[..end]);
         rest = &body[end + 3..];
     }
-    assert!(blocks.len() >= 2);
+    assert!(
+        blocks.len() >= 2,
+        "{file_name}: {} TOML blocks",
+        blocks.len()
+    );
     for block in blocks {
         let whole = ["[[policy]]", "[collectives]"];
         let doc = if whole.iter().any(|w| block.trim_start().starts_with(w)) {
@@ -149,8 +162,8 @@ fn readme_examples_parse() {
             // Fragments (actions) go into a pre-init policy, where every action is legal.
             format!("[[policy]]\nname = \"readme\"\nphase = \"pre-init\"\n{block}")
         };
-        if let Err(e) = PolicySet::parse(&doc, "README.md") {
-            panic!("README example does not load:\n{doc}\n{e:#}");
+        if let Err(e) = PolicySet::parse(&doc, file_name) {
+            panic!("{file_name} example does not load:\n{doc}\n{e:#}");
         }
     }
 }
