@@ -271,20 +271,24 @@ fn created_win(rc: c_int, win: *mut MPI_Win) {
     }
 }
 
-macro_rules! comm_creator {
-    ($($sym:ident => $name:literal ( $($arg:ident : $ty:ty),* ) -> $out:ident;)+) => {$(
+/// Exports of MPI functions that create an object: each passes the
+/// application's arguments through and reports the handle written to its
+/// last argument, `$out` (a communicator or a window), to `$created` when
+/// the call succeeded.
+macro_rules! creator {
+    ($handle:ty, $created:ident: $($sym:ident => $name:literal ( $($arg:ident : $ty:ty),* ) -> $out:ident;)+) => {$(
         #[no_mangle]
-        pub unsafe extern "C" fn $sym($($arg: $ty,)* $out: *mut MPI_Comm) -> c_int {
-            let real = real!($name, unsafe extern "C" fn($($ty,)* *mut MPI_Comm) -> c_int);
+        pub unsafe extern "C" fn $sym($($arg: $ty,)* $out: *mut $handle) -> c_int {
+            let real = real!($name, unsafe extern "C" fn($($ty,)* *mut $handle) -> c_int);
             // SAFETY: the application's own arguments, passed through.
             let rc = unsafe { real($($arg,)* $out) };
-            created_comm(rc, $out);
+            $created(rc, $out);
             rc
         }
     )+};
 }
 
-comm_creator! {
+creator! { MPI_Comm, created_comm:
     MPI_Comm_dup => c"MPI_Comm_dup"(comm: MPI_Comm) -> newcomm;
     MPI_Comm_dup_with_info => c"MPI_Comm_dup_with_info"(comm: MPI_Comm, info: MPI_Info) -> newcomm;
     MPI_Comm_split => c"MPI_Comm_split"(comm: MPI_Comm, color: c_int, key: c_int) -> newcomm;
@@ -295,6 +299,41 @@ comm_creator! {
     MPI_Cart_sub => c"MPI_Cart_sub"(comm: MPI_Comm, remain_dims: *const c_int) -> newcomm;
     MPI_Intercomm_create => c"MPI_Intercomm_create"(local: MPI_Comm, local_leader: c_int, peer: MPI_Comm, remote_leader: c_int, tag: c_int) -> newcomm;
     MPI_Intercomm_merge => c"MPI_Intercomm_merge"(intercomm: MPI_Comm, high: c_int) -> newcomm;
+}
+
+creator! { MPI_Win, created_win:
+    MPI_Win_create => c"MPI_Win_create"(base: *mut c_void, size: MPI_Aint, disp_unit: c_int, info: MPI_Info, comm: MPI_Comm) -> win;
+    MPI_Win_allocate => c"MPI_Win_allocate"(size: MPI_Aint, disp_unit: c_int, info: MPI_Info, comm: MPI_Comm, baseptr: *mut c_void) -> win;
+    MPI_Win_allocate_shared => c"MPI_Win_allocate_shared"(size: MPI_Aint, disp_unit: c_int, info: MPI_Info, comm: MPI_Comm, baseptr: *mut c_void) -> win;
+    MPI_Win_create_dynamic => c"MPI_Win_create_dynamic"(info: MPI_Info, comm: MPI_Comm) -> win;
+}
+
+/// Exports of MPI functions that free an object: each reports the handle
+/// its argument points to to `$freeing` before the call frees
+/// it, then passes the argument through.
+macro_rules! freer {
+    ($handle:ty, $wrap:path, $freeing:path: $($sym:ident => $name:literal;)+) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $sym(object: *mut $handle) -> c_int {
+            let real = real!($name, unsafe extern "C" fn(*mut $handle) -> c_int);
+            // SAFETY: the application's pointer to the handle it is freeing.
+            if let Some(o) = unsafe { object.as_ref() } {
+                let o = *o;
+                guarded(stringify!($sym), || $freeing($wrap(o)));
+            }
+            // SAFETY: the application's own argument, passed through.
+            unsafe { real(object) }
+        }
+    )+};
+}
+
+freer! { MPI_Comm, Comm::from_raw, lifecycle::comm_freeing:
+    MPI_Comm_free => c"MPI_Comm_free";
+    MPI_Comm_disconnect => c"MPI_Comm_disconnect";
+}
+
+freer! { MPI_Win, Win::from_raw, lifecycle::win_freeing:
+    MPI_Win_free => c"MPI_Win_free";
 }
 
 // Fortran: Open MPI's Fortran bindings call PMPI_* directly, so the C
@@ -347,146 +386,6 @@ fortran! {
         // SAFETY: the application's own arguments, passed through.
         unsafe { real(comm, ierr) };
     }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
-    let real = real!(
-        c"MPI_Comm_free",
-        unsafe extern "C" fn(*mut MPI_Comm) -> c_int
-    );
-    // SAFETY: the application's pointer to the handle it is freeing.
-    if let Some(c) = unsafe { comm.as_ref() } {
-        let c = *c;
-        guarded("MPI_Comm_free", || {
-            lifecycle::comm_freeing(Comm::from_raw(c))
-        });
-    }
-    // SAFETY: the application's own argument, passed through.
-    unsafe { real(comm) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_disconnect(comm: *mut MPI_Comm) -> c_int {
-    let real = real!(
-        c"MPI_Comm_disconnect",
-        unsafe extern "C" fn(*mut MPI_Comm) -> c_int
-    );
-    // SAFETY: the application's pointer to the handle it is freeing.
-    if let Some(c) = unsafe { comm.as_ref() } {
-        let c = *c;
-        guarded("MPI_Comm_disconnect", || {
-            lifecycle::comm_freeing(Comm::from_raw(c))
-        });
-    }
-    // SAFETY: the application's own argument, passed through.
-    unsafe { real(comm) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_create(
-    base: *mut c_void,
-    size: MPI_Aint,
-    disp_unit: c_int,
-    info: MPI_Info,
-    comm: MPI_Comm,
-    win: *mut MPI_Win,
-) -> c_int {
-    let real = real!(
-        c"MPI_Win_create",
-        unsafe extern "C" fn(
-            *mut c_void,
-            MPI_Aint,
-            c_int,
-            MPI_Info,
-            MPI_Comm,
-            *mut MPI_Win,
-        ) -> c_int
-    );
-    // SAFETY: the application's own arguments, passed through.
-    let rc = unsafe { real(base, size, disp_unit, info, comm, win) };
-    created_win(rc, win);
-    rc
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_allocate(
-    size: MPI_Aint,
-    disp_unit: c_int,
-    info: MPI_Info,
-    comm: MPI_Comm,
-    baseptr: *mut c_void,
-    win: *mut MPI_Win,
-) -> c_int {
-    let real = real!(
-        c"MPI_Win_allocate",
-        unsafe extern "C" fn(
-            MPI_Aint,
-            c_int,
-            MPI_Info,
-            MPI_Comm,
-            *mut c_void,
-            *mut MPI_Win,
-        ) -> c_int
-    );
-    // SAFETY: the application's own arguments, passed through.
-    let rc = unsafe { real(size, disp_unit, info, comm, baseptr, win) };
-    created_win(rc, win);
-    rc
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_allocate_shared(
-    size: MPI_Aint,
-    disp_unit: c_int,
-    info: MPI_Info,
-    comm: MPI_Comm,
-    baseptr: *mut c_void,
-    win: *mut MPI_Win,
-) -> c_int {
-    let real = real!(
-        c"MPI_Win_allocate_shared",
-        unsafe extern "C" fn(
-            MPI_Aint,
-            c_int,
-            MPI_Info,
-            MPI_Comm,
-            *mut c_void,
-            *mut MPI_Win,
-        ) -> c_int
-    );
-    // SAFETY: the application's own arguments, passed through.
-    let rc = unsafe { real(size, disp_unit, info, comm, baseptr, win) };
-    created_win(rc, win);
-    rc
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_create_dynamic(
-    info: MPI_Info,
-    comm: MPI_Comm,
-    win: *mut MPI_Win,
-) -> c_int {
-    let real = real!(
-        c"MPI_Win_create_dynamic",
-        unsafe extern "C" fn(MPI_Info, MPI_Comm, *mut MPI_Win) -> c_int
-    );
-    // SAFETY: the application's own arguments, passed through.
-    let rc = unsafe { real(info, comm, win) };
-    created_win(rc, win);
-    rc
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_free(win: *mut MPI_Win) -> c_int {
-    let real = real!(c"MPI_Win_free", unsafe extern "C" fn(*mut MPI_Win) -> c_int);
-    // SAFETY: the application's pointer to the handle it is freeing.
-    if let Some(w) = unsafe { win.as_ref() } {
-        let w = *w;
-        guarded("MPI_Win_free", || lifecycle::win_freeing(Win::from_raw(w)));
-    }
-    // SAFETY: the application's own argument, passed through.
-    unsafe { real(win) }
 }
 
 // ---------------------------------------------------------------------------
