@@ -1,8 +1,6 @@
 //! Shared pieces of mpit-tuner's overhead benchmarks (see `BENCHMARKS.md`
 //! at the top of the repository).
 //!
-//! - [`alloc_count`]: a counting global allocator, for the checks that a
-//!   tick of policy evaluations allocates nothing;
 //! - [`fixtures`]: the policy files under test and synthetic values for
 //!   them, a realistic [`tuner_core::sample::Snapshot`], and a fake engine
 //!   backend served from it;
@@ -18,7 +16,6 @@
 //! collective-tuning comparison `src/bin/collectives.rs`
 //! (`benches/collectives.sh`).
 
-pub mod alloc_count;
 pub mod fixtures;
 pub mod jobs;
 pub mod paired;

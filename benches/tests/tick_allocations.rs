@@ -6,7 +6,7 @@
 //! One test in this binary, so that nothing else allocates while it counts
 //! (the counter only counts the test's own thread anyway).
 
-use mpit_tuner_benches::alloc_count::{count, Counting};
+use mpit_testkit::alloc_count::{count, Counting};
 use mpit_tuner_benches::fixtures::{self, at, SyntheticValues};
 use policies::{ActionView, CompiledPolicy, Decision, Env};
 use std::hint::black_box;

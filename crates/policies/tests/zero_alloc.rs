@@ -4,58 +4,10 @@
 //! This file holds a single test so that nothing else runs in the binary
 //! while it counts (the counter only counts the test's own thread anyway).
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use mpit_testkit::alloc_count::{count, Counting};
 use std::time::Duration;
 
 use policies::{ActionView, Decision, Env, PolicySet, Value, Values, VarSlot};
-
-struct Counting;
-
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
-static BYTES: AtomicUsize = AtomicUsize::new(0);
-
-thread_local! {
-    static COUNTING: Cell<bool> = const { Cell::new(false) };
-}
-
-fn note(size: usize) {
-    // `try_with`: the thread-local may be gone while a thread shuts down.
-    if COUNTING.try_with(Cell::get).unwrap_or(false) {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        BYTES.fetch_add(size, Ordering::Relaxed);
-    }
-}
-
-// SAFETY: every method forwards to `System` with the caller's arguments
-// unchanged, so `System`'s guarantees carry over; the counting touches only
-// atomics and a const-initialised thread-local, which never allocate.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        note(layout.size());
-        // SAFETY: same contract as our caller's (non-zero-size layout).
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        note(layout.size());
-        // SAFETY: same contract as our caller's.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` was allocated by `System` with `layout` (all our
-        // allocations forward to it).
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        note(new_size);
-        // SAFETY: `ptr` came from `System` with `layout`; caller guarantees `new_size`.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
@@ -141,16 +93,11 @@ fn evaluation_allocates_nothing_after_warm_up() {
     }
     let warm = fired;
 
-    COUNTING.with(|c| c.set(true));
-    for i in 100..10_100 {
-        tick(&mut samples, i, &mut fired);
-    }
-    COUNTING.with(|c| c.set(false));
-
-    let (n, bytes) = (
-        ALLOCATIONS.load(Ordering::Relaxed),
-        BYTES.load(Ordering::Relaxed),
-    );
+    let ((n, bytes), ()) = count(|| {
+        for i in 100..10_100 {
+            tick(&mut samples, i, &mut fired);
+        }
+    });
     assert!(
         fired - warm > 1000,
         "the policies must fire often: {}",
@@ -162,9 +109,7 @@ fn evaluation_allocates_nothing_after_warm_up() {
         "evaluation allocated {n} times ({bytes} bytes)"
     );
     // Sanity check that the counter works at all.
-    COUNTING.with(|c| c.set(true));
-    let v = std::hint::black_box(vec![1u8; 16]);
-    COUNTING.with(|c| c.set(false));
+    let ((n, _), v) = count(|| std::hint::black_box(vec![1u8; 16]));
     drop(v);
-    assert_eq!(ALLOCATIONS.load(Ordering::Relaxed), 1);
+    assert_eq!(n, 1);
 }

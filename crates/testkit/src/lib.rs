@@ -18,6 +18,7 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod alloc_count;
 pub mod netns;
 
 use std::ffi::OsStr;
@@ -80,6 +81,59 @@ pub fn examples_make_vars() -> Vec<String> {
             None => "FORTRAN=no".to_string(),
         },
     ]
+}
+
+/// The repository root (the examples, fixtures and scripts live under it).
+pub fn repo_root() -> PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("the repository root exists")
+}
+
+/// The example programs of this build's MPI library, built once per test
+/// binary with the examples' Makefile into `<target>/examples-<flavour>`
+/// (the target directory of the running test binary, which cargo puts in
+/// `<target>/<profile>/deps`). Without the MPI compiler wrappers (or
+/// gfortran, where the library has a Fortran wrapper) make fails, and so
+/// does the test.
+pub fn examples_dir() -> &'static std::path::Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let exe = std::env::current_exe().expect("the test binary knows its path");
+        let target = exe
+            .ancestors()
+            .nth(3)
+            .expect("the test binary is in <target>/<profile>/deps");
+        let out = target.join(format!("examples-{}", flavor()));
+        let mut make = Command::new("make");
+        make.arg("-C")
+            .arg(repo_root().join("examples"))
+            .args(examples_make_vars())
+            .arg(format!("OUT={}", out.display()))
+            // Not a sub-make of anything: no jobserver from the environment.
+            .env_remove("MAKEFLAGS")
+            .env_remove("MFLAGS");
+        let output = make
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run make (is it installed?): {e}"));
+        assert!(
+            output.status.success(),
+            "building the examples failed ({}): {make:?}\n--- stdout\n{}\n--- stderr\n{}",
+            output.status,
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        out
+    })
+}
+
+/// An example program of [`examples_dir`] (`comm_churn`, `coll_check`,
+/// `basics`, ...); fails the test when make did not produce it.
+pub fn example(name: &str) -> PathBuf {
+    let path = examples_dir().join(name);
+    assert!(path.is_file(), "make did not produce {}", path.display());
+    path
 }
 
 /// Says that the calling test does not apply to this build, and why: on
