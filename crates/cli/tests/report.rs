@@ -7,7 +7,7 @@
 //! binary; the examples are built with the build's MPI compiler. A missing
 //! MPI, compiler or library fails the tests.
 
-use mpit_testkit::{flavor, mpiexec, run, Job};
+use mpit_testkit::{flavor, mpiexec, repo_root, run, Job};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -21,13 +21,6 @@ fn profile_dir() -> PathBuf {
         .parent()
         .expect("the binary is in the profile directory")
         .to_path_buf()
-}
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .expect("the repository root exists")
 }
 
 /// `libmpit_tuner.so` of this build: next to the binary (`cargo build`), or

@@ -2,24 +2,17 @@
 //! preload library next to it, the example programs, fixtures, and running
 //! `mpit-tuner` with a clean environment under a timeout (one job at a time,
 //! through mpit-testkit).
-#![allow(dead_code)] // each test binary uses a different part
+#![allow(dead_code, unused_imports)] // each test binary uses a different part
 
 use mpit_testkit::{flavor, launcher_env, timeout, Job};
 use serde_json::Value as Json;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
 
 /// The `mpit-tuner` binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_mpit-tuner");
 
-/// The repository root.
-pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .expect("the repository root exists")
-}
+pub use mpit_testkit::repo_root;
 
 /// A file under `crates/cli/tests/fixtures`.
 pub fn fixture(name: &str) -> PathBuf {
@@ -50,37 +43,7 @@ pub fn preload_lib() -> PathBuf {
     so
 }
 
-/// The C examples of this build's MPI library, built once per test binary
-/// with the examples' Makefile into `<target>/examples-<flavor>` (where the
-/// preload tests build them too).
-pub fn example(name: &str) -> PathBuf {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    let dir = DIR.get_or_init(|| {
-        let target = profile_dir()
-            .parent()
-            .expect("the profile directory is in the target directory");
-        let out = target.join(format!("examples-{}", flavor()));
-        let mut make = Command::new("make");
-        make.arg("-C")
-            .arg(repo_root().join("examples"))
-            .args(mpit_testkit::examples_make_vars())
-            .arg(format!("OUT={}", out.display()))
-            .env_remove("MAKEFLAGS")
-            .env_remove("MFLAGS");
-        let output = make
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run make (is it installed?): {e}"));
-        assert!(
-            output.status.success(),
-            "building the examples failed: {make:?}\n{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        out
-    });
-    let path = dir.join(name);
-    assert!(path.is_file(), "make did not produce {}", path.display());
-    path
-}
+pub use mpit_testkit::example;
 
 /// `mpit-tuner ARGS` as a plain process under a timeout, without a preload
 /// or tuner settings from the caller's environment, with what MPI jobs need

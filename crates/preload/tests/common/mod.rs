@@ -6,7 +6,7 @@
 //! run one at a time, each under a timeout. Nothing is skipped: a missing
 //! MPI, compiler, example or tool fails the test with a message saying what
 //! to install or build.
-#![allow(dead_code)] // each test binary uses a different part
+#![allow(dead_code, unused_imports)] // each test binary uses a different part
 
 use mpit_testkit::{flavor, Job};
 use serde_json::Value;
@@ -21,13 +21,7 @@ pub const RANKS: u32 = 4;
 /// The sampling interval of test runs: short jobs still get many samples.
 pub const INTERVAL: &str = "10ms";
 
-/// The repository root.
-pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .expect("the repository root exists")
-}
+pub use mpit_testkit::repo_root;
 
 /// The profile directory of this build (`target/debug`,
 /// `target-openmpi/debug`): the test binary is `<profile>/deps/<name>`.
@@ -105,35 +99,7 @@ pub fn preload_lib() -> PathBuf {
     .clone()
 }
 
-/// The C and Fortran examples of this build's MPI library, built once per
-/// test binary with the examples' Makefile into `<target>/examples-<flavor>`.
-/// Without gfortran or the MPI compiler wrappers, make fails and so does
-/// the test.
-pub fn examples_dir() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let out = target_dir().join(format!("examples-{}", flavor()));
-        let mut make = Command::new("make");
-        make.arg("-C")
-            .arg(repo_root().join("examples"))
-            .args(mpit_testkit::examples_make_vars())
-            .arg(format!("OUT={}", out.display()))
-            // Not a sub-make of anything: no jobserver from the environment.
-            .env_remove("MAKEFLAGS")
-            .env_remove("MFLAGS");
-        let output = make
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run make (is it installed?): {e}"));
-        assert!(
-            output.status.success(),
-            "building the examples failed ({}): {make:?}\n--- stdout\n{}\n--- stderr\n{}",
-            output.status,
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-        out
-    })
-}
+pub use mpit_testkit::{example, examples_dir};
 
 /// The Fortran example `basics`, or `None` (the test then says it does not
 /// apply) when the library has no Fortran wrapper.
@@ -146,13 +112,6 @@ pub fn fortran_example(test: &str) -> Option<PathBuf> {
         return None;
     }
     Some(example("basics"))
-}
-
-/// An example program (`comm_churn`, `abort`, `not_mpi`, `basics`).
-pub fn example(name: &str) -> PathBuf {
-    let path = examples_dir().join(name);
-    assert!(path.is_file(), "make did not produce {}", path.display());
-    path
 }
 
 /// stencil3d as cargo built it for this target directory (debug, else
