@@ -6,7 +6,7 @@
 //! header's macro constants into symbols (`MPIT_INT`, `MPIT_COMM_WORLD`,
 //! `MPIT_T_ENUM_NULL`, `MPIT_SCOPE_ALL_EQ`, ...), and runs bindgen on the
 //! MPI_T part of `mpi.h`. It is the only crate that knows the header; the
-//! safe layer is `tuner-core`.
+//! safe layer is `mpit`.
 //!
 //! Nothing here is linked against MPI. Functions are resolved at run time
 //! from the MPI library the process already loaded ([`MpiFunctions::load`]),
