@@ -35,7 +35,7 @@ use mpit_sys::{MPI_Comm, MPI_Datatype, MPI_Op, MPI_Status};
 use mpit_tuner_benches::paired;
 use std::ffi::{c_char, c_int, c_void, CString};
 use std::hint::black_box;
-use tuner_core::decide::collectives;
+use tuner_core::collectives;
 use tuner_core::sample::toolmetrics;
 
 // Link the interposer into this binary (its exports are what we call).

@@ -54,7 +54,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use mpit_tuner_benches::jobs::{self, Job};
-use tuner_core::decide::collectives;
+use tuner_core::collectives;
 use vocab::record::Record;
 
 const USAGE: &str = "\

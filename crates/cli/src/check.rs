@@ -17,7 +17,7 @@
 //! `[collectives]` table: every collective listed for this library has an
 //! algorithm variable here, every algorithm name is one of its algorithms
 //! (the names and values the runtime uses, from
-//! `tuner_core::decide::collectives::algorithms`).
+//! `tuner_core::collectives::algorithms`).
 
 use anyhow::{Context, Result};
 use clap::Args;
@@ -27,7 +27,7 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use tuner_core::decide::collectives::LibraryAlgorithms;
+use tuner_core::collectives::LibraryAlgorithms;
 use tuner_core::decide::CatalogueView;
 
 const AFTER_HELP: &str = "\

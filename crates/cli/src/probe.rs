@@ -22,7 +22,7 @@ use mpit::{Binding, Catalogue, Cvar, Library, MpiProcess, MpiT, Object, PvarSess
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use tuner_core::decide::collectives::support;
+use tuner_core::collectives::support;
 
 /// `mpit-tuner probe` options.
 #[derive(Debug, clap::Args)]
@@ -80,7 +80,7 @@ pub struct ProbeFacts {
     /// Whether the value came back.
     pub env_setting_works: bool,
     /// When an algorithm written after `MPI_Init` takes effect, from the
-    /// version-keyed table ([`Support::when`](tuner_core::decide::collectives::Support::when)):
+    /// version-keyed table ([`Support::when`](tuner_core::collectives::Support::when)):
     /// `next call` (tuned online), `next communicator`, `start only` or
     /// `unknown`.
     pub collective_tuning: String,

@@ -13,7 +13,7 @@ use std::os::unix::fs::DirBuilderExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
-use tuner_core::decide::collectives::{Collective, COLLECTIVES};
+use tuner_core::collectives::{Collective, COLLECTIVES};
 use tuner_core::runtime::MIN_INTERVAL;
 
 /// The preload library's file name.

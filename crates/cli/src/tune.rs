@@ -20,7 +20,7 @@ use std::ffi::OsString;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use tuner_core::decide::collectives::{self, Collective, COLLECTIVES};
+use tuner_core::collectives::{self, Collective, COLLECTIVES};
 use vocab::record::Record;
 
 const AFTER_HELP: &str = "\

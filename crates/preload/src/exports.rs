@@ -19,7 +19,7 @@ use mpit_sys::{
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use tuner_core::decide::collectives::{self, Collective};
+use tuner_core::collectives::{self, Collective};
 use tuner_core::sample::toolmetrics::{self, Family, Timing};
 
 /// Runs the tuner's part of a wrapper; a panic disables the tuner.

@@ -209,7 +209,7 @@ pub fn comm_freeing(comm: Comm) {
     if let Some(shared) = shared() {
         shared.objects.retire(Object::Comm(comm));
     }
-    tuner_core::decide::collectives::comm_freeing(comm);
+    tuner_core::collectives::comm_freeing(comm);
 }
 
 /// A window was created.

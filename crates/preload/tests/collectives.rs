@@ -159,7 +159,7 @@ fn the_witness_says_when_a_written_algorithm_takes_effect() {
 /// The witness's verdict is what the support table says for the library
 /// version the witness printed: the table is measured, not assumed.
 fn the_table_agrees_with_the_witness(name: &str, out: &str) {
-    use tuner_core::decide::collectives::support;
+    use tuner_core::collectives::support;
     let version = out
         .lines()
         .find_map(|l| l.strip_prefix("coll_witness: library: "))

@@ -11,6 +11,11 @@
 //! - [`sample`]: the sampler, class-aware metrics, the lock-free table of
 //!   live communicators and windows, the interposer's own counters;
 //! - [`decide`]: the policy engine, its backends and the actuator;
+//! - [`collectives`]: online collective tuning: the algorithm of each
+//!   collective chosen per communicator and message size on the
+//!   application's own calls, switched only at points every rank reaches
+//!   together; behind its own boundary because its hot path runs inside
+//!   the application's calls, not on the helper thread;
 //! - [`finalize`]: the cross-rank summary and the end-of-run
 //!   recommendations;
 //! - [`replay`]: the trace format, the simulated backend and the driver of
@@ -26,6 +31,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod collectives;
 pub mod decide;
 pub mod finalize;
 pub mod replay;

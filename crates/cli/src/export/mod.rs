@@ -19,7 +19,7 @@ use crate::report::reading::{read_run, ProblemKind, Run};
 use anyhow::{bail, Context, Result};
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
-use tuner_core::decide::collectives::bin_text;
+use tuner_core::collectives::bin_text;
 use vocab::collective::Collective;
 
 /// `mpit-tuner export`.

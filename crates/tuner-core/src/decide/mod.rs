@@ -10,7 +10,6 @@
 
 pub mod actuator;
 mod backends;
-pub mod collectives;
 mod engine;
 mod hooks;
 

@@ -27,7 +27,7 @@ impl Runtime {
         let (mut done, wait) = self.stop_helper();
         // Back to the library's defaults before anything else of the
         // finalization runs collectives.
-        let tuning_notes = crate::decide::collectives::stop();
+        let tuning_notes = crate::collectives::stop();
         let snapshot = match &done {
             Some(d) => (*d.last).clone(),
             None => (*self.shared.snapshot()).clone(),
@@ -105,8 +105,8 @@ impl Runtime {
     /// then the close record.
     fn close_log(&self, mut done: HelperDone, snapshot: &Snapshot, mut notes: Vec<String>) {
         notes.extend(done.sampler.close());
-        for event in crate::decide::collectives::events() {
-            done.log.record(&crate::decide::collectives::record(&event));
+        for event in crate::collectives::events() {
+            done.log.record(&crate::collectives::record(&event));
         }
         for message in &notes {
             done.log.record(&warning(snapshot.t, message));
@@ -160,7 +160,7 @@ impl Runtime {
                     text: text.clone(),
                 })
                 .collect(),
-            collectives: crate::decide::collectives::logged(),
+            collectives: crate::collectives::logged(),
         };
         let written = serde_json::to_vec_pretty(&doc)
             .map_err(std::io::Error::other)

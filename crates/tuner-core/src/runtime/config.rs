@@ -3,7 +3,7 @@
 //! A bad value never stops the job: it produces one warning naming the
 //! variable and the value, and the default is used.
 
-use crate::decide::collectives::{Collective, Params, COLLECTIVES};
+use crate::collectives::{Collective, Params, COLLECTIVES};
 use policies::parse_duration;
 use regex::Regex;
 use serde::Serialize;

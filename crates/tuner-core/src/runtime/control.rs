@@ -16,14 +16,14 @@
 //! variables) is never written here. Those of them that online collective
 //! tuning drives are handed to it as a pending choice, which every rank
 //! pins at an agreed point of the collective (see
-//! [`crate::decide::collectives`]); the others are refused, with what is
+//! [`crate::collectives`]); the others are refused, with what is
 //! missing. `reload` compiles and checks the file on this rank before it
 //! replaces the running policies.
 
 use super::log::LogWriter;
 use super::Hooks;
+use crate::collectives;
 use crate::decide::actuator::{self, Request as WriteRequest, When};
-use crate::decide::collectives;
 use crate::decide::PolicyHooks;
 use mpit::meta::{Datatype, Scope};
 use mpit::{Catalogue, MpiT};

@@ -117,8 +117,8 @@ fn helper_loop(
         if let Some(steering) = &mut steering {
             steering.poll(&mpit, sampler.catalogue(), &mut hooks, &mut log, t);
         }
-        for event in crate::decide::collectives::events() {
-            log.record(&crate::decide::collectives::record(&event));
+        for event in crate::collectives::events() {
+            log.record(&crate::collectives::record(&event));
         }
         for w in sampler.take_warnings() {
             log.record(&warning(t, &w));

@@ -402,7 +402,7 @@ fn tune_collectives(
     log: &mut LogWriter,
     seq: &mut Collectives,
 ) {
-    use crate::decide::collectives::{self as tune, Bins, Params, Support, Target, COLLECTIVES};
+    use crate::collectives::{self as tune, Bins, Params, Support, Target, COLLECTIVES};
     let rank = info.rank;
     let spec = spec.unwrap_or_default();
     let d = Params::default();
@@ -663,11 +663,11 @@ fn target_at_start(
     catalogue: &Catalogue,
     own: &'static MpiT,
     info: &RunInfo,
-    c: crate::decide::collectives::Collective,
+    c: crate::collectives::Collective,
     wanted: &[String],
     log: &mut LogWriter,
-) -> Option<crate::decide::collectives::Target> {
-    use crate::decide::collectives as tune;
+) -> Option<crate::collectives::Target> {
+    use crate::collectives as tune;
     let default = tune::algorithm_cvar(info.version.library, c)
         .and_then(|name| catalogue.cvar(&name))
         .and_then(|v| mpit::Cvar::open(own, v, Object::None).ok())
@@ -701,13 +701,13 @@ fn own_mpit() -> Result<&'static MpiT> {
 /// then.
 fn drop_refused(
     mpit: Option<&'static MpiT>,
-    mut targets: Vec<crate::decide::collectives::Target>,
+    mut targets: Vec<crate::collectives::Target>,
     measure: bool,
     rank: i32,
     log: &mut LogWriter,
     seq: &mut Collectives,
-) -> Vec<crate::decide::collectives::Target> {
-    use crate::decide::collectives::{self as tune, search::MAX_CANDIDATES, COLLECTIVES};
+) -> Vec<crate::collectives::Target> {
+    use crate::collectives::{self as tune, search::MAX_CANDIDATES, COLLECTIVES};
     use mpit::collective::ReduceOp;
     // Refused here, or not known here (a rank without the target): this
     // rank + 1. The maximum over ranks names one that refused. After the
@@ -806,12 +806,12 @@ fn drop_refused(
 /// default could not be written back.
 fn try_candidates(
     own: &'static MpiT,
-    t: &crate::decide::collectives::Target,
+    t: &crate::collectives::Target,
     row: &mut [i64],
     no: i64,
     log: &mut LogWriter,
 ) -> (Option<mpit::Cvar<'static>>, Option<i64>) {
-    use crate::decide::collectives as tune;
+    use crate::collectives as tune;
     let cvar = match mpit::Cvar::open(own, &t.cvar, Object::None) {
         Ok(c) => c,
         Err(e) => {
@@ -856,14 +856,14 @@ fn try_candidates(
 /// back: this rank writes that value too through `cvar`, unless it holds
 /// it `already`, and keeps it for the rest of the job.
 fn follow_stuck(
-    t: &crate::decide::collectives::Target,
+    t: &crate::collectives::Target,
     cvar: Option<&mpit::Cvar<'_>>,
     already: bool,
     (value, on): (i64, i64),
     rank: i32,
     log: &mut LogWriter,
 ) {
-    use crate::decide::collectives as tune;
+    use crate::collectives as tune;
     let name = t.name_of(value).unwrap_or("?");
     let var = &t.cvar.name;
     let written = match cvar {

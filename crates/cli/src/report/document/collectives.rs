@@ -7,7 +7,7 @@
 use crate::report::reading::Run;
 use crate::report::tables::{Block, Section};
 use std::collections::BTreeMap;
-use tuner_core::decide::collectives::{self, OutcomeKey, Outcomes};
+use tuner_core::collectives::{self, OutcomeKey, Outcomes};
 use vocab::record::CollectiveTuning;
 use vocab::summary::CollectiveOutcome;
 

@@ -861,7 +861,7 @@ mod tests {
     /// checked against the list MVAPICH2 2.3.7 exports.
     #[test]
     fn mvapich2_variables_exist_in_its_list() {
-        let list = include_str!("../../../../policies/tests/fixtures/mvapich2-2.3.7-variables.txt");
+        let list = include_str!("../../../policies/tests/fixtures/mvapich2-2.3.7-variables.txt");
         let cvars: Vec<&str> = list
             .lines()
             .filter_map(|l| l.strip_prefix("CVAR "))
