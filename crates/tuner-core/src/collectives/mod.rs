@@ -53,10 +53,12 @@
 //! the same choice. A `set` of the default's name (`auto`) pins the
 //! default; searching does not resume in this run.
 
+mod bins;
 mod library;
 pub mod search;
-mod table;
+mod tuner;
 
+pub use bins::{bin_text, Bins};
 pub use library::{
     algorithm_cvar, algorithm_variable, algorithms, mpich4_algorithms, mpich5_algorithms,
     mpich_algorithms, mpich_cvar, mpich_fallback, mpich_fallback_name, mvapich2_cvar,
@@ -65,10 +67,10 @@ pub use library::{
     OPENMPI_DYNAMIC_RULES_CVAR,
 };
 pub use search::{Agreed, Event, Params, Search, State, Why};
-pub use table::{
-    activate, after, application_wrote, before, bin_text, call_failed, comm_freeing, events, on,
-    prepare, request_key, started, stop, try_write, tuner, Bins, ByComms, Fallback, Ticket,
-    TuneEvent, Tuner, What, MAX_COMMS,
+pub use tuner::{
+    activate, after, application_wrote, before, call_failed, comm_freeing, events, on, prepare,
+    request_key, started, stop, try_write, tuner, ByComms, Fallback, Ticket, TuneEvent, Tuner,
+    What, MAX_COMMS,
 };
 
 use std::collections::BTreeMap;

@@ -1,0 +1,253 @@
+//! The hot path: what the interposer calls around each blocking collective.
+
+use super::*;
+
+/// A tuned call in progress: returned by [`before`], given to [`after`].
+pub struct Ticket {
+    collective: Collective,
+    /// The communicator's state, its entry, the search and the
+    /// communicator (`None`: nothing to count after the call).
+    state: Option<(
+        AtomicRefMut<'static, CommState>,
+        &'static Entry,
+        usize,
+        Comm,
+    )>,
+    timed: bool,
+    /// This call runs a value other than the default: its variable is
+    /// written before and after it (read only for timed calls, to charge
+    /// them the writes).
+    switched: bool,
+    /// [`ByComms`]: the bits of the communicator to call on instead of the
+    /// application's (0: the application's).
+    on: u64,
+    /// [`ByComms`]: that communicator's algorithm is right only for a
+    /// commutative operation.
+    commutative_only: bool,
+}
+
+impl Ticket {
+    /// A call that runs untimed and is not counted after (the default
+    /// without a search, or a quiet call of a decided one).
+    #[inline(always)]
+    fn uncounted(collective: Collective) -> Ticket {
+        Ticket {
+            collective,
+            state: None,
+            timed: false,
+            switched: false,
+            on: 0,
+            commutative_only: false,
+        }
+    }
+
+    /// Whether the caller should time the call.
+    #[inline]
+    pub fn timed(&self) -> bool {
+        self.timed
+    }
+
+    /// The communicator to call on instead of the application's, if any
+    /// (a candidate communicator of [`ByComms`]).
+    #[inline]
+    pub fn on(&self) -> Option<Comm> {
+        (self.on != 0).then(|| Comm::from_bits(self.on))
+    }
+
+    /// Whether the communicator of [`Ticket::on`] may run this call only if
+    /// its operation is commutative (the caller runs it on the
+    /// application's communicator otherwise: the operation is the same on
+    /// every rank, so is that choice).
+    #[inline]
+    pub fn commutative_only(&self) -> bool {
+        self.commutative_only
+    }
+}
+
+/// Before a blocking collective on `comm` moving `bytes` (one rank's
+/// contribution): sets the algorithm this call must use. `None` when
+/// tuning is off for this collective (nothing to do after).
+///
+/// `bytes` is `None` when the library would not give the size of the
+/// call's datatype (`MPI_Type_size` failed): this rank cannot tell the
+/// call's size bin, which its peers know. It counts the call in the bin of
+/// the collective's last call on the communicator (right when the
+/// application repeats a size, as it mostly does), and stops tuning, which
+/// its peers learn at their next agreed point ([`Tuner::unsized_call`]).
+#[inline(always)]
+pub fn before(collective: Collective, comm: Comm, bytes: Option<u64>) -> Option<Ticket> {
+    if !ON.load(Relaxed) {
+        return None;
+    }
+    let t = TUNER.get()?;
+    let switch = t.switches[collective as usize].as_ref()?;
+    let overlapping = t.in_flight.load(Relaxed) != 0;
+    t.in_flight.store(1, Relaxed);
+    if overlapping && !t.stop.swap(true, AcqRel) {
+        t.tell(Some(collective), What::Concurrent);
+    }
+    let default = switch.target.candidates[0].1;
+    let Some(i) = t.entry(comm) else {
+        t.set(switch, default);
+        return Some(Ticket::uncounted(collective));
+    };
+    let entry = &t.entries[i];
+    let bin = match bytes {
+        Some(bytes) => t.bins.of(bytes),
+        None => t.unsized_call(entry, collective),
+    };
+    entry.last_bin[collective as usize].store(bin as u32, Relaxed);
+    let k = collective as usize * t.bins.len() + bin;
+    // Steady state: a call that changes nothing but the counts.
+    let quiet = entry.quiet[k].load(Relaxed);
+    if quiet as u32 != 0 {
+        entry.quiet[k].store(quiet - 1, Relaxed);
+        let c = (quiet >> 32) as usize;
+        if t.by_comms.is_some() {
+            let mut ticket = Ticket::uncounted(collective);
+            ticket.on = entry
+                .dups
+                .get(collective as usize * t.stride + c)
+                .map_or(0, |d| d.load(Relaxed));
+            ticket.commutative_only =
+                switch.commutative_only.checked_shr(c as u32).unwrap_or(0) & 1 != 0;
+            return Some(ticket);
+        }
+        let value = switch.target.candidates.get(c).map_or(default, |c| c.1);
+        t.set(switch, value);
+        return Some(Ticket::uncounted(collective));
+    }
+    let Ok(mut st) = entry.state.try_borrow_mut() else {
+        // Another thread holds this communicator: erroneous, and the
+        // algorithm cannot be chosen consistently any more.
+        t.stop.store(true, Release);
+        return Some(Ticket::uncounted(collective));
+    };
+    Tuner::settle(entry, &mut st, k);
+    let choice = st.searches[k].choice();
+    let value = switch.target.candidates[choice].1;
+    let on = if t.by_comms.is_some() {
+        t.candidate_comm(entry, &mut st, comm, switch, choice)
+    } else {
+        t.set(switch, value);
+        0
+    };
+    let timed = st.searches[k].wants_time();
+    Some(Ticket {
+        collective,
+        state: Some((st, entry, k, comm)),
+        timed,
+        switched: value != default && t.by_comms.is_none(),
+        on,
+        commutative_only: switch
+            .commutative_only
+            .checked_shr(choice as u32)
+            .unwrap_or(0)
+            & 1
+            != 0,
+    })
+}
+
+/// After the call [`before`] prepared, with its duration if it was timed.
+///
+/// The variable goes back to the library's default first: outside a tuned
+/// call the library's own internal collectives (a communicator's context
+/// id is agreed with an allreduce, `MPI_Finalize` runs collectives, and so
+/// do the tool's own reductions) read the same variable, and each rank's
+/// last tuned call may have been on a different communicator.
+///
+/// A timed call that ran another value than the default is charged for
+/// its writes (`Switch::switch_ns`, fixed at start): for calls of a
+/// few hundred nanoseconds the switch itself could cost more than a faster
+/// algorithm saves, and the search must see that. (Timing the write here
+/// instead would charge the clock's own cost: two clock reads of 25 ns
+/// around a 5 ns write on MPICH 4.0.2, counted twice, made every candidate
+/// of an 8-byte allreduce look 15% slower than it was.)
+#[inline(always)]
+pub fn after(ticket: Ticket, ns: Option<u64>) {
+    let Some(t) = TUNER.get() else { return };
+    let mut ns = ns;
+    if let Some(switch) = t.switches[ticket.collective as usize].as_ref() {
+        t.set(switch, switch.target.candidates[0].1);
+        if let (true, Some(n)) = (ticket.switched, ns.as_mut()) {
+            *n = n.saturating_add(switch.switch_ns);
+        }
+    }
+    if let Some((mut st, entry, k, comm)) = ticket.state {
+        if let Some(mine) = st.searches[k].count(ns) {
+            t.agree(entry, comm, &mut st, k, mine);
+        }
+        Tuner::refill(entry, &mut st, k);
+    }
+    t.in_flight.store(0, Relaxed);
+}
+
+/// A call the tuner ran on a candidate communicator ([`ByComms`]) failed
+/// with `code` (`message`: the library's words). Tuning stops on this rank
+/// (its peers learn it at their next agreed point); the interposer hands
+/// the error to the application's handler on its own communicator, as if
+/// the call had failed there.
+#[cold]
+pub fn call_failed(collective: Collective, message: &str) {
+    let Some(t) = TUNER.get() else { return };
+    t.stop.store(true, Release);
+    t.tell(
+        Some(collective),
+        What::CallFailed(format!(
+            "{} failed on a candidate communicator: {message}; the application's error handler \
+             has the error, and tuning stops on every rank at the next agreed point",
+            collective.name()
+        )),
+    );
+}
+
+/// The application frees `comm` (every rank of it does): its tuning
+/// communicator goes with it, and its entry is free for a new one.
+pub fn comm_freeing(comm: Comm) {
+    let Some(t) = TUNER.get() else { return };
+    let bits = comm.to_bits();
+    let high = t.high.load(Acquire);
+    let Some(e) = t.entries[..high]
+        .iter()
+        .find(|e| e.bits.load(Acquire) == bits)
+    else {
+        return;
+    };
+    e.bits.store(TOMBSTONE, Release);
+    match e.state.try_borrow_mut() {
+        Ok(mut st) => {
+            Tuner::settle_all(e, &mut st);
+            t.emit_measurements(&st);
+            for d in e.dups.iter() {
+                d.store(0, Relaxed);
+            }
+            for err in free_comms(&mut st) {
+                mpit::say!("mpit-tuner[rank {}]: {err}", t.world_rank);
+            }
+            drop(st);
+            e.bits.store(FREE, Release);
+        }
+        // In use by another thread: stays a tombstone until finalize.
+        Err(_) => t.stop.store(true, Release),
+    }
+}
+
+/// Frees a communicator's private and candidate communicators (collective
+/// over it: the application is freeing it, or finalizing); a message per
+/// failure.
+pub(super) fn free_comms(st: &mut CommState) -> Vec<String> {
+    let mut messages = Vec::new();
+    let dups = st.dups.iter_mut().filter_map(Option::take);
+    for (mut p, what) in st
+        .private
+        .take()
+        .map(|p| (p, "tuning"))
+        .into_iter()
+        .chain(dups.map(|p| (p, "candidate")))
+    {
+        if let Err(err) = p.free() {
+            messages.push(format!("freeing a {what} communicator: {err}"));
+        }
+    }
+    messages
+}

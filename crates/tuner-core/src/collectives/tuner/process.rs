@@ -1,0 +1,261 @@
+//! The tuner of this process: prepared, started once every rank agreed,
+//! read by the helper thread, stopped at finalize.
+
+use super::*;
+
+pub(super) static ON: AtomicBool = AtomicBool::new(false);
+pub(super) static TUNER: OnceLock<Tuner> = OnceLock::new();
+
+/// Prepares tuning `targets` in this process: opens the variables'
+/// handles (kept for the life of the process, on `mpit`, which is never
+/// finalized by the tool) and allocates the table. Returns the tuner, to be
+/// started with [`activate`] once every rank agreed on the same
+/// [`Tuner::signature`], and a message per collective that cannot be
+/// tuned here. With `by_comms` (Open MPI), calls switch communicators
+/// instead of writing variables.
+pub fn prepare(
+    mpit: &'static MpiT,
+    targets: Vec<Target>,
+    fallback: Option<Fallback>,
+    by_comms: Option<ByComms>,
+    bins: Bins,
+    params: Params,
+    world_rank: i32,
+) -> (Option<Tuner>, Vec<String>) {
+    let mut messages = Vec::new();
+    let mut switches: Vec<Option<Switch>> = COLLECTIVES.iter().map(|_| None).collect();
+    let fallback_ns = fallback.as_ref().map_or(0, |f| f.write_ns);
+    for target in targets {
+        let name = target.cvar.name.clone();
+        let opened = Cvar::open(mpit, &target.cvar, mpit::Object::None)
+            .map_err(|e| format!("{name}: cannot open it: {e}"))
+            .and_then(|cvar| {
+                // Measuring never writes the variable (nothing is switched;
+                // Open MPI's may not be writable after init at all), and
+                // switching communicators writes none around calls.
+                if params.measure || by_comms.is_some() {
+                    return Ok((cvar, 0));
+                }
+                let cost = write_cost(&cvar, target.candidates[0].1)
+                    .map_err(|e| format!("{name}: writing its default value fails: {e}"))?;
+                Ok((cvar, cost))
+            });
+        match opened {
+            Ok((cvar, write_ns)) => {
+                let i = target.collective as usize;
+                let commutative_only = match by_comms {
+                    Some(_) => target
+                        .candidates
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, (n, _))| {
+                            crate::collectives::library::open_mpi_needs_commutative(
+                                target.collective,
+                                n,
+                            )
+                        })
+                        .fold(0, |m, (i, _)| m | 1u32.checked_shl(i as u32).unwrap_or(0)),
+                    None => 0,
+                };
+                switches[i] = Some(Switch {
+                    var: Written::new(cvar, target.candidates[0].1),
+                    switch_ns: 2 * (write_ns + fallback_ns),
+                    target,
+                    pin: AtomicU64::new(0),
+                    commutative_only,
+                });
+            }
+            Err(message) => messages.push(message),
+        }
+    }
+    if switches.iter().all(Option::is_none) {
+        return (None, messages);
+    }
+    let mut fresh = Vec::with_capacity(COLLECTIVES.len() * bins.len());
+    for s in &switches {
+        let n = s.as_ref().map_or(1, |s| s.target.candidates.len());
+        fresh.extend((0..bins.len()).map(|_| Search::new(params, n)));
+    }
+    let (tx, rx) = crossbeam_channel::bounded(EVENT_QUEUE);
+    // Candidate communicators: per collective, one slot per candidate of
+    // the collective with the most (none without ByComms).
+    let stride = match by_comms {
+        Some(_) => switches
+            .iter()
+            .flatten()
+            .map(|s| s.target.candidates.len())
+            .max()
+            .unwrap_or(0),
+        None => 0,
+    };
+    let dups = COLLECTIVES.len() * stride;
+    let entries = (0..MAX_COMMS)
+        .map(|_| Entry {
+            bits: AtomicU64::new(FREE),
+            state: AtomicRefCell::new(CommState {
+                ready: false,
+                off: false,
+                label: 0,
+                rank: 0,
+                size: 0,
+                private: None,
+                dups: (0..dups).map(|_| None).collect(),
+                searches: fresh.clone(),
+                pinned: [0; COLLECTIVES.len()],
+                given: vec![0; fresh.len()],
+            }),
+            quiet: (0..fresh.len()).map(|_| AtomicU64::new(0)).collect(),
+            dups: (0..dups).map(|_| AtomicU64::new(0)).collect(),
+            last_bin: std::array::from_fn(|_| AtomicU32::new(0)),
+        })
+        .collect();
+    let tuner = Tuner {
+        switches,
+        fallback,
+        by_comms,
+        stride,
+        bins,
+        params,
+        fresh,
+        entries,
+        high: AtomicUsize::new(0),
+        in_flight: AtomicU32::new(0),
+        stop: AtomicBool::new(false),
+        tx,
+        rx,
+        lost: AtomicU64::new(0),
+        start: Instant::now(),
+        world_rank,
+        labels: AtomicU64::new(0),
+        requests: Mutex::new(Vec::new()),
+    };
+    (Some(tuner), messages)
+}
+
+/// Starts a prepared tuner: the application's collectives go through it
+/// from now on. Fails if one already runs in this process.
+pub fn activate(tuner: Tuner) -> Result<&'static Tuner, String> {
+    TUNER
+        .set(tuner)
+        .map_err(|_| "collective tuning was already started in this process".to_string())?;
+    ON.store(true, Release);
+    TUNER
+        .get()
+        .ok_or_else(|| "collective tuning did not start".to_string())
+}
+
+/// Whether tuning runs (one relaxed load: the interposer's test).
+#[inline]
+pub fn on() -> bool {
+    ON.load(Relaxed)
+}
+
+/// The tuner, if it runs.
+pub fn tuner() -> Option<&'static Tuner> {
+    ON.load(Acquire).then(|| TUNER.get()).flatten()
+}
+
+/// The tuner started in this process, running or stopped (names of the
+/// events drained after [`stop`]).
+pub fn started() -> Option<&'static Tuner> {
+    TUNER.get()
+}
+
+/// Events since the last call (the helper logs them on its tick).
+pub fn events() -> impl Iterator<Item = TuneEvent> {
+    TUNER.get().into_iter().flat_map(|t| t.rx.try_iter())
+}
+
+/// The application wrote a control variable through MPI_T itself (the
+/// preload sees its `MPI_T_cvar_write`; the tool's own writes go past it).
+/// Each variable the tuner writes around calls is read back: one whose
+/// value changed is the application's from now on. The tuner never writes
+/// it again, this call's peers (which ran the same write, as an ALL_EQ
+/// variable requires) do the same, and tuning stops on every rank at the
+/// next agreed point. A write of the value set now changes nothing and is
+/// not seen (between calls that is the value set at start).
+#[cold]
+pub fn application_wrote() {
+    let Some(t) = tuner() else { return };
+    let fallback = t.fallback.as_ref().map(|f| (&f.var, None));
+    let switches = t
+        .switches
+        .iter()
+        .flatten()
+        .map(|s| (&s.var, Some(&s.target)));
+    for (var, target) in switches.chain(fallback) {
+        if var.foreign.load(Acquire) {
+            continue;
+        }
+        let held = var.current.load(Relaxed);
+        let message = match var.cvar.read().map(|v| v.as_i64()) {
+            Ok(Some(v)) if v == held => continue,
+            Ok(Some(v)) => {
+                var.current.store(v, Relaxed);
+                let name = match target {
+                    Some(t) => t.name_of(v),
+                    None => crate::collectives::library::mpich_fallback_name(v),
+                };
+                let value = name.map_or_else(|| v.to_string(), |n| format!("`{n}` ({v})"));
+                format!("the application wrote {value} itself")
+            }
+            Ok(None) => "the application wrote it, and it reads back as no integer".into(),
+            Err(e) => {
+                format!("the application wrote a variable, and reading this one back failed ({e})")
+            }
+        };
+        var.foreign.store(true, Release);
+        t.stop.store(true, Release);
+        let message = format!(
+            "{}: {message}: the tool never writes it again, and tuning stops on every rank at \
+             the next agreed point",
+            var.name()
+        );
+        t.tell(
+            target.map(|t| t.collective),
+            What::ApplicationWrote(message),
+        );
+    }
+}
+
+/// Stops tuning inside `MPI_Finalize`, before the library's own
+/// finalization: every variable back to its default and the tuning
+/// communicators freed. (The variables' handles stay open: they live in a
+/// process-wide table, and `MPI_Finalize` frees them.) Returns messages for
+/// the log.
+pub fn stop() -> Vec<String> {
+    let mut messages = Vec::new();
+    if !ON.swap(false, AcqRel) {
+        return messages;
+    }
+    let Some(t) = TUNER.get() else {
+        return messages;
+    };
+    let mut restore = |var: &Written, value: i64, what: &str| {
+        if let Err(e) = var.put(value) {
+            messages.push(format!("{}: could not write {what} back: {e}", var.name()));
+        }
+    };
+    for s in t.switches.iter().flatten() {
+        restore(&s.var, s.target.candidates[0].1, "the default");
+    }
+    if let Some(f) = &t.fallback {
+        restore(&f.var, f.user, "the application's value");
+    }
+    for e in t.entries.iter() {
+        match e.state.try_borrow_mut() {
+            Ok(mut st) => {
+                Tuner::settle_all(e, &mut st);
+                if e.bits.load(Acquire) != FREE {
+                    t.emit_measurements(&st);
+                }
+                for d in e.dups.iter() {
+                    d.store(0, Relaxed);
+                }
+                messages.extend(free_comms(&mut st));
+            }
+            Err(_) => messages.push("a tuning communicator was still in use at finalize".into()),
+        }
+    }
+    messages
+}
