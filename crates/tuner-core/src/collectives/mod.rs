@@ -56,6 +56,7 @@
 mod bins;
 mod library;
 pub mod search;
+pub(crate) mod setup;
 mod tuner;
 
 pub use bins::{bin_text, Bins};

@@ -1,0 +1,515 @@
+//! Starting online collective tuning after `MPI_Init`: which collectives
+//! and candidates this library allows, the variables proved writable (or
+//! refused with the reason), and the agreement of every rank on the same
+//! tuner, in one reduction and one agreement on the tool's communicator.
+//! The runtime calls [`start`] once, on the application's thread.
+
+use crate::runtime::log::LogWriter;
+use crate::runtime::serde_name;
+use crate::runtime::{Config, RunInfo};
+use mpit::collective::{Collectives, Verdict};
+use mpit::{Catalogue, MpiT, Object, Result};
+
+/// Starts online collective tuning if this library allows it, on every
+/// rank or on none: the ranks agree that they tune the same collectives
+/// with the same candidates and parameters (else they would reach
+/// different agreed points), in one reduction and one agreement on the
+/// tool's communicator.
+pub(crate) fn start(
+    config: &Config,
+    spec: Option<policies::CollectiveSpec>,
+    catalogue: &Catalogue,
+    info: &RunInfo,
+    log: &mut LogWriter,
+    seq: &mut Collectives,
+) {
+    use crate::collectives::{self as tune, Bins, Params, Support, Target, COLLECTIVES};
+    let rank = info.rank;
+    let spec = spec.unwrap_or_default();
+    let d = Params::default();
+    let measure = config.collectives.as_ref().is_some_and(|c| c.measure);
+    // A window from the environment is exact: every window that many
+    // calls from the first call on, none lengthened, shortened or thrown
+    // away (window 1 is the most aggressive setting).
+    let exact = config.collectives.as_ref().and_then(|c| c.window);
+    let ns = |t: Option<std::time::Duration>, default: f64| {
+        if exact.is_some() {
+            0.0
+        } else {
+            t.map_or(default, |t| t.as_nanos() as f64)
+        }
+    };
+    let params = Params {
+        window: exact.or(spec.window).unwrap_or(d.window),
+        measure,
+        windows: spec.windows.unwrap_or(d.windows),
+        window_time_ns: ns(spec.window_time, d.window_time_ns),
+        min_window_time_ns: ns(spec.min_window_time, d.min_window_time_ns),
+        settle_ns: ns(spec.settle, d.settle_ns),
+        margin: spec.margin.unwrap_or(d.margin),
+        drop_factor: spec.drop_factor.unwrap_or(d.drop_factor),
+        recheck: spec.recheck.unwrap_or(d.recheck),
+        min_comm_size: spec.min_comm_size.unwrap_or(d.min_comm_size),
+        ..d
+    };
+    let bins = spec.bins.clone().map_or_else(Bins::default, Bins::new);
+    let asked: Vec<_> = config
+        .collectives
+        .as_ref()
+        .map(|c| c.collectives.clone())
+        .unwrap_or_default();
+    let library = serde_name(info.version.library);
+    // Per collective, the candidates the file names for this library
+    // (empty: all); collectives the file does not list for it are not
+    // tuned when it lists any.
+    let plan: Vec<(tune::Collective, Vec<String>)> = match spec.for_library(&library) {
+        // Measuring needs no candidates: what is asked, or everything.
+        _ if measure && asked.is_empty() => COLLECTIVES.iter().map(|c| (*c, Vec::new())).collect(),
+        _ if measure => asked.iter().map(|c| (*c, Vec::new())).collect(),
+        Some(listed) => listed
+            .iter()
+            .filter(|(c, _)| asked.is_empty() || asked.contains(c))
+            .cloned()
+            .collect(),
+        None if asked.is_empty() => COLLECTIVES.iter().map(|c| (*c, Vec::new())).collect(),
+        None => asked.iter().map(|c| (*c, Vec::new())).collect(),
+    };
+    let mut why_not = None;
+    let mut prepared = None;
+    let mut targets = Vec::new();
+    let mut fallback = None;
+    let mut by_comms = None;
+    let mut mpit_ref: Option<&'static MpiT> = None;
+    if crate::sample::toolmetrics::concurrent_callers() {
+        why_not = Some(
+            "the application initialised MPI with MPI_THREAD_MULTIPLE: the algorithm variables are \
+             process-wide, so two threads' collectives could see each other's choice; collective \
+             tuning is off"
+                .to_string(),
+        );
+    } else if measure {
+        // Nothing is switched: every library can be measured.
+        match own_mpit() {
+            Ok(own) => {
+                for (c, _) in &plan {
+                    let (c, cvar) = match tune::algorithms(catalogue, info.version, *c) {
+                        Ok((cvar, _)) => (*c, cvar),
+                        Err(e) => {
+                            log.record(&tune::note(0.0, "skipped", e));
+                            continue;
+                        }
+                    };
+                    let start_value = mpit::Cvar::open(own, &cvar, Object::None)
+                        .and_then(|v| v.read())
+                        .ok()
+                        .and_then(|v| v.as_i64());
+                    let Some(start_value) = start_value else {
+                        log.record(&tune::note(
+                            0.0,
+                            "skipped",
+                            format!("{}: its value cannot be read", cvar.name),
+                        ));
+                        continue;
+                    };
+                    match Target::measured(catalogue, info.version, c, start_value) {
+                        Ok((t, all)) => {
+                            log.record(&tune::algorithms_record(&t, &all));
+                            targets.push(t);
+                        }
+                        Err(e) => log.record(&tune::note(0.0, "skipped", e)),
+                    }
+                }
+                mpit_ref = Some(own);
+            }
+            Err(e) => why_not = Some(format!("MPI_T is not available for the tuner: {e}")),
+        }
+    } else {
+        match tune::support(info.version) {
+            Support::NextCall => match own_mpit() {
+                Ok(own) => {
+                    for (c, names) in &plan {
+                        let c = *c;
+                        let known = tune::mpich_algorithms(info.version, c).unwrap_or_default();
+                        let mut wanted = Vec::new();
+                        for n in names {
+                            if known.iter().any(|k| k.eq_ignore_ascii_case(n)) {
+                                wanted.push(n.clone());
+                            } else {
+                                log.record(&tune::note(
+                                    0.0,
+                                    "skipped",
+                                    format!(
+                                        "{}: `{n}` is not one of its algorithms ({}); the policy file names it for {library}",
+                                        tune::mpich_cvar(c),
+                                        known.join(", ")
+                                    ),
+                                ));
+                            }
+                        }
+                        if !names.is_empty() && wanted.is_empty() {
+                            continue;
+                        }
+                        targets.extend(target_at_start(catalogue, own, info, c, &wanted, log));
+                    }
+                    // A candidate MPICH cannot use for a call's arguments
+                    // must fall back, never fail the call or print.
+                    let kept = tune::mpich_fallback(catalogue).and_then(|f| match f {
+                        Some((info, silent)) => tune::Fallback::open(own, &info, silent),
+                        None => Ok(None),
+                    });
+                    match kept {
+                        Ok(f) => fallback = f,
+                        Err(e) => {
+                            targets.clear();
+                            why_not = Some(format!(
+                                "{e}; a candidate MPICH cannot use for a call's arguments could \
+                                 fail that call, so collective tuning is off"
+                            ));
+                        }
+                    }
+                    mpit_ref = Some(own);
+                }
+                Err(e) => why_not = Some(format!("MPI_T is not available for the tuner: {e}")),
+            },
+            // Open MPI: calls run on candidate communicators.
+            Support::NextCommunicator => match own_mpit() {
+                Ok(own) => {
+                    let by = catalogue
+                        .cvar(tune::OPENMPI_DYNAMIC_RULES_CVAR)
+                        .ok_or_else(|| {
+                            format!(
+                                "this Open MPI has no {} (is the coll/tuned component loaded?)",
+                                tune::OPENMPI_DYNAMIC_RULES_CVAR
+                            )
+                        })
+                        .and_then(|rules| tune::ByComms::open(own, rules, info.version));
+                    match by {
+                        Ok(by) => {
+                            for (c, names) in &plan {
+                                let Some(mut t) =
+                                    target_at_start(catalogue, own, info, *c, names, log)
+                                else {
+                                    continue;
+                                };
+                                // What this version never runs right on
+                                // every call: one record at start.
+                                let version = by.version();
+                                for m in t.leave_out(|n| tune::open_mpi_left_out(version, *c, n)) {
+                                    log.record(&tune::note(0.0, "skipped", m));
+                                }
+                                targets.push(t);
+                            }
+                            by_comms = Some(by);
+                            mpit_ref = Some(own);
+                        }
+                        Err(e) => why_not = Some(e),
+                    }
+                }
+                Err(e) => why_not = Some(format!("MPI_T is not available for the tuner: {e}")),
+            },
+            other => why_not = other.why_not(),
+        }
+    }
+    // Every rank makes the same collective calls from here on, whatever it
+    // found: one reduction drops the candidates any rank's library refused.
+    let wanted = !targets.is_empty();
+    let targets = drop_refused(mpit_ref, targets, measure, rank, log, seq);
+    if let Some(own) = mpit_ref {
+        let (tuner, messages) = tune::prepare(own, targets, fallback, by_comms, bins, params, rank);
+        for m in messages {
+            log.record(&tune::note(0.0, "skipped", m));
+        }
+        if tuner.is_none() && why_not.is_none() {
+            why_not = Some(if wanted {
+                "no collective can be tuned on every rank (the ranks' logs say why)".into()
+            } else {
+                "no collective of this library can be tuned".into()
+            });
+        }
+        prepared = tuner;
+    }
+    let signature = prepared.as_ref().map_or(0, tune::Tuner::signature);
+    let same = seq.all_equal(signature as i64);
+    let verdict = seq.agree();
+    let why_not = match (verdict, same, prepared) {
+        (Verdict::AllOk, true, Some(tuner)) => match tune::activate(tuner) {
+            Ok(t) => {
+                let what = t
+                    .tuned()
+                    .map(|t| {
+                        let names: Vec<_> = t.candidates.iter().map(|(n, _)| n.as_str()).collect();
+                        format!("{} ({})", t.collective.name(), names.join(", "))
+                    })
+                    .collect::<Vec<_>>()
+                    .join("; ");
+                let verb = if measure { "measuring" } else { "tuning" };
+                let fallback = t.fallback().map_or_else(String::new, |f| {
+                    format!(
+                        "; {} is {}: the calls switched to another algorithm run with silent, \
+                         so one MPICH cannot use for a call falls back to MPICH's choice",
+                        tune::MPICH_FALLBACK_CVAR,
+                        tune::mpich_fallback_name(f.user()).unwrap_or("not silent"),
+                    )
+                });
+                log.record(&tune::note(
+                    0.0,
+                    "start",
+                    format!("{verb} {what}; window {} calls{fallback}", params.window),
+                ));
+                if rank == 0 {
+                    mpit::say!("mpit-tuner: collective {verb} on: {what}{fallback}");
+                }
+                return;
+            }
+            Err(e) => e.to_string(),
+        },
+        (Verdict::Failed(why), _, _) => format!("the ranks could not agree: {why}"),
+        (_, false, _) => "the ranks differ in what they could tune (library, variables or settings); collective tuning is off on all ranks".into(),
+        (_, true, None) => why_not.unwrap_or_else(|| "nothing to tune".into()),
+    };
+    log.record(&tune::note(0.0, "off", why_not.clone()));
+    tune::set_off_reason(why_not.clone());
+    if rank == 0 {
+        mpit::say!("mpit-tuner: collective tuning is off: {why_not}");
+    }
+}
+
+/// The collective tuner's own reference on MPI_T: its handles live as long
+/// as the process, so this reference is never finalized by the tool.
+/// The target of collective `c`: the value its algorithm variable holds
+/// now is the default, `wanted` the candidates (names; empty: every
+/// algorithm). `None`, with a `skipped` record saying why, when it cannot
+/// be tuned here.
+fn target_at_start(
+    catalogue: &Catalogue,
+    own: &'static MpiT,
+    info: &RunInfo,
+    c: crate::collectives::Collective,
+    wanted: &[String],
+    log: &mut LogWriter,
+) -> Option<crate::collectives::Target> {
+    use crate::collectives as tune;
+    let default = tune::algorithm_cvar(info.version.library, c)
+        .and_then(|name| catalogue.cvar(&name))
+        .and_then(|v| mpit::Cvar::open(own, v, Object::None).ok())
+        .and_then(|v| v.read().ok())
+        .and_then(|v| v.as_i64())
+        .unwrap_or(0);
+    tune::Target::find(catalogue, info.version, c, default, wanted)
+        .map_err(|e| log.record(&tune::note(0.0, "skipped", e)))
+        .ok()
+}
+
+fn own_mpit() -> Result<&'static MpiT> {
+    let mut own = MpiT::init()?;
+    own.set_finalize_on_drop(false);
+    Ok(Box::leak(Box::new(own)))
+}
+
+/// Tries every candidate of every target once on this rank (write, read
+/// back, default written back) and drops, on every rank alike, those that
+/// any rank's library refused: a value refused at run time on one rank
+/// would make that rank run a call with another algorithm than its peers.
+/// The notes name the highest-numbered rank that refused.
+///
+/// A rank that took a candidate but cannot write the default back holds
+/// that candidate for the rest of the job: the same reduction carries its
+/// value, and every rank writes it, so that all run the same algorithm.
+/// For that, allreduce's variable is tried last: the reduction agreeing on
+/// the others is an `MPI_Allreduce`, which reads it (a rank stuck on
+/// another allreduce than its peers would hang there). Its own agreement
+/// is an `MPI_Reduce` and an `MPI_Bcast`, whose variables are agreed by
+/// then.
+fn drop_refused(
+    mpit: Option<&'static MpiT>,
+    mut targets: Vec<crate::collectives::Target>,
+    measure: bool,
+    rank: i32,
+    log: &mut LogWriter,
+    seq: &mut Collectives,
+) -> Vec<crate::collectives::Target> {
+    use crate::collectives::{self as tune, search::MAX_CANDIDATES, COLLECTIVES};
+    use mpit::collective::ReduceOp;
+    // Refused here, or not known here (a rank without the target): this
+    // rank + 1. The maximum over ranks names one that refused. After the
+    // candidates' rows, one slot per collective: the value a rank is stuck
+    // on, as `(value + 1) << 32 | rank` (0: none).
+    let no = i64::from(rank) + 1;
+    let stuck = COLLECTIVES.len() * MAX_CANDIDATES;
+    let mut refused = vec![no; stuck];
+    refused.resize(stuck + COLLECTIVES.len(), 0);
+    let mut agreed = refused.clone();
+    for last in [false, true] {
+        let phase = |t: &tune::Target| (t.collective == tune::Collective::Allreduce) == last;
+        let mut cvars = Vec::new();
+        // (After a failed reduction nothing more is tried: it ends here.)
+        if let Some(own) = mpit.filter(|_| !seq.failed()) {
+            for t in targets.iter().filter(|t| phase(t)) {
+                let c = t.collective as usize;
+                let row = &mut refused[c * MAX_CANDIDATES..(c + 1) * MAX_CANDIDATES];
+                let (cvar, held) = try_candidates(own, t, row, no, log);
+                if let Some(v) = held.filter(|v| (0..i64::from(i32::MAX)).contains(v)) {
+                    // (Algorithm values are small and not negative.)
+                    refused[stuck + c] = ((v + 1) << 32) | i64::from(rank);
+                }
+                cvars.push(cvar);
+            }
+        }
+        // Every rank makes both reductions, whatever failed before.
+        let mut got = vec![no; refused.len()];
+        if last {
+            seq.reduce_bcast_i64(&refused, &mut got, ReduceOp::Max);
+        } else {
+            seq.allreduce_i64(&refused, &mut got, ReduceOp::Max);
+        }
+        if seq.failed() {
+            continue;
+        }
+        for (t, cvar) in targets.iter().filter(|t| phase(t)).zip(&cvars) {
+            let c = t.collective as usize;
+            let row = c * MAX_CANDIDATES..(c + 1) * MAX_CANDIDATES;
+            agreed[row.clone()].copy_from_slice(&got[row]);
+            let slot = stuck + c;
+            agreed[slot] = got[slot];
+            if got[slot] != 0 {
+                let (value, on) = ((got[slot] >> 32) - 1, got[slot] & 0xffff_ffff);
+                let here = refused[slot] >> 32 == got[slot] >> 32;
+                follow_stuck(t, cvar.as_ref(), here, (value, on), rank, log);
+            }
+        }
+    }
+    if seq.failed() {
+        return Vec::new();
+    }
+    targets.retain_mut(|t| {
+        let row = t.collective as usize * MAX_CANDIDATES;
+        if agreed[row] != 0 {
+            if refused[row] == 0 {
+                log.record(&tune::note(
+                    0.0,
+                    "skipped",
+                    format!(
+                        "{}: not tuned: rank {} cannot tune it (its log says why)",
+                        t.cvar.name,
+                        agreed[row] - 1
+                    ),
+                ));
+            }
+            return false;
+        }
+        let mut i = 0;
+        t.candidates.retain(|(name, value)| {
+            let keep = i == 0 || agreed[row + i] == 0;
+            if !keep {
+                log.record(&tune::note(
+                    0.0,
+                    "skipped",
+                    format!(
+                        "{}: `{name}` ({value}) dropped: refused on rank {}",
+                        t.cvar.name,
+                        agreed[row + i] - 1
+                    ),
+                ));
+            }
+            i += 1;
+            keep
+        });
+        // Measuring keeps the one algorithm set at start.
+        t.candidates.len() > 1 || measure
+    });
+    targets
+}
+
+/// Tries `t`'s candidates on this rank, clearing in its `row` of
+/// [`drop_refused`] (index 0: the collective, then its candidates; each
+/// `no` until taken) those the library takes. Returns the handle, if it
+/// could be opened, and the candidate this rank is stuck on, if the
+/// default could not be written back.
+fn try_candidates(
+    own: &'static MpiT,
+    t: &crate::collectives::Target,
+    row: &mut [i64],
+    no: i64,
+    log: &mut LogWriter,
+) -> (Option<mpit::Cvar<'static>>, Option<i64>) {
+    use crate::collectives as tune;
+    let cvar = match mpit::Cvar::open(own, &t.cvar, Object::None) {
+        Ok(c) => c,
+        Err(e) => {
+            log.record(&tune::note(0.0, "skipped", format!("{}: {e}", t.cvar.name)));
+            return (None, None);
+        }
+    };
+    let default = t.candidates[0].1;
+    row[0] = 0;
+    for (i, (name, value)) in t.candidates.iter().enumerate().skip(1) {
+        match tune::try_write(&cvar, *value) {
+            Ok(()) => row[i] = 0,
+            Err(why) => log.record(&tune::note(
+                0.0,
+                "skipped",
+                format!("{}: `{name}` ({value}) {why}", t.cvar.name),
+            )),
+        }
+        if let Err(e) = cvar.write_scalar_int(default) {
+            // The default cannot be put back: nothing of this
+            // collective is tuned, on any rank.
+            row[0] = no;
+            log.record(&tune::note(
+                0.0,
+                "skipped",
+                format!("{}: writing the default back failed: {e}", t.cvar.name),
+            ));
+        }
+    }
+    // What this rank runs now, if it can tell; if not, the last candidate,
+    // the value it holds if that write succeeded and the write-back failed.
+    let held = (row[0] != 0).then(|| {
+        cvar.read()
+            .ok()
+            .and_then(|v| v.as_i64())
+            .unwrap_or_else(|| t.candidates.last().map_or(default, |c| c.1))
+    });
+    (Some(cvar), held.filter(|&v| v != default))
+}
+
+/// Rank `on` holds `t`'s candidate `value` and cannot write the default
+/// back: this rank writes that value too through `cvar`, unless it holds
+/// it `already`, and keeps it for the rest of the job.
+fn follow_stuck(
+    t: &crate::collectives::Target,
+    cvar: Option<&mpit::Cvar<'_>>,
+    already: bool,
+    (value, on): (i64, i64),
+    rank: i32,
+    log: &mut LogWriter,
+) {
+    use crate::collectives as tune;
+    let name = t.name_of(value).unwrap_or("?");
+    let var = &t.cvar.name;
+    let written = match cvar {
+        _ if already => Ok(()),
+        Some(c) => c.write_scalar_int(value).map_err(|e| e.to_string()),
+        None => Err("no handle on it".to_string()),
+    };
+    let what =
+        format!("{var}: rank {on} holds `{name}` ({value}) and cannot write the default back");
+    match written {
+        Ok(()) => log.record(&tune::note(
+            0.0,
+            "skipped",
+            format!(
+                "{what}: every rank keeps `{name}` for the rest of the job, so that all run the \
+                 same algorithm"
+            ),
+        )),
+        Err(e) => {
+            let message = format!(
+                "{what}, and writing `{name}` here failed too ({e}): the ranks may run \
+                 different algorithms for this collective"
+            );
+            mpit::say!("mpit-tuner[rank {rank}]: {message}");
+            log.record(&tune::note(0.0, "skipped", message));
+        }
+    }
+}
