@@ -42,6 +42,26 @@ pub struct PolicyHooks {
 }
 
 impl PolicyHooks {
+    /// Runs the policies of `phase` against the running job's values.
+    fn run(
+        &mut self,
+        phase: Phase,
+        mpit: &MpiT,
+        catalogue: &Catalogue,
+        snapshot: &Snapshot,
+        log: &mut LogWriter,
+    ) {
+        let mut backend = MpiBackend {
+            mpit,
+            catalogue,
+            snapshot,
+            now: snapshot.t,
+        };
+        let env = env(self.rank, self.size, snapshot.t);
+        self.engine
+            .run(phase, &mut backend, &env, &mut |r| log.record(&r));
+    }
+
     /// Loads the policies the configuration names (`None` = the embedded
     /// default, `none` = monitor only). A file that does not parse is
     /// reported and the tuner runs in monitor mode: the returned message
@@ -227,15 +247,7 @@ impl crate::runtime::Hooks for PolicyHooks {
         snapshot: &Snapshot,
         log: &mut LogWriter,
     ) {
-        let mut backend = MpiBackend {
-            mpit,
-            catalogue,
-            snapshot,
-            now: snapshot.t,
-        };
-        let env = env(self.rank, self.size, snapshot.t);
-        self.engine
-            .run(Phase::Periodic, &mut backend, &env, &mut |r| log.record(&r));
+        self.run(Phase::Periodic, mpit, catalogue, snapshot, log);
     }
 
     fn finalize(
@@ -245,15 +257,7 @@ impl crate::runtime::Hooks for PolicyHooks {
         snapshot: &Snapshot,
         log: &mut LogWriter,
     ) {
-        let mut backend = MpiBackend {
-            mpit,
-            catalogue,
-            snapshot,
-            now: snapshot.t,
-        };
-        let env = env(self.rank, self.size, snapshot.t);
-        self.engine
-            .run(Phase::Finalize, &mut backend, &env, &mut |r| log.record(&r));
+        self.run(Phase::Finalize, mpit, catalogue, snapshot, log);
         log_summaries(&self.engine, log, snapshot.t);
     }
 
