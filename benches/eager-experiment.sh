@@ -29,8 +29,8 @@
 # eager run logged its `setenv` on every rank without error. It fails (exit
 # status 1) if a run fails or a variant produced no numbers.
 #
-# The machine this was written on has 2 cores: 4 ranks are oversubscribed,
-# and MPICH's ch4 busy-polls, so its 4-rank numbers mostly measure the time
+# On the benchmark's 2-core machine 4 ranks are oversubscribed, and
+# MPICH's ch4 busy-polls, so its 4-rank numbers mostly measure the time
 # slices of competing busy ranks; `--ranks 2` gives one rank per core.
 #
 #   bash benches/eager-experiment.sh              # 7 repetitions, 4 ranks

@@ -3,8 +3,9 @@
 //! (`policies.toml`) on synthetic values, and of the same tick through the
 //! runtime's `Engine` (values gathered by name, decisions logged).
 //!
-//! Target (issue 5): under 1 us per VBUF evaluation. That a tick allocates
-//! nothing is checked by `benches/tests/tick_allocations.rs`.
+//! Target: under 1 us per VBUF evaluation (the latest figure:
+//! BENCHMARKS.md#one-vbuf-policy-evaluation-under-1-us). That a tick
+//! allocates nothing is checked by `benches/tests/tick_allocations.rs`.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use mpit_tuner_benches::fixtures::{self, at, FakeBackend, SyntheticValues};

@@ -133,10 +133,11 @@ const CASES: &[Case] = &[
 
 /// Calls (steps for `mixed`) per run, per library, job size and case (in
 /// `CASES` order): the default takes about 1-3 s per run on the 2-core
-/// machine of BENCHMARKS.md (MPICH on 4 ranks: 3-8 s, so that exploration
-/// is not the whole run), and online tuning's exploration (2 + 16 calls
-/// per candidate and key with the default window of 8, fewer when a
-/// candidate is dropped) is part of it.
+/// benchmark machine (MPICH on 4 ranks: 3-8 s, so that exploration is not
+/// the whole run), and online tuning's exploration (2 + 16 calls per
+/// candidate and key with the default window of 8, fewer when a candidate
+/// is dropped) is part of it. The machine:
+/// docs/benchmarks.md#the-machine-and-how-much-to-trust-the-numbers.
 fn iterations(flavor: &str, ranks: u32, case: usize, short: bool) -> u64 {
     let (full, short_n): ([u64; 5], [u64; 5]) = match (flavor, ranks <= 2) {
         ("mpich", true) => (

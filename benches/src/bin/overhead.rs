@@ -21,7 +21,7 @@
 //! under the tuner must leave a log with at least one sample: otherwise the
 //! command fails (exit status 1) after printing what it has.
 //!
-//! Two ranks, not four: the machine this was written for has 2 cores, and
+//! Two ranks, not four: the benchmark's machine has 2 cores, and
 //! MPICH's ch4 busy-polls, so 4 ranks would measure the oversubscription.
 
 use std::collections::BTreeMap;

@@ -504,8 +504,8 @@ mod tests {
             MatrixCheck::default()
         );
         // The same library with a bridge and two veth pairs up: Open MPI
-        // registers 4 more variables after MPI_Init (1286, as reported in
-        // issue 35), and some of them take writes.
+        // registers 4 more variables after MPI_Init (1286 instead of
+        // 1282), and some of them take writes.
         let bridged = ProbeFacts {
             cvars_after_init: 1286,
             runtime_writes: (137, 175),

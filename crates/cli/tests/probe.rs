@@ -66,7 +66,7 @@ fn probe_measures_the_library_and_prints_its_row() {
     );
 }
 
-/// Issue 35: Open MPI registers control variables per network interface
+/// Open MPI registers control variables per network interface
 /// after `MPI_Init`, so a machine with a bridge and veth pairs up counts
 /// more variables than one without. The support matrix check must pass on
 /// both: the probe runs once on the host and once in a network namespace

@@ -7,7 +7,7 @@
 //! counting wrapper adds to a call; a predefined datatype's size never
 //! changes, so it is asked once. A lookup here is a multiply, a shift and a
 //! compare or two; a derived datatype misses and the caller asks the
-//! library, as before. Which datatypes and their handles come from the
+//! library at the call. Which datatypes and their handles come from the
 //! header (`mpit_sys::predefined_datatypes`), never from this crate.
 
 use std::sync::OnceLock;

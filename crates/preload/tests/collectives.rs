@@ -1,4 +1,4 @@
-//! Online collective tuning in real MPI jobs (issue 13).
+//! Online collective tuning in real MPI jobs.
 //!
 //! `examples/c/coll_check.c` checks every result of the seven tunable
 //! collectives, bit for bit (integer data), on five communicators whose
@@ -179,7 +179,7 @@ fn the_table_agrees_with_the_witness(name: &str, out: &str) {
     );
 }
 
-/// The witness again under the registry wheels of issue 14 (MPICH 5.0.2,
+/// The witness again under the registry wheels (MPICH 5.0.2,
 /// in its own ABI and in the MPI-5 standard ABI, and Open MPI 5.0.11),
 /// whatever library this build is for: the facts behind `support()` and
 /// `mpich5_algorithms` for those versions. The wheels are found through
@@ -812,8 +812,8 @@ fn a_reduction_that_fails_on_one_rank_stops_tuning_on_all() {
 /// tell the call's size bin, which its peers know. It counts the call in
 /// the bin of the last allreduce on the communicator and stops tuning;
 /// every rank stops at the next agreed point, and the results are right.
-/// (Before, the rank counted the call in the bin of 0 bytes, its agreed
-/// points fell one call after its peers', and the job hung on MPICH.)
+/// (Counted in the bin of 0 bytes instead, the call would put that rank's
+/// agreed points one call after its peers', and the job would hang.)
 #[test]
 fn a_datatype_size_that_fails_on_one_rank_stops_tuning_on_all() {
     let ranks = 3;
@@ -1042,10 +1042,10 @@ fn a_candidate_refused_on_one_rank_is_dropped_on_all() {
 /// A rank that takes a candidate at start but cannot write the default
 /// back holds the candidate for the rest of the job: every rank must then
 /// hold it too, or that rank's calls would run another algorithm than its
-/// peers' (the job hung in the tool's own reduction before this was
-/// handled). The collective is not tuned, the other one is, and the job's
-/// results are those of the untuned run. Allreduce (whose variable the
-/// tool's own reductions read) and bcast.
+/// peers' (and the job would hang in the tool's own reduction). The
+/// collective is not tuned, the other one is, and the job's results are
+/// those of the untuned run. Allreduce (whose variable the tool's own
+/// reductions read) and bcast.
 #[cfg(mpi_flavor = "mpich")]
 #[test]
 fn a_rank_stuck_on_a_candidate_at_start_takes_every_rank_with_it() {

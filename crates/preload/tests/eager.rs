@@ -1,5 +1,5 @@
-//! Environment actions in real MPI jobs (issue 7: per-rank pre-init
-//! environment settings, the thesis' eager-threshold experiment).
+//! Environment actions in real MPI jobs: per-rank pre-init environment
+//! settings, as in the thesis' eager-threshold experiment.
 //!
 //! The setting is the eager limit of the library the build uses: Open MPI's
 //! `OMPI_MCA_btl_vader_eager_limit` (its CVAR `btl_vader_eager_limit` is

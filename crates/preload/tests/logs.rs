@@ -48,7 +48,7 @@ fn check_variables_announced(log: &RankLog, summary: &Value) {
     }
 }
 
-/// The first test: 4 ranks of an application that creates and frees
+/// The end-to-end test: 4 ranks of an application that creates and frees
 /// communicators, under the preload. One valid JSON Lines log per rank
 /// (header first with the format version, close last, every line JSON),
 /// `summary.json`, the summary table once on rank 0's stderr, and every

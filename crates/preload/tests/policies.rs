@@ -1,5 +1,5 @@
-//! Policies in real MPI jobs (issue: declarative TOML policies, scope-safe
-//! CVAR actuation): per-rank pre-init writes read back after MPI_Init, a
+//! Policies in real MPI jobs (declarative TOML policies, scope-safe CVAR
+//! actuation): per-rank pre-init writes read back after MPI_Init, a
 //! periodic write with its cooldown and complete audit records, the ALL_EQ
 //! rule, a policy disabled for a missing variable with one aggregated
 //! message, refusals by the library, and a typo in the file.
@@ -53,7 +53,7 @@ fn numbers(v: &Value) -> Vec<f64> {
         .collect()
 }
 
-/// Every audit record of a write carries what the issue asks for.
+/// Every audit record of a write carries the fields an audit needs.
 fn check_write_record(w: &Value) {
     for key in [
         "t",

@@ -1,4 +1,4 @@
-//! What the interposer counts (issue: understanding a run): exact call
+//! What the interposer counts, to understand a run: exact call
 //! counts and message-size histograms for a program with known traffic,
 //! functional classes of ranks, the cross-rank summary against the per-rank
 //! logs, and the end-of-run recommendations, on real MPI jobs.

@@ -12,10 +12,11 @@ use super::*;
 /// with `PMPI_Comm_dup`. Open MPI 4.1 agrees on a dup's context id with a
 /// non-blocking allreduce on the parent communicator, which registers
 /// libnbc's progress function in every progress loop for the rest of the
-/// run (measured here: +2% on 0-byte ping-pong latency for an application
-/// that never dups a communicator itself); a group-based creation agrees
-/// with point-to-point messages. A dup would also run the application's
-/// attribute copy callbacks on `comm`. Collective over `comm`.
+/// run (+2% on 0-byte ping-pong latency for an application that never dups
+/// a communicator itself, see docs/design.md#decisions-worth-knowing); a
+/// group-based creation agrees with point-to-point messages. A dup would
+/// also run the application's attribute copy callbacks on `comm`.
+/// Collective over `comm`.
 pub(crate) fn comm_private(comm: Comm) -> Result<Comm> {
     let api = api()?;
     let mut group = api.c.group_null.0;

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-/// Ranks of the multi-rank jobs (the "4 ranks").
+/// Ranks of the multi-rank jobs.
 pub const RANKS: u32 = 4;
 
 /// The sampling interval of test runs: short jobs still get many samples.

@@ -11,55 +11,57 @@
 //! only on agreed numbers and call counts, so every rank makes the same
 //! choice, deterministically, without any rank deciding alone.
 //!
-//! The schedule: `warmup` calls with the default; then, until every rank
-//! has run `settle` since tuning started, windows of the default that are
-//! agreed and thrown away, each twice as long as the last (up to
-//! [`MAX_SETTLE_WINDOW`] calls): a job's first milliseconds are not its
-//! steady state (2 MPICH ranks measured their first thousand 8-byte
-//! allreduces 1.5-2x slower than later ones, and the algorithm measured
-//! last looked the best); then each candidate (index 0 is the library's
-//! default) for one window of `window` calls, in order; then, one window
-//! at a time, the contenders for up to `windows` windows each, fewest
-//! first: a contender is within `margin` of the fastest time measured so
-//! far (the default included), and no other candidate is measured again
-//! (on a 250-call job of 20 ms allreduces, a second window of an algorithm
-//! 1.6x slower than the best costs 1% of the job). Long calls get shorter
-//! windows: the default's first window is [`MIN_WINDOW`] calls, and after
-//! it a window lasts `ceil(window_time / the default's time per call)`
-//! calls, at least [`MIN_WINDOW`] and at most `window` (a 20 ms allreduce
-//! is measured on 2 calls, not 8). Short calls get longer windows: at
-//! least `min_window_time` worth of calls, up to [`MAX_WINDOW`] (8 calls
-//! of an 8-byte allreduce last 3 us, and one preemption of a rank for a
-//! few microseconds doubled such a window's time; 200 us of calls dilute
-//! it). When the first window sized the others longer than itself, the
-//! default runs the difference at once, so its first measurement is as
-//! long as every other window. A candidate's time is the mean over its
-//! windows weighted by their calls. A candidate slower than `drop_factor`
-//! times the default after its first window is dropped there. The fastest
-//! candidate is kept if it beats the default by `margin`, else the
-//! default. Before switching away from the default, the default runs one
-//! more window ([`State::Confirm`]) and its time is the smaller of its two
-//! measurements: the first calls of a job, or a burst of another process,
-//! can slow the default's first window, and a candidate measured after
-//! such a phase must not win by it (2 MPICH ranks: a job's first
-//! 8-byte allreduces measured 1.2 us at the default and 0.45 us later).
-//! While decided, a check point
-//! every `check_every` windows: if the time per call drifted by more than
-//! `drift` from what was measured at `drift_confirm` check points in a row
-//! (one noisy window is not a drift), or `recheck` calls have passed, the
-//! search starts again. A search that ends where the last one did (the same
-//! choice) doubles the distance between check points, up to
-//! [`MAX_BACKOFF`] times `check_every` windows, so a job whose times wander
-//! without a better algorithm to find pays for a bounded number of searches;
-//! a different choice brings the distance back to `check_every`. A search
-//! that ends in a tie (another candidate within `margin` of its choice) or
-//! a marginal switch (away from the default for less than twice `margin`)
-//! searches once more at the first check point, and keeps what that second
-//! search finds: both are what a phase of the machine can make of a few
-//! windows.
+//! The schedule ([`Params`] holds its knobs):
+//!
+//! 1. Warm-up and settling: `warmup` calls with the default; then, until
+//!    every rank has run `settle` since tuning started, agreed windows of
+//!    the default that are thrown away, each twice as long as the last (up
+//!    to [`MAX_SETTLE_WINDOW`] calls). A job's first milliseconds are
+//!    slower than its steady state and would favour whichever algorithm
+//!    runs last.
+//! 2. Trials: each candidate (index 0 is the library's default) for one
+//!    window, in order; then, one window at a time, the contenders for up
+//!    to `windows` windows each, fewest first. A contender is within
+//!    `margin` of the fastest time so far (the default included); the
+//!    others could win only by noise and are not run again. A candidate
+//!    slower than `drop_factor` times the default after its first window is
+//!    dropped there. A candidate's time is the mean over its windows,
+//!    weighted by their calls.
+//! 3. Window lengths: with `window_time` set, the default's first window
+//!    is [`MIN_WINDOW`] calls and sizes the others at `ceil(window_time / the default's time per
+//!    call)` calls, from [`MIN_WINDOW`] to `window`, so that long calls are
+//!    not explored `window` times each; and at least `min_window_time`
+//!    worth of calls, up to [`MAX_WINDOW`], so that one preemption of a
+//!    rank cannot double a window of sub-microsecond calls. When the first
+//!    window sized the others longer than itself, the default runs the
+//!    difference at once, so its first measurement is as long as every
+//!    other window.
+//! 4. The choice: the fastest candidate if it beats the default by
+//!    `margin`, else the default. Before switching away from the default,
+//!    the default runs one more window ([`State::Confirm`]) and its time is
+//!    the smaller of its two measurements: a slow first window of the
+//!    default (a job's first calls, a burst of another process) must not
+//!    hand the win to a candidate measured after it.
+//! 5. While decided, a check point every `check_every` windows: a drift of
+//!    the time per call by more than `drift` at `drift_confirm` check
+//!    points in a row (one noisy window is not a drift), or `recheck`
+//!    calls, starts the search again. A search that ends where the last one
+//!    did doubles the distance between check points, up to [`MAX_BACKOFF`]
+//!    times `check_every` windows, so a job whose times wander without a
+//!    better algorithm to find pays for a bounded number of searches; a
+//!    different choice brings the distance back to `check_every`. A search
+//!    that ends in a tie (another candidate within `margin` of its choice)
+//!    or a marginal switch (away from the default by less than twice
+//!    `margin`) searches once more at the first check point and keeps what
+//!    that second search finds: both are what a phase of the machine can
+//!    make of a few windows.
+//!
+//! Why the search is shaped this way, and the wrong choices each step
+//! prevents: docs/design.md#decisions-worth-knowing; the defaults and
+//! what they cost: docs/collective-tuning.md#how-it-stays-safe.
 //!
 //! A user's choice (`mpit-tuner set`, handed over by the helper thread and
-//! agreed on by the table, see [`super::table`]) ends the search:
+//! agreed on by the communicator table in `tuner`) ends the search:
 //! [`Search::pin`] at an agreed point puts it in [`State::Pinned`], where
 //! the user's candidate runs every call and nothing is searched any more.
 //! A pinned search still has an agreed point every `check_every` windows
@@ -831,17 +833,13 @@ impl Search {
             + (self.confirm_mean() - fastest).max(0.0) * self.confirm_calls as f64;
         self.decided_ns = chosen_ns;
         // A tie: another candidate measured within `margin` of the choice
-        // (a phase of the machine can slow the fastest algorithm for a
-        // few windows: 4 MPICH ranks on 2 cores once measured a 1 MiB
-        // recursive_doubling at 16 ms per call, the default's time, where
-        // whole runs with it fixed average 8-12 ms). A marginal switch: the
-        // choice beats the default by less than twice `margin` (the same
-        // phases can make an algorithm look faster: the same machine once
-        // measured nb at 14-16 ms per call in a job's first 0.4 s, where
-        // whole runs with it fixed average 20 ms, the default's time, and
-        // kept it over recursive_doubling, measured at 18 ms there). Either
-        // is searched once more at the first check point, unless this
-        // search was that second look.
+        // (a phase of the machine can slow the fastest algorithm to the
+        // default's time for a few windows). A marginal switch: the choice
+        // beats the default by less than twice `margin` (the same phases
+        // can make a slower algorithm look faster). Either is searched once
+        // more at the first check point, unless this search was that
+        // second look. Both cases, as the benchmark's logs showed them:
+        // docs/design.md#decisions-worth-knowing.
         let tie = (0..self.candidates).any(|c| {
             c != chosen
                 && !self.dropped[c]
@@ -1357,10 +1355,10 @@ mod tests {
         assert_eq!(kinds(&events), ["decision 0"]);
 
         // The job's first phase makes candidate 1 look 8% faster than the
-        // default and candidate 2 slower than both (the last round of 15
-        // of the benchmark that found it: nb and recursive_doubling on 4
-        // MPICH ranks); later, candidate 1 runs at the default's time and
-        // candidate 2 at half of it. The second look finds candidate 2.
+        // default and candidate 2 slower than both (nb and
+        // recursive_doubling on 4 MPICH ranks in a job's first 0.4 s);
+        // later, candidate 1 runs at the default's time and candidate 2 at
+        // half of it. The second look finds candidate 2.
         let mut s = Search::new(p, 3);
         let mut events = Vec::new();
         for call in 0..400u64 {

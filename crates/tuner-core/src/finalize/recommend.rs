@@ -107,7 +107,8 @@ fn eager_threshold(summary: &Summary, ctx: &Context, out: &mut Vec<Recommendatio
                 Library::Mpich => format!("UCX_RNDV_THRESH={wanted} (environment, read at MPI_Init)"),
                 _ => format!("the library's eager threshold = {wanted}"),
             };
-            // Measured with benches/eager-experiment.sh (BENCHMARKS.md):
+            // Measured with benches/eager-experiment.sh
+            // (BENCHMARKS.md#eager-threshold-experiment-thesis-table-5):
             // within one node, Open MPI's vader sends large messages with a
             // single-copy rendezvous that is already cheap, and eager gained
             // nothing there; across nodes the thesis' gain applies.

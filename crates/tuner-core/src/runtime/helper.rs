@@ -184,9 +184,9 @@ fn answer_flush(shared: &Shared, log: &mut LogWriter, start: Instant) {
 /// no core of its own: the rank may use only one CPU (Open MPI binds each
 /// rank to a core by default), or there are at least as many ranks on the
 /// node as CPUs this rank may use. Waking up every millisecond then
-/// preempts a rank (measured in BENCHMARKS.md: a helper that wakes every
-/// 1 ms and does nothing slowed stencil3d by 7% on 2 busy ranks on 2
-/// cores; with a free core, sampling every 1 ms cost 0.6%).
+/// preempts a rank (a helper that wakes every 1 ms and does nothing slows
+/// stencil3d by 7% on 2 busy ranks on 2 cores; with a free core, sampling
+/// every 1 ms costs 0.6%: BENCHMARKS.md#stencil3d-every-1-ms-at-most-3-slower).
 pub(super) fn no_spare_core_warning(
     interval: Duration,
     cpus: usize,

@@ -431,7 +431,8 @@ mod tests {
     #[test]
     fn scans_cover_only_the_slots_ever_used() {
         // A large table with few live objects: creation and free must not
-        // walk every slot (they did, at 0.5 us per communicator created).
+        // walk every slot (walking them costs 0.5 us per communicator
+        // created).
         let table = ObjectTable::new(1024);
         for i in 0..1000 {
             table.register(comm(100 + i));

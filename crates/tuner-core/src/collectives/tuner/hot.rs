@@ -161,8 +161,8 @@ pub fn before(collective: Collective, comm: Comm, bytes: Option<u64>) -> Option<
 /// few hundred nanoseconds the switch itself could cost more than a faster
 /// algorithm saves, and the search must see that. (Timing the write here
 /// instead would charge the clock's own cost: two clock reads of 25 ns
-/// around a 5 ns write on MPICH 4.0.2, counted twice, made every candidate
-/// of an 8-byte allreduce look 15% slower than it was.)
+/// around a 5 ns write on MPICH 4.0.2, counted twice, would make every
+/// candidate of an 8-byte allreduce look 15% slower than it is.)
 #[inline(always)]
 pub fn after(ticket: Ticket, ns: Option<u64>) {
     let Some(t) = TUNER.get() else { return };
