@@ -243,6 +243,43 @@ fn first_agreement_fails() {
     );
 }
 
+/// When the first agreement fails, the tuner is off on every rank, and
+/// still each rank leaves a log in the run directory the user named: its
+/// header (checked by `run_with`: every log starts with one), the reason,
+/// and a `disabled` close. Both when the agreement's own check fails on one
+/// rank and when the tool's communicator cannot be made there (a library
+/// whose collectives fail on any communicator but MPI_COMM_WORLD).
+#[test]
+fn a_tuner_that_did_not_start_leaves_every_rank_a_log() {
+    // The failing call and rank, as each rank words it ("failed on rank
+    // 1: ...", "failed with MPI_ERR_OTHER (failed on rank 1)").
+    for (fault, call) in [
+        ("PMPI_Allreduce#1@1", "MPI_Allreduce failed"),
+        ("PMPI_Comm_create_group@1", "MPI_Comm_create_group failed"),
+    ] {
+        let f = run_with(fault, None);
+        assert!(f.injected, "the fault was never injected: {}", f.context);
+        let closes = f.logs.matches("\"reason\":\"disabled\"").count();
+        assert_eq!(
+            closes, RANKS as usize,
+            "one disabled log per rank:\n{}\n{}",
+            f.logs, f.context
+        );
+        let reasons = f
+            .logs
+            .lines()
+            .filter(|l| {
+                l.contains("the tuner could not start") && l.contains(call) && l.contains("rank 1")
+            })
+            .count();
+        assert_eq!(
+            reasons, RANKS as usize,
+            "every log says why:\n{}\n{}",
+            f.logs, f.context
+        );
+    }
+}
+
 #[test]
 fn run_directory_broadcast_fails_on_one_rank() {
     inject(

@@ -54,7 +54,7 @@ pub(super) fn agree_on_run_dir(
 /// and writable by the job's user only (mode 0700): steering requests in
 /// its `control/` directory come from whoever may write there. A directory
 /// that exists keeps its mode.
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+pub(super) fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::DirBuilderExt;
     std::fs::DirBuilder::new()
         .recursive(true)

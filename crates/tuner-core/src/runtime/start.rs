@@ -83,7 +83,7 @@ impl Runtime {
             private,
             mut seq,
             same_hooks,
-        } = join(world, pre)?;
+        } = join(world, pre).map_err(NotJoined::leave_log)?;
         let PreInit {
             config,
             mut warnings,
@@ -146,7 +146,11 @@ impl Runtime {
                     // was recorded), but never a reason to crash.
                     Verdict::AllOk => collective::FailedOn::local(rank, "no PVAR session"),
                 };
-                close_disabled(&mut log, start, &why);
+                close_disabled(
+                    &mut log,
+                    start,
+                    &format!("the tuner could not start: {why}; it is off on all ranks"),
+                );
                 return Err(stop(rank, Some(private), &why));
             }
         };
@@ -216,7 +220,7 @@ impl Runtime {
 fn join(
     world: Comm,
     pre: std::result::Result<PreInit, String>,
-) -> std::result::Result<Joined, Disabled> {
+) -> std::result::Result<Joined, Box<NotJoined>> {
     // The application cannot use MPI_COMM_WORLD before MPI_Init
     // returns: the tool's calls on it return their errors meanwhile.
     let (guard, swap_error) = ErrorsReturn::swap_in(world);
@@ -255,12 +259,25 @@ fn join(
         );
     }
     if let Verdict::Failed(why) = verdict {
-        return Err(stop(rank, private, &why));
+        return Err(Box::new(NotJoined {
+            disabled: stop(rank, private, &why),
+            reason: format!("the tuner could not start: {why}; it is off on all ranks"),
+            pre: pre.ok(),
+            rank,
+            size,
+        }));
     }
     // This rank voted yes (else the verdict was Failed everywhere), so
     // it has MPI_T and the communicator.
     let (Ok(pre), Some(private)) = (pre, private) else {
-        return Err(Disabled("the tuner could not start on this rank".into()));
+        let reason = "the tuner could not start on this rank".to_string();
+        return Err(Box::new(NotJoined {
+            disabled: Disabled(reason.clone()),
+            reason,
+            pre: None,
+            rank,
+            size,
+        }));
     };
     let seq = seq.moved_to(private.comm());
     Ok(Joined {
@@ -271,6 +288,76 @@ fn join(
         seq,
         same_hooks,
     })
+}
+
+/// A rank whose first agreement failed: the tuner is off on every rank.
+struct NotJoined {
+    /// What the rank prints.
+    disabled: Disabled,
+    /// Why, as the ranks agreed it, for the log.
+    reason: String,
+    /// What this rank started before `MPI_Init`, if it did.
+    pre: Option<PreInit>,
+    rank: i32,
+    size: i32,
+}
+
+impl NotJoined {
+    /// Leaves this rank's log (header, the reason, a `disabled` close) in
+    /// the run directory the user named, without the agreement on a run
+    /// directory that could not take place; then gives the message to
+    /// print. Without a named directory (the default one's name is
+    /// rank 0's to choose) or without MPI_T on this rank (no header to
+    /// write), nothing is written.
+    fn leave_log(self: Box<Self>) -> Disabled {
+        let NotJoined {
+            disabled,
+            reason,
+            pre,
+            rank,
+            size,
+        } = *self;
+        let Some(pre) = pre else {
+            return disabled;
+        };
+        let Some(dir) = pre.config.dir.as_deref() else {
+            return disabled;
+        };
+        if let Err(e) = rundir::create_private_dir(dir) {
+            mpit::say!(
+                "mpit-tuner[rank {rank}]: cannot create run directory {} for the log of a tuner that did not start: {e}",
+                dir.display()
+            );
+            return disabled;
+        }
+        let mut warnings = pre.warnings;
+        let info = run_info(&pre.mpit, rank, size, Some(dir), &mut warnings);
+        let path = dir.join(log::rank_file_name(rank));
+        let mut log = match LogWriter::create(&path, pre.config.flush) {
+            Ok(log) => log,
+            Err(e) => {
+                mpit::say!(
+                    "mpit-tuner[rank {rank}]: cannot write {} for a tuner that did not start: {e}",
+                    path.display()
+                );
+                return disabled;
+            }
+        };
+        warnings.extend(pre.catalogue.skipped_summary());
+        log.record(&header(
+            &info,
+            &pre.mpit,
+            &pre.config,
+            &pre.catalogue,
+            Growth::default(),
+            None,
+        ));
+        for w in &warnings {
+            log.record(&warning(0.0, w));
+        }
+        close_disabled(&mut log, pre.start, &reason);
+        disabled
+    }
 }
 
 /// Turns the tuner off on this rank after a failed agreement: frees the
@@ -376,9 +463,8 @@ fn header(
 }
 
 /// The end of a log whose rank did not start: why, and a close record.
-fn close_disabled(log: &mut LogWriter, start: Instant, why: &collective::FailedOn) {
-    let message = format!("the tuner could not start: {why}; it is off on all ranks");
-    log.record(&warning(0.0, &message));
+fn close_disabled(log: &mut LogWriter, start: Instant, message: &str) {
+    log.record(&warning(0.0, message));
     log.record(&Record::Close(record::Close {
         t: start.elapsed().as_secs_f64(),
         reason: "disabled".into(),
