@@ -25,18 +25,7 @@ impl<'t> Cvar<'t> {
     pub fn open(_mpit: &'t MpiT, info: &CvarInfo, object: Object) -> Result<Cvar<'t>> {
         check_binding(&info.name, info.binding, object)?;
         let api = ffi::api()?;
-        let library = crate::quirks::LibraryVersion::of_process();
-        if crate::quirks::applies(crate::quirks::Quirk::UnloadedComponentVariables, &library)
-            && ffi::initialized(api).unwrap_or(false)
-            && crate::quirks::openmpi_storage_unloaded(&info.name)
-        {
-            return Err(Error::Unavailable {
-                variable: info.name.clone(),
-                message: "Open MPI unloaded the component that holds this variable during \
-                          MPI_Init; reading or writing it now would crash the library"
-                    .into(),
-            });
-        }
+        crate::quirks::refuse_unloaded(api, &info.name)?;
         let (handle, count) =
             ffi::cvar_handle_alloc(api, info.index, object).map_err(|e| e.about(&info.name))?;
         Ok(Cvar {

@@ -108,6 +108,7 @@ impl<'t> PvarSession<'t> {
     pub fn open(&self, info: &PvarInfo, object: Object) -> Result<Pvar<'_>> {
         check_binding(&info.name, info.binding, object)?;
         let api = ffi::api()?;
+        crate::quirks::refuse_unloaded(api, &info.name)?;
         let (handle, count) = ffi::pvar_handle_alloc(api, self.handle(), info.index, object)
             .map_err(|e| e.about(&info.name))?;
         let count = usize::try_from(count).unwrap_or(0);

@@ -376,6 +376,25 @@ pub fn openmpi_storage_unloaded(name: &str) -> bool {
             .any(|c| installed.contains(c) && !mapped.contains(c))
 }
 
+/// Refuses a variable (CVAR or PVAR) whose storage Open MPI may have
+/// unloaded ([`openmpi_storage_unloaded`]), once MPI is initialised:
+/// opening a handle on it, reading or writing it would crash the library.
+pub(crate) fn refuse_unloaded(api: &crate::ffi::Api, name: &str) -> crate::Result<()> {
+    let library = LibraryVersion::of_process();
+    if applies(Quirk::UnloadedComponentVariables, &library)
+        && crate::ffi::initialized(api).unwrap_or(false)
+        && openmpi_storage_unloaded(name)
+    {
+        return Err(crate::Error::Unavailable {
+            variable: name.to_string(),
+            message: "Open MPI unloaded (or never started) the component that holds this \
+                      variable; opening, reading or writing it now would crash the library"
+                .into(),
+        });
+    }
+    Ok(())
+}
+
 /// Open MPI's cm messaging layer, the one user of MTLs.
 const PML_CM: &str = "mca_pml_cm";
 
