@@ -56,6 +56,29 @@ impl NetNs {
         Ok(ns)
     }
 
+    /// Creates a namespace named `PREFIX-PID` for this process, so that
+    /// test runs side by side (two flavours at once) do not share one; the
+    /// namespaces of that prefix left by processes that are gone (a crashed
+    /// run) are deleted first.
+    pub fn create_for_process(prefix: &str) -> Result<Self, String> {
+        let listed = Command::new("ip")
+            .args(["netns", "list"])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default();
+        for name in listed.lines().filter_map(|l| l.split_whitespace().next()) {
+            let stale = name
+                .strip_prefix(prefix)
+                .and_then(|rest| rest.strip_prefix('-'))
+                .and_then(|pid| pid.parse::<u32>().ok())
+                .is_some_and(|pid| !std::path::Path::new(&format!("/proc/{pid}")).exists());
+            if stale {
+                let _ = ip(&["netns", "delete", name]);
+            }
+        }
+        Self::create(&format!("{prefix}-{}", std::process::id()))
+    }
+
     /// The namespace's name.
     pub fn name(&self) -> &str {
         &self.name
