@@ -142,8 +142,8 @@ pub fn parse_log(text: &str, source: &str) -> Result<RankTrace, ReplayError> {
             // The recorded run's own writes: the value before its first
             // write of a CVAR is that CVAR's starting value.
             Record::Write(w) => {
-                if let Some(old) = w.old {
-                    trace.initial_cvars.entry(w.cvar).or_insert(old);
+                if let Some(old) = w.attempt.old {
+                    trace.initial_cvars.entry(w.attempt.cvar).or_insert(old);
                 }
             }
             Record::Close(c) => trace.end = Some(c.t),

@@ -16,7 +16,7 @@ use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use tuner_core::runtime::log::FORMAT_VERSION;
-use vocab::record::{self, Record};
+use vocab::record::{self, ObjectChange, Record};
 
 /// How many bad lines of one file are described (the others are counted).
 const BAD_LINES_SHOWN: usize = 3;
@@ -372,14 +372,14 @@ impl<'w> RankReader<'w> {
                 rank,
                 t,
                 policy: w.policy,
-                phase: w.phase,
-                cvar: w.cvar,
-                index: w.index,
-                old: json(w.old),
-                requested: json(w.requested),
-                readback: json(w.readback),
-                outcome: w.outcome.as_str().to_string(),
-                error: w.error,
+                phase: w.phase.to_string(),
+                cvar: w.attempt.cvar,
+                index: w.attempt.index,
+                old: json(w.attempt.old),
+                requested: json(w.attempt.requested),
+                readback: json(w.attempt.readback),
+                outcome: w.attempt.outcome.as_str().to_string(),
+                error: w.attempt.error,
                 dry_run: w.dry_run,
             }),
             Record::Setenv(e) => log.setenvs.push(SetEnv {
@@ -396,15 +396,15 @@ impl<'w> RankReader<'w> {
             Record::PolicyDisabled(d) => log.disabled.push((d.policy, d.reason)),
             Record::PolicySummary(p) => log.policies.push(p),
             Record::Warning(w) => {
-                if w.message.contains("MPI_Abort") {
+                if w.is_abort() {
                     log.aborted = true;
                 }
                 *log.warnings.entry(w.message).or_insert(0) += 1;
             }
-            Record::Object(o) => match o.event.as_str() {
-                "created" => log.objects.0 += 1,
-                "freed" => log.objects.1 += 1,
-                _ => {}
+            Record::Object(o) => match o.event {
+                ObjectChange::Created => log.objects.0 += 1,
+                ObjectChange::Freed => log.objects.1 += 1,
+                ObjectChange::Other(_) => {}
             },
             Record::Catalogue(c) => log.new_pvars += c.new_pvars as u64,
             Record::Close(c) => log.close = Some((t, c.reason, c.samples)),
