@@ -91,6 +91,7 @@ use serde::Deserialize;
 use serde_json::Value as Json;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
+use vocab::read::DamageKind;
 use vocab::record::{self, Record};
 
 mod backend;
