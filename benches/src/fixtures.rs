@@ -4,7 +4,7 @@
 use mpit::PvarClass;
 use policies::{PolicySet, Value, Values, VarSlot};
 use std::time::Duration;
-use tuner_core::decide::actuator::{Outcome, Request, When, WriteRecord};
+use tuner_core::decide::actuator::{CvarWrite, Outcome, Request, When};
 use tuner_core::decide::Backend;
 use tuner_core::sample::Metric;
 use tuner_core::sample::{SampledVar, Snapshot};
@@ -171,15 +171,10 @@ impl Backend for FakeBackend {
         _request: &Request,
         _when: When,
         _dry_run: bool,
-    ) -> WriteRecord {
-        WriteRecord {
-            cvar: name.to_string(),
-            index,
-            old: None,
-            requested: None,
-            readback: None,
+    ) -> CvarWrite {
+        CvarWrite {
             outcome: Outcome::DryRun,
-            error: None,
+            ..CvarWrite::missing(name, index)
         }
     }
 

@@ -201,7 +201,7 @@ impl Watch {
                         format!("{} fired {}", d.policy, d.branch.unwrap_or_default()),
                     )),
                     Record::Write(w) => events.push(event(
-                        if w.outcome.applied() {
+                        if w.attempt.outcome.applied() {
                             "write"
                         } else {
                             "refusal"
@@ -209,9 +209,9 @@ impl Watch {
                         format!(
                             "{} {} {}: {}",
                             w.policy,
-                            w.cvar,
-                            w.outcome.as_str(),
-                            show(w.readback.as_ref().or(w.requested.as_ref()))
+                            w.attempt.cvar,
+                            w.attempt.outcome.as_str(),
+                            show(w.attempt.readback.as_ref().or(w.attempt.requested.as_ref()))
                         ),
                     )),
                     Record::Control(c) => events.push(event(

@@ -19,6 +19,6 @@ pub mod summary;
 pub mod value;
 
 pub use meta::{Binding, Datatype, PvarClass, Scope, Verbosity};
-pub use read::{rank_files, records, Damaged, Follow, RankFile};
+pub use read::{rank_files, records, records_from, DamageKind, Damaged, Follow, RankFile};
 pub use record::{Record, FORMAT_VERSION};
 pub use value::{Value, ValueError};

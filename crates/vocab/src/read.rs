@@ -1,7 +1,7 @@
 //! The one reader of run directories: finds the rank logs and streams
 //! their records, telling damaged lines apart from the end of a log.
 
-use crate::record::{rank_of_file_name, Record};
+use crate::record::{rank_of_file_name, Record, FORMAT_VERSION, KINDS};
 use std::fs::File;
 use std::io::{self, BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -44,44 +44,123 @@ pub struct Damaged {
     /// What is wrong with it (JSON syntax, an unknown record type, a missing
     /// field), or the I/O error that ended the reading.
     pub error: String,
+    /// What kind of line it is, for readers that treat them apart.
+    pub kind: DamageKind,
+    /// The line's length in bytes, surrounding whitespace left out (0 for
+    /// an I/O error).
+    pub bytes: usize,
     /// Whether it is the file's last line without its newline: a log cut
     /// while it was written (a job killed mid-write), not damage inside.
     pub truncated: bool,
 }
 
+/// What a [`Damaged`] line is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DamageKind {
+    /// Not JSON (or not UTF-8): a cut line, another kind of file.
+    NotJson,
+    /// A JSON object without a `"type"`: a line of another JSON Lines file
+    /// (a replay trace), not a log record.
+    Untyped,
+    /// A record type this version does not know (a newer writer's).
+    UnknownType(String),
+    /// A header of a newer format version than [`FORMAT_VERSION`].
+    NewerFormat(u64),
+    /// A record type this version knows, with fields that do not conform.
+    Invalid,
+    /// The file could not be read further (the reading ends here).
+    Io,
+}
+
+/// Parses one line (without its newline) as a record; when it is not one,
+/// says what it is instead (the error text and its [`DamageKind`]).
+pub fn parse_line(line: &[u8]) -> Result<Record<'static>, (String, DamageKind)> {
+    let e = match serde_json::from_slice::<Record<'static>>(line) {
+        Ok(record) => return Ok(record),
+        Err(e) => e,
+    };
+    if !e.is_data() {
+        return Err((e.to_string(), DamageKind::NotJson));
+    }
+    // Valid JSON that is not a record: read the two fields that say why.
+    #[derive(serde::Deserialize)]
+    struct Probe {
+        #[serde(rename = "type")]
+        kind: Option<String>,
+        version: Option<u64>,
+    }
+    let kind = match serde_json::from_slice::<Probe>(line) {
+        Ok(Probe {
+            kind: Some(kind),
+            version,
+        }) => match version {
+            Some(v) if kind == "header" && v > u64::from(FORMAT_VERSION) => {
+                DamageKind::NewerFormat(v)
+            }
+            _ if KINDS.contains(&kind.as_str()) => DamageKind::Invalid,
+            _ => DamageKind::UnknownType(kind),
+        },
+        Ok(Probe { kind: None, .. }) => DamageKind::Untyped,
+        // JSON, but not an object (or a `type` that is not a string).
+        Err(_) => DamageKind::Invalid,
+    };
+    Err((e.to_string(), kind))
+}
+
 /// The records of one log, in order, each with its line number; a line that
 /// does not parse is a [`Damaged`] item and the reading goes on.
 pub fn records(path: &Path) -> io::Result<Records> {
-    Ok(Records {
-        path: path.to_path_buf(),
-        reader: BufReader::with_capacity(1 << 16, File::open(path)?),
-        line: 0,
-        buf: String::new(),
-        done: false,
-        only: &[],
-    })
+    Ok(records_from(
+        BufReader::with_capacity(1 << 18, File::open(path)?),
+        path,
+    ))
 }
 
-/// The iterator of [`records`].
+/// The records of a log read from `reader` (a log held in memory, a
+/// stream), as [`records`] reads a file; `path` names it in [`Damaged`].
+pub fn records_from<R: BufRead>(reader: R, path: &Path) -> Records<R> {
+    Records {
+        path: path.to_path_buf(),
+        reader,
+        line: 0,
+        buf: Vec::new(),
+        done: false,
+        only: &[],
+    }
+}
+
+/// The iterator of [`records`] and [`records_from`].
 #[derive(Debug)]
-pub struct Records {
+pub struct Records<R = BufReader<File>> {
     path: PathBuf,
-    reader: BufReader<File>,
+    reader: R,
+    /// Lines read so far, blank ones included.
     line: usize,
-    buf: String,
+    buf: Vec<u8>,
     done: bool,
     only: &'static [&'static str],
 }
 
-impl Records {
+impl<R> Records<R> {
     /// Only records of these types; the other lines are skipped without
     /// being parsed (a report over thousands of logs reads samples only).
-    pub fn only(mut self, kinds: &'static [&'static str]) -> Records {
+    pub fn only(mut self, kinds: &'static [&'static str]) -> Records<R> {
         self.only = kinds;
         self
     }
 
-    fn wanted(&self, text: &str) -> bool {
+    /// Lines read so far, blank and skipped ones included (after the
+    /// last item: the lines of the file).
+    pub fn lines(&self) -> usize {
+        self.line
+    }
+
+    /// Whether a line may be a record of the types asked for (a line that
+    /// is not UTF-8 is parsed, to be told as damaged).
+    fn wanted(&self, text: &[u8]) -> bool {
+        let Ok(text) = std::str::from_utf8(text) else {
+            return true;
+        };
         self.only.is_empty()
             || self
                 .only
@@ -90,7 +169,7 @@ impl Records {
     }
 }
 
-impl Iterator for Records {
+impl<R: BufRead> Iterator for Records<R> {
     type Item = Result<(usize, Record<'static>), Damaged>;
 
     fn next(&mut self) -> Option<Self::Item> {
@@ -99,32 +178,39 @@ impl Iterator for Records {
                 return None;
             }
             self.buf.clear();
-            self.line += 1;
-            let damaged = |s: &Self, error: String, truncated: bool| Damaged {
+            let damaged = |s: &Self, error: String, kind: DamageKind, truncated: bool| Damaged {
                 path: s.path.clone(),
                 line: s.line,
                 error,
+                kind,
+                bytes: s.buf.trim_ascii().len(),
                 truncated,
             };
-            match self.reader.read_line(&mut self.buf) {
+            // Bytes, not a String: a line that is not UTF-8 is one damaged
+            // line, and the reading goes on.
+            match self.reader.read_until(b'\n', &mut self.buf) {
                 Ok(0) => return None,
-                Ok(_) => {}
+                Ok(_) => self.line += 1,
                 Err(e) => {
+                    // The line that could not be read is not counted.
                     self.done = true;
-                    return Some(Err(damaged(self, e.to_string(), false)));
+                    let mut d = damaged(self, e.to_string(), DamageKind::Io, false);
+                    d.line += 1;
+                    d.bytes = 0;
+                    return Some(Err(d));
                 }
             }
-            let complete = self.buf.ends_with('\n');
-            let text = self.buf.trim();
+            let complete = self.buf.ends_with(b"\n");
+            let text = self.buf.trim_ascii();
             if text.is_empty() || !self.wanted(text) {
                 continue;
             }
-            return Some(match serde_json::from_str::<Record<'static>>(text) {
+            return Some(match parse_line(text) {
                 Ok(record) if !self.only.is_empty() && !self.only.contains(&record.kind()) => {
                     continue
                 }
                 Ok(record) => Ok((self.line, record)),
-                Err(e) => Err(damaged(self, e.to_string(), !complete)),
+                Err((error, kind)) => Err(damaged(self, error, kind, !complete)),
             });
         }
     }
@@ -199,7 +285,7 @@ impl Follow {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return out,
             Err(e) => {
-                out.push(Err(self.damaged(e.to_string(), false)));
+                out.push(Err(self.damaged(e.to_string(), DamageKind::Io, false)));
                 return out;
             }
         };
@@ -208,7 +294,7 @@ impl Follow {
             .seek(SeekFrom::Start(self.offset))
             .and_then(|_| file.read_to_end(&mut bytes));
         if let Err(e) = read {
-            out.push(Err(self.damaged(e.to_string(), false)));
+            out.push(Err(self.damaged(e.to_string(), DamageKind::Io, false)));
             return out;
         }
         self.offset += bytes.len() as u64;
@@ -227,19 +313,24 @@ impl Follow {
             if text.is_empty() {
                 continue;
             }
-            out.push(match serde_json::from_str::<Record<'static>>(text) {
+            out.push(match parse_line(text.as_bytes()) {
                 Ok(r) => Ok((self.line, r)),
-                Err(e) => Err(self.damaged(e.to_string(), false)),
+                Err((error, kind)) => Err(Damaged {
+                    bytes: text.len(),
+                    ..self.damaged(error, kind, false)
+                }),
             });
         }
         out
     }
 
-    fn damaged(&self, error: String, truncated: bool) -> Damaged {
+    fn damaged(&self, error: String, kind: DamageKind, truncated: bool) -> Damaged {
         Damaged {
             path: self.path.clone(),
             line: self.line,
             error,
+            kind,
+            bytes: 0,
             truncated,
         }
     }
@@ -249,6 +340,41 @@ impl Follow {
 mod tests {
     use super::*;
     use std::io::Write;
+
+    /// Each kind of damaged line is told apart, a line that is not UTF-8
+    /// does not end the reading, and blank lines count as lines.
+    #[test]
+    fn damaged_lines_are_told_apart() {
+        let mut log = Vec::new();
+        log.extend_from_slice(b"{\"type\":\"header\",\"version\":99}\n");
+        log.extend_from_slice(b"{\"type\":\"hologram\",\"t\":1}\n");
+        log.extend_from_slice(b"{\"t\":1,\"pvars\":{}}\n");
+        log.extend_from_slice(b"{\"type\":\"warning\",\"t\":1}\n");
+        log.extend_from_slice(b"\xff\xfe not utf-8\n\n");
+        log.extend_from_slice(b"{\"type\":\"warning\",\"t\":1,\"message\":\"m\"}\n");
+        log.extend_from_slice(b"{\"type\":\"warn");
+        let mut records = records_from(log.as_slice(), Path::new("x.jsonl"));
+        let got: Vec<_> = records
+            .by_ref()
+            .map(|r| {
+                r.map(|(n, r)| (n, r.kind()))
+                    .map_err(|d| (d.line, d.kind, d.truncated))
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                Err((1, DamageKind::NewerFormat(99), false)),
+                Err((2, DamageKind::UnknownType("hologram".into()), false)),
+                Err((3, DamageKind::Untyped, false)),
+                Err((4, DamageKind::Invalid, false)),
+                Err((5, DamageKind::NotJson, false)),
+                Ok((7, "warning")),
+                Err((8, DamageKind::NotJson, true)),
+            ]
+        );
+        assert_eq!(records.lines(), 8);
+    }
 
     #[test]
     fn follow_reads_whole_lines_as_they_come() {

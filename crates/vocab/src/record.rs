@@ -11,6 +11,28 @@
 //! Strings are `Cow` so that the helper thread writes a sample straight from
 //! its snapshot (no copy), while readers get owned records
 //! (`Record<'static>`).
+//!
+//! # Unknown values
+//!
+//! Fields with a closed set of values are enums serialised to their names
+//! in the log: a write's and a decision's [`Phase`], an object's
+//! [`ObjectChange`], a write's [`Outcome`], a steering answer's
+//! [`ControlOutcome`]. Two kinds of tolerance, each as the readers had it
+//! when these fields were strings:
+//!
+//! - [`Phase`] and [`ObjectChange`] read any string: a value this version
+//!   does not know becomes their `Other` variant, written back unchanged.
+//!   Readers always passed these strings through (the report shows a
+//!   phase as written and counts only `created` and `freed` objects), so a
+//!   log of a newer writer with a new phase still reads whole.
+//! - [`Outcome`] and [`ControlOutcome`] have no such variant: a record
+//!   with an outcome this version does not know is a damaged line, as it
+//!   always was, because what a write did (applied or not) cannot be
+//!   guessed from an unknown name.
+//!
+//! An abort is a [`Warning`] with `abort` set; logs written before that
+//! field recorded it only in the message, which [`Warning::is_abort`]
+//! still recognises.
 
 use crate::meta::{Binding, Datatype, PvarClass};
 use crate::nan;
@@ -347,12 +369,37 @@ pub struct SampleVar<'a> {
 pub struct ObjectEvent {
     /// Seconds since start.
     pub t: f64,
-    /// `created` or `freed`.
-    pub event: String,
+    /// What happened to it.
+    pub event: ObjectChange,
     /// `world`, `comm3`, `win1`.
     pub object: String,
     /// PVAR handles allocated for it (on `created`).
     pub handles: usize,
+}
+
+/// What happened to a communicator or window, in [`ObjectEvent::event`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ObjectChange {
+    /// The sampler started tracking it (`created`).
+    Created,
+    /// The sampler stopped tracking it (`freed`).
+    Freed,
+    /// A value this version does not know, kept as written (see
+    /// [unknown values](crate::record#unknown-values)).
+    #[serde(untagged)]
+    Other(String),
+}
+
+impl ObjectChange {
+    /// The name in the log (`created`).
+    pub fn as_str(&self) -> &str {
+        match self {
+            ObjectChange::Created => "created",
+            ObjectChange::Freed => "freed",
+            ObjectChange::Other(s) => s,
+        }
+    }
 }
 
 /// A warning.
@@ -362,6 +409,40 @@ pub struct Warning {
     pub t: f64,
     /// What happened, what was turned off, and why.
     pub message: String,
+    /// Set on the warning the runtime writes when the application calls
+    /// `MPI_Abort` (written only when true). Readers ask
+    /// [`Warning::is_abort`], which also knows logs written before this
+    /// field existed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub abort: bool,
+}
+
+impl Warning {
+    /// A warning about something else than an abort.
+    pub fn new(t: f64, message: impl Into<String>) -> Warning {
+        Warning {
+            t,
+            message: message.into(),
+            abort: false,
+        }
+    }
+
+    /// The warning that records a call of `MPI_Abort`.
+    pub fn abort(t: f64) -> Warning {
+        Warning {
+            t,
+            message: "MPI_Abort called; flushing".into(),
+            abort: true,
+        }
+    }
+
+    /// Whether this warning records a call of `MPI_Abort`: its `abort`
+    /// field, or, in logs written before that field existed (which recorded
+    /// the abort only in words), a message that names `MPI_Abort`. No other
+    /// warning the runtime writes names `MPI_Abort`.
+    pub fn is_abort(&self) -> bool {
+        self.abort || self.message.contains("MPI_Abort")
+    }
 }
 
 /// A policy evaluated.
@@ -371,8 +452,8 @@ pub struct Decision {
     pub t: f64,
     /// The policy.
     pub policy: String,
-    /// `pre-init`, `init`, `periodic` or `finalize`.
-    pub phase: String,
+    /// The policy's phase.
+    pub phase: Phase,
     /// Whether it fired.
     pub fired: bool,
     /// Why it did not fire.
@@ -401,6 +482,51 @@ pub struct Decision {
     )]
     #[schemars(with = "Option<BTreeMap<String, Option<Vec<Option<f64>>>>>")]
     pub inputs: Option<BTreeMap<String, Option<Vec<f64>>>>,
+}
+
+/// The phase of a policy's decision, write or environment setting, as
+/// policy files name it; readers that show a user's `mpit-tuner set`
+/// (a `control` record) among the policies' writes give it the phase
+/// [`Phase::Steering`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Phase {
+    /// `pre-init`: in `MPI_Init`, before the library initialises.
+    PreInit,
+    /// `init`: right after `MPI_Init`.
+    Init,
+    /// `periodic`: while the application runs.
+    Periodic,
+    /// `finalize`: in `MPI_Finalize`.
+    Finalize,
+    /// `steering`: a user's request while the job runs. The runtime logs
+    /// these as `control` records, never with this phase; it names them
+    /// where they are read together with the policies' writes.
+    Steering,
+    /// A value this version does not know, kept as written (see
+    /// [unknown values](crate::record#unknown-values)).
+    #[serde(untagged)]
+    Other(String),
+}
+
+impl Phase {
+    /// The name in the log (`pre-init`).
+    pub fn as_str(&self) -> &str {
+        match self {
+            Phase::PreInit => "pre-init",
+            Phase::Init => "init",
+            Phase::Periodic => "periodic",
+            Phase::Finalize => "finalize",
+            Phase::Steering => "steering",
+            Phase::Other(s) => s,
+        }
+    }
+}
+
+impl std::fmt::Display for Phase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// How a write attempt ended.
@@ -453,7 +579,9 @@ impl Outcome {
     }
 }
 
-/// A CVAR write attempt: the audit record.
+/// A CVAR write attempt: the audit record. Its middle part, what the
+/// attempt found ([`CvarWrite`]), is what the actuator returns, written
+/// here as it came.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Write {
     /// Seconds since start.
@@ -461,7 +589,23 @@ pub struct Write {
     /// The policy that asked.
     pub policy: String,
     /// Its phase.
-    pub phase: String,
+    pub phase: Phase,
+    /// The CVAR, the values and how it ended (fields `cvar`, `index`,
+    /// `old`, `requested`, `readback`, `outcome`, `error` of the record).
+    #[serde(flatten)]
+    pub attempt: CvarWrite,
+    /// The value as the policy wrote it (an expression's text; free text,
+    /// not a closed set).
+    pub source: String,
+    /// Whether this was a dry run.
+    pub dry_run: bool,
+}
+
+/// What one write attempt of a CVAR found: the variable, its values
+/// before, asked for and after, and how it ended. The actuator (and the
+/// replay's simulated library) return it; the `write` record carries it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CvarWrite {
     /// The CVAR.
     pub cvar: String,
     /// The element written, if one.
@@ -478,10 +622,32 @@ pub struct Write {
     /// The error, with the MPI_T error name, when there was one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
-    /// The value as the policy wrote it (an expression's text).
-    pub source: String,
-    /// Whether this was a dry run.
-    pub dry_run: bool,
+}
+
+impl CvarWrite {
+    /// An attempt on `cvar` that has not found the variable (yet):
+    /// [`Outcome::Missing`], no values, no error. Writers fill it in as
+    /// they go.
+    pub fn missing(cvar: &str, index: Option<u32>) -> CvarWrite {
+        CvarWrite {
+            cvar: cvar.to_string(),
+            index,
+            old: None,
+            requested: None,
+            readback: None,
+            outcome: Outcome::Missing,
+            error: None,
+        }
+    }
+
+    /// An attempt that ended before reading anything: `outcome`, and why.
+    pub fn failed(cvar: &str, index: Option<u32>, outcome: Outcome, error: String) -> CvarWrite {
+        CvarWrite {
+            outcome,
+            error: Some(error),
+            ..CvarWrite::missing(cvar, index)
+        }
+    }
 }
 
 /// An environment variable set before `MPI_Init`.
@@ -491,8 +657,8 @@ pub struct Setenv {
     pub t: f64,
     /// The policy.
     pub policy: String,
-    /// Its phase.
-    pub phase: String,
+    /// Its phase (`pre-init`).
+    pub phase: Phase,
     /// The variable.
     pub name: String,
     /// The value.
@@ -667,6 +833,20 @@ impl ControlOutcome {
     }
 }
 
+impl From<CvarWrite> for ControlWrite {
+    /// The parts of a write attempt a steering answer records (its `error`
+    /// goes to the answer's `message`).
+    fn from(w: CvarWrite) -> ControlWrite {
+        ControlWrite {
+            cvar: w.cvar,
+            old: w.old,
+            requested: w.requested,
+            readback: w.readback,
+            outcome: w.outcome,
+        }
+    }
+}
+
 /// A rank's answer to a steering request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ControlAnswer {
@@ -785,6 +965,71 @@ mod tests {
         assert_eq!(s.vars[0].value[0], 1.0);
         assert!(s.vars[0].value[1].is_nan());
         assert!(s.vars[0].mean.as_ref().unwrap()[1].is_nan());
+    }
+
+    /// A write record as the runtime has always written it: read and
+    /// written back byte for byte.
+    #[test]
+    fn write_lines_keep_their_bytes() {
+        let lines = [
+            r#"{"type":"write","t":1.5,"policy":"p","phase":"periodic","cvar":"C","index":2,"old":[0],"requested":[4],"readback":[4],"outcome":"written","source":"4","dry_run":false}"#,
+            r#"{"type":"write","t":0.0,"policy":"p","phase":"pre-init","cvar":"C","old":null,"requested":null,"readback":null,"outcome":"missing","error":"no such CVAR","source":"x * 2","dry_run":true}"#,
+            r#"{"type":"setenv","t":0.0,"policy":"p","phase":"pre-init","name":"N","value":"v","dry_run":false,"error":null}"#,
+            r#"{"type":"decision","t":2.0,"policy":"p","phase":"init","fired":false,"reason":"r"}"#,
+            r#"{"type":"object","t":0.1,"event":"created","object":"comm3","handles":4}"#,
+            r#"{"type":"object","t":0.1,"event":"freed","object":"comm3","handles":0}"#,
+            r#"{"type":"warning","t":0.2,"message":"m"}"#,
+        ];
+        for line in lines {
+            let record: Record<'static> = serde_json::from_str(line).unwrap();
+            assert_eq!(serde_json::to_string(&record).unwrap(), line);
+        }
+        let Ok(Record::Write(w)) = serde_json::from_str(lines[0]) else {
+            panic!("not a write")
+        };
+        assert_eq!(
+            (w.phase, w.attempt.outcome),
+            (Phase::Periodic, Outcome::Written)
+        );
+    }
+
+    /// Phases and object events of a newer writer read as `Other` and are
+    /// written back unchanged.
+    #[test]
+    fn unknown_phases_and_object_events_are_kept() {
+        for line in [
+            r#"{"type":"decision","t":2.0,"policy":"p","phase":"someday","fired":false}"#,
+            r#"{"type":"object","t":0.1,"event":"moved","object":"win1","handles":0}"#,
+        ] {
+            let record: Record<'static> = serde_json::from_str(line).unwrap();
+            match &record {
+                Record::Decision(d) => assert_eq!(d.phase, Phase::Other("someday".into())),
+                Record::Object(o) => assert_eq!(o.event, ObjectChange::Other("moved".into())),
+                other => panic!("{other:?}"),
+            }
+            assert_eq!(serde_json::to_string(&record).unwrap(), line);
+        }
+        assert_eq!(
+            serde_json::to_string(&Phase::Steering).unwrap(),
+            r#""steering""#
+        );
+        // An outcome this version does not know is a damaged line.
+        let line = r#"{"type":"write","t":1,"policy":"p","phase":"init","cvar":"C","old":null,"requested":null,"readback":null,"outcome":"teleported","source":"1","dry_run":false}"#;
+        assert!(serde_json::from_str::<Record<'static>>(line).is_err());
+    }
+
+    /// The abort is a field; a log of an older writer has only the message.
+    #[test]
+    fn aborts_by_field_and_in_old_logs_by_message() {
+        let line = serde_json::to_string(&Record::Warning(Warning::abort(1.0))).unwrap();
+        assert_eq!(
+            line,
+            r#"{"type":"warning","t":1.0,"message":"MPI_Abort called; flushing","abort":true}"#
+        );
+        let old: Warning =
+            serde_json::from_str(r#"{"t":1.0,"message":"MPI_Abort called; flushing"}"#).unwrap();
+        assert!(!old.abort && old.is_abort());
+        assert!(!Warning::new(1.0, "something else").is_abort());
     }
 
     #[test]

@@ -378,10 +378,8 @@ fn learned_from_run(run: &Run) -> Result<Learned> {
     let mut families = BTreeMap::new();
     for log in &run.ranks {
         let h = log.header.as_ref();
-        let lib = h.and_then(|h| h.library.clone()).unwrap_or_default();
-        let version = h
-            .and_then(|h| h.library_version.clone())
-            .unwrap_or_default();
+        let lib = h.map(|h| h.library.clone()).unwrap_or_default();
+        let version = h.map(|h| h.library_version.clone()).unwrap_or_default();
         families
             .entry(lib)
             .or_insert_with(|| (version, Vec::new()))

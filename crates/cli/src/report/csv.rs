@@ -2,7 +2,7 @@
 //! object, element, value), streamed from the logs a few files at a time,
 //! and `writes.csv` (every CVAR write).
 
-use super::reading::{progress_bar, Write};
+use super::reading::{progress_bar, Ranked, Write};
 use anyhow::{Context, Result};
 use rayon::prelude::*;
 use std::fs::File;
@@ -101,20 +101,21 @@ pub fn writes(list: &[Write], dir: &Path) -> Result<PathBuf> {
         "error",
         "dry_run",
     ])?;
-    for x in list {
-        let v = |j: Option<&serde_json::Value>| super::document::value_text(j);
+    for Ranked { rank, record: x } in list {
+        let v = |value: Option<&vocab::Value>| super::document::cvar_value_text(value);
+        let a = &x.attempt;
         w.write_record([
-            x.rank.to_string(),
+            rank.to_string(),
             x.t.to_string(),
             x.policy.clone(),
-            x.phase.clone(),
-            x.cvar.clone(),
-            x.index.map(|i| i.to_string()).unwrap_or_default(),
-            v(x.old.as_ref()),
-            v(x.requested.as_ref()),
-            v(x.readback.as_ref()),
-            x.outcome.clone(),
-            x.error.clone().unwrap_or_default(),
+            x.phase.to_string(),
+            a.cvar.clone(),
+            a.index.map(|i| i.to_string()).unwrap_or_default(),
+            v(a.old.as_ref()),
+            v(a.requested.as_ref()),
+            v(a.readback.as_ref()),
+            a.outcome.as_str().to_string(),
+            a.error.clone().unwrap_or_default(),
             x.dry_run.to_string(),
         ])?;
     }

@@ -66,6 +66,18 @@ impl Phase {
     }
 }
 
+impl From<Phase> for vocab::record::Phase {
+    /// The phase as the log records it.
+    fn from(phase: Phase) -> vocab::record::Phase {
+        match phase {
+            Phase::PreInit => vocab::record::Phase::PreInit,
+            Phase::Init => vocab::record::Phase::Init,
+            Phase::Periodic => vocab::record::Phase::Periodic,
+            Phase::Finalize => vocab::record::Phase::Finalize,
+        }
+    }
+}
+
 impl fmt::Display for Phase {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())

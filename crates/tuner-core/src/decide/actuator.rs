@@ -15,7 +15,6 @@ use mpit::Error;
 use mpit::MpiT;
 use mpit::Object;
 use mpit::{Catalogue, CvarInfo};
-use serde::Serialize;
 
 /// What a policy asks to write.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,29 +27,7 @@ pub enum Request {
     Text(String),
 }
 
-pub use vocab::record::Outcome;
-
-/// What one attempt found (the engine makes it the log's `write` record,
-/// [`vocab::record::Write`], with the policy's name, phase and source).
-#[derive(Debug, Clone, Serialize)]
-pub struct WriteRecord {
-    /// The CVAR.
-    pub cvar: String,
-    /// Element written, if one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub index: Option<u32>,
-    /// Its value before.
-    pub old: Option<Value>,
-    /// What was asked.
-    pub requested: Option<Value>,
-    /// Its value after, as read back.
-    pub readback: Option<Value>,
-    /// How it ended.
-    pub outcome: Outcome,
-    /// The error, with the MPI_T error name, when there was one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
+pub use vocab::record::{CvarWrite, Outcome};
 
 /// When the write happens, for the scope rule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,16 +50,8 @@ pub fn write(
     request: &Request,
     when: When,
     dry_run: bool,
-) -> WriteRecord {
-    let mut record = WriteRecord {
-        cvar: name.to_string(),
-        index,
-        old: None,
-        requested: None,
-        readback: None,
-        outcome: Outcome::Missing,
-        error: None,
-    };
+) -> CvarWrite {
+    let mut record = CvarWrite::missing(name, index);
     let Some(info) = catalogue.cvar(name) else {
         record.error = Some(format!("this MPI library exports no CVAR named `{name}`"));
         return record;
@@ -143,7 +112,7 @@ fn write_open(
     index: Option<u32>,
     request: &Request,
     dry_run: bool,
-    record: &mut WriteRecord,
+    record: &mut CvarWrite,
     notes: &mut Vec<String>,
 ) {
     let name = &info.name;

@@ -1,7 +1,7 @@
 //! The engine's backends in a running job: MPI_T after `MPI_Init`
 //! ([`MpiBackend`]), the environment before it ([`EnvBackend`]).
 
-use super::actuator::{self, Outcome, Request, When, WriteRecord};
+use super::actuator::{self, CvarWrite, Outcome, Request, When};
 use super::engine::Backend;
 use crate::sample::Snapshot;
 use mpit::Catalogue;
@@ -39,7 +39,7 @@ impl Backend for MpiBackend<'_> {
         request: &Request,
         when: When,
         dry_run: bool,
-    ) -> WriteRecord {
+    ) -> CvarWrite {
         actuator::write(
             self.mpit,
             self.catalogue,
@@ -81,16 +81,13 @@ impl Backend for EnvBackend {
         _request: &Request,
         _when: When,
         _dry_run: bool,
-    ) -> WriteRecord {
-        WriteRecord {
-            cvar: name.to_string(),
+    ) -> CvarWrite {
+        CvarWrite::failed(
+            name,
             index,
-            old: None,
-            requested: None,
-            readback: None,
-            outcome: Outcome::Refused,
-            error: Some("no CVAR can be written before MPI_T is initialised".into()),
-        }
+            Outcome::Refused,
+            "no CVAR can be written before MPI_T is initialised".into(),
+        )
     }
 
     fn setenv(&mut self, name: &str, value: &str, dry_run: bool) -> Result<(), SetenvError> {

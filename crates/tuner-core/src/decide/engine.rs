@@ -6,7 +6,7 @@
 //! Every decision and every write attempt becomes a log record (`decision`,
 //! `write`, `note`, `recommendation`, `policy_disabled`).
 
-use super::actuator::{Outcome, Request, When, WriteRecord};
+use super::actuator::{CvarWrite, Outcome, Request, When};
 use super::backends::SetenvError;
 
 use mpit::meta::Datatype;
@@ -41,7 +41,7 @@ pub trait Backend {
         request: &Request,
         when: When,
         dry_run: bool,
-    ) -> WriteRecord;
+    ) -> CvarWrite;
     /// Sets an environment variable of this process (phase pre-init).
     fn setenv(&mut self, name: &str, value: &str, dry_run: bool) -> Result<(), SetenvError>;
     /// Seconds since the tuner started.
@@ -294,7 +294,7 @@ impl Engine {
                             out(Record::Decision(record::Decision {
                                 t,
                                 policy: policy.name().to_string(),
-                                phase: phase.name().to_string(),
+                                phase: phase.into(),
                                 fired: false,
                                 reason: Some(skip.to_string()),
                                 branch: None,
@@ -315,7 +315,7 @@ impl Engine {
                     out(Record::Decision(record::Decision {
                         t,
                         policy: policy.name().to_string(),
-                        phase: phase.name().to_string(),
+                        phase: phase.into(),
                         fired: true,
                         reason: None,
                         branch: Some(branch.to_string()),
@@ -339,21 +339,15 @@ impl Engine {
                                     SetValue::Numbers(xs) => Request::Numbers(xs.to_vec()),
                                     SetValue::Text(t) => Request::Text(t.to_string()),
                                 };
-                                let record = backend.write(cvar, index, &request, when, dry_run);
-                                let refused = refused(record.outcome);
+                                let attempt = backend.write(cvar, index, &request, when, dry_run);
+                                let refused = refused(attempt.outcome);
                                 self.counts[i].writes += u64::from(!refused && !dry_run);
                                 self.counts[i].refused += u64::from(refused);
                                 out(Record::Write(record::Write {
                                     t: backend.time(),
                                     policy: policy.name().to_string(),
-                                    phase: phase.name().to_string(),
-                                    cvar: record.cvar,
-                                    index: record.index,
-                                    old: record.old,
-                                    requested: record.requested,
-                                    readback: record.readback,
-                                    outcome: record.outcome,
-                                    error: record.error,
+                                    phase: phase.into(),
+                                    attempt,
                                     source: source.to_string(),
                                     dry_run,
                                 }));
@@ -363,7 +357,7 @@ impl Engine {
                                 out(Record::Setenv(record::Setenv {
                                     t: backend.time(),
                                     policy: policy.name().to_string(),
-                                    phase: phase.name().to_string(),
+                                    phase: phase.into(),
                                     name: name.to_string(),
                                     value: value.to_string(),
                                     dry_run,

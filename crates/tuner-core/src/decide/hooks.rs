@@ -13,12 +13,11 @@ use vocab::record::{self, Record};
 /// The warning of a rank that runs pre-init policies without knowing its
 /// rank.
 fn no_rank_warning() -> Record<'static> {
-    Record::Warning(record::Warning {
-        t: 0.0,
-        message: "the launcher did not say this process's rank before MPI_Init; pre-init \
-                  policies see rank 0 of 1"
-            .into(),
-    })
+    Record::Warning(record::Warning::new(
+        0.0,
+        "the launcher did not say this process's rank before MPI_Init; pre-init policies see \
+         rank 0 of 1",
+    ))
 }
 
 /// The policy engine as the runtime's [`Hooks`](crate::runtime::Hooks).
@@ -225,7 +224,7 @@ impl crate::runtime::Hooks for PolicyHooks {
                 if info.rank == 0 {
                     mpit::say!("mpit-tuner: {message}");
                 }
-                log.record(&Record::Warning(record::Warning { t: 0.0, message }));
+                log.record(&Record::Warning(record::Warning::new(0.0, message)));
             }
         }
         let snapshot = Snapshot::default();

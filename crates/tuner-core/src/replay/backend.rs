@@ -247,16 +247,8 @@ impl Backend for ReplayBackend {
         request: &Request,
         when: When,
         dry_run: bool,
-    ) -> WriteRecord {
-        let mut record = WriteRecord {
-            cvar: name.to_string(),
-            index,
-            old: None,
-            requested: None,
-            readback: None,
-            outcome: Outcome::Missing,
-            error: None,
-        };
+    ) -> CvarWrite {
+        let mut record = CvarWrite::missing(name, index);
         let Some((info, declared_count)) = self.catalogue.mpi_cvar(name) else {
             record.error = Some(format!("the replayed data has no CVAR named `{name}`"));
             return record;

@@ -77,7 +77,7 @@
 //! assert_eq!((write["old"].clone(), write["readback"].clone()), (serde_json::json!([32]), serde_json::json!([8])));
 //! ```
 
-use crate::decide::actuator::{self, Outcome, Request, When, WriteRecord};
+use crate::decide::actuator::{self, CvarWrite, Outcome, Request, When};
 use crate::decide::{self as engine, convert_class, convert_scope, Backend, Engine};
 use crate::runtime::log;
 use mpit::meta::{Binding, Datatype, PvarClass, Scope, Verbosity};
@@ -91,6 +91,7 @@ use serde::Deserialize;
 use serde_json::Value as Json;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
+use vocab::read::DamageKind;
 use vocab::record::{self, Record};
 
 mod backend;

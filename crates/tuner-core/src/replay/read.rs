@@ -65,30 +65,34 @@ pub(super) fn rank_logs_in(dir: &Path) -> Result<Vec<PathBuf>, ReplayError> {
     Ok(files)
 }
 
-/// Parses one file, a log or a trace (told apart by its first record:
-/// logs have a `"type"`). Returns its ranks, and its declarations when it
-/// has no samples (a catalogue-only trace).
+/// Parses one file, a log or a trace. Returns its ranks, and its
+/// declarations when it has no samples (a catalogue-only trace).
 pub(super) fn parse_any(
     text: &str,
     source: &str,
 ) -> Result<(Vec<RankTrace>, Declarations), ReplayError> {
-    let first = lines(text).next();
-    let is_log = match first {
-        Some((_, line)) => serde_json::from_str::<Json>(line)
-            .map(|v| v.get("type").is_some())
-            .unwrap_or(false),
-        None => {
-            return Err(ReplayError::Empty {
-                source_name: source.into(),
-                message: "the file is empty".into(),
-            })
-        }
-    };
-    if is_log {
+    if lines(text).next().is_none() {
+        return Err(ReplayError::Empty {
+            source_name: source.into(),
+            message: "the file is empty".into(),
+        });
+    }
+    if is_log(text, source) {
         return Ok((vec![parse_log(text, source)?], Declarations::default()));
     }
     let (ranks, declared) = parse_trace_parts(text, source)?;
     Ok((ranks, declared))
+}
+
+/// Whether `text` is a log: its first line is a record, or names a record
+/// type (a damaged or newer one); a trace's lines have no `"type"` (or
+/// are not JSON: its comments).
+fn is_log(text: &str, source: &str) -> bool {
+    match vocab::records_from(text.as_bytes(), Path::new(source)).next() {
+        Some(Ok(_)) => true,
+        Some(Err(d)) => !matches!(d.kind, DamageKind::NotJson | DamageKind::Untyped),
+        None => false,
+    }
 }
 
 /// Non-blank, non-comment lines with their 1-based numbers.
@@ -107,23 +111,24 @@ pub(super) fn format_error(source: &str, line: usize, message: impl Into<String>
     }
 }
 
-/// Parses one rank's log (the records of [`vocab::record`]).
+/// Parses one rank's log (the records of [`vocab::record`], read by
+/// [`vocab::read`]).
 pub fn parse_log(text: &str, source: &str) -> Result<RankTrace, ReplayError> {
     let mut trace = RankTrace {
         source: source.to_string(),
         ..RankTrace::default()
     };
     let mut header = false;
-    for (n, line) in lines(text) {
-        let record: Record<'static> = serde_json::from_str(line).map_err(|e| {
-            let message = match newer_version(line) {
-                Some(v) => format!(
+    for item in vocab::records_from(text.as_bytes(), Path::new(source)) {
+        let (n, record) = item.map_err(|d| {
+            let message = match d.kind {
+                DamageKind::NewerFormat(v) => format!(
                     "log format version {v}; this mpit-tuner reads version {}",
                     log::FORMAT_VERSION
                 ),
-                None => format!("not a record of the log format: {e}"),
+                _ => format!("not a record of the log format: {}", d.error),
             };
-            format_error(source, n, message)
+            format_error(source, d.line, message)
         })?;
         if !header {
             let Record::Header(h) = &record else {
@@ -142,8 +147,8 @@ pub fn parse_log(text: &str, source: &str) -> Result<RankTrace, ReplayError> {
             // The recorded run's own writes: the value before its first
             // write of a CVAR is that CVAR's starting value.
             Record::Write(w) => {
-                if let Some(old) = w.old {
-                    trace.initial_cvars.entry(w.cvar).or_insert(old);
+                if let Some(old) = w.attempt.old {
+                    trace.initial_cvars.entry(w.attempt.cvar).or_insert(old);
                 }
             }
             Record::Close(c) => trace.end = Some(c.t),
@@ -151,13 +156,6 @@ pub fn parse_log(text: &str, source: &str) -> Result<RankTrace, ReplayError> {
         }
     }
     Ok(trace)
-}
-
-/// The format version of a line that is a header of another version.
-pub(super) fn newer_version(line: &str) -> Option<u64> {
-    let v: Json = serde_json::from_str(line).ok()?;
-    let version = v.get("version")?.as_u64()?;
-    (v.get("type")? == "header" && version != u64::from(log::FORMAT_VERSION)).then_some(version)
 }
 
 pub(super) fn read_header(header: &record::Header, trace: &mut RankTrace) -> Result<(), String> {

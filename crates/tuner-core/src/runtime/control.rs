@@ -145,7 +145,7 @@ impl Steering {
                 // A warning only: an answer would be read as coming from
                 // the job's user.
                 let message = format!("steering request {} ignored: {why}", path.display());
-                return log.record(&Record::Warning(record::Warning { t, message }));
+                return log.record(&Record::Warning(record::Warning::new(t, message)));
             }
             Read::Failed(why) => {
                 let a = (ControlOutcome::Error, Some(why), None);
@@ -472,14 +472,7 @@ fn set(mpit: &MpiT, catalogue: &Catalogue, cvar: &str, value: &str) -> Answer {
             show(w.readback.as_ref())
         ))
     });
-    let write = ControlWrite {
-        cvar: w.cvar,
-        old: w.old,
-        requested: w.requested,
-        readback: w.readback,
-        outcome: w.outcome,
-    };
-    (outcome, message, Some(write))
+    (outcome, message, Some(ControlWrite::from(w)))
 }
 
 /// A value in a message (`4`, `[1, 2]`, `"text"`).

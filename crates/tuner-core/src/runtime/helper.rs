@@ -93,7 +93,7 @@ fn helper_loop(
         for event in sampler.track_objects(&shared.objects) {
             log.record(&Record::Object(record::ObjectEvent {
                 t,
-                event: event.event.to_string(),
+                event: event.event,
                 object: event.object,
                 handles: event.handles,
             }));
@@ -171,10 +171,9 @@ fn helper_loop(
 /// the wrapper never lets the abort go ahead of the record.
 fn answer_flush(shared: &Shared, log: &mut LogWriter, start: Instant) {
     if shared.flush.swap(false, AcqRel) {
-        log.record(&warning(
+        log.record(&Record::Warning(record::Warning::abort(
             start.elapsed().as_secs_f64(),
-            "MPI_Abort called; flushing",
-        ));
+        )));
         log.flush();
         shared.flushed.fetch_add(1, Release);
     }

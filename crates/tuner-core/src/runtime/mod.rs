@@ -240,10 +240,7 @@ pub(crate) fn config_record(config: &Config) -> record::RunConfig {
 
 /// A `warning` record.
 pub(crate) fn warning(t: f64, message: &str) -> Record<'static> {
-    Record::Warning(record::Warning {
-        t,
-        message: message.to_string(),
-    })
+    Record::Warning(record::Warning::new(t, message))
 }
 
 /// What the helper thread hands back when it stops.

@@ -17,7 +17,7 @@ use mpit::{Object, OwnedPvarSession, PvarHandle, PvarReader, SessionHandle};
 use serde::Serialize;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashSet};
-use vocab::record::{SampleVar, SampledVariable};
+use vocab::record::{ObjectChange, SampleVar, SampledVariable};
 
 /// One variable in a snapshot: the latest value and derived metrics.
 ///
@@ -108,7 +108,7 @@ struct ObjectVars {
 #[derive(Debug, Clone, Serialize)]
 pub struct ObjectEvent {
     /// `created` or `freed`.
-    pub event: &'static str,
+    pub event: ObjectChange,
     /// `world`, `comm3`, `win1`.
     pub object: String,
     /// Handles allocated (created) for bound variables.
@@ -291,7 +291,7 @@ impl Sampler {
         for (id, object) in &self.reaped {
             if let Some(obj) = self.objects.remove(id) {
                 events.push(ObjectEvent {
-                    event: "freed",
+                    event: ObjectChange::Freed,
                     object: obj.label,
                     handles: 0,
                 });
@@ -299,7 +299,7 @@ impl Sampler {
                 // Freed while its handles were being allocated: never
                 // sampled, but the log still says it existed.
                 let label = label(*id, *object);
-                for event in ["created", "freed"] {
+                for event in [ObjectChange::Created, ObjectChange::Freed] {
                     events.push(ObjectEvent {
                         event,
                         object: label.clone(),
@@ -358,7 +358,7 @@ impl Sampler {
             self.warnings.extend(warnings);
             if activated {
                 events.push(ObjectEvent {
-                    event: "created",
+                    event: ObjectChange::Created,
                     object: label.clone(),
                     handles: vars.len(),
                 });

@@ -52,11 +52,11 @@ pub fn facts(run: &Run) -> Facts {
     let first = headers.first().map(|(_, h)| *h);
     let library = summary
         .and_then(|s| s.library.clone())
-        .or_else(|| first.and_then(|h| h.library.clone()))
+        .or_else(|| first.map(|h| h.library.clone()))
         .unwrap_or_else(|| "unknown".into());
     let library_version = summary
         .and_then(|s| s.library_version.clone())
-        .or_else(|| first.and_then(|h| h.library_version.clone()))
+        .or_else(|| first.map(|h| h.library_version.clone()))
         .map(|v| tidy_version(&v))
         .unwrap_or_default();
     let rank0 = run.ranks.iter().find(|r| r.rank == 0);
@@ -66,14 +66,14 @@ pub fn facts(run: &Run) -> Facts {
             .map(|r| r.close.as_ref().map_or(r.last_t, |c| c.0))
             .reduce(f64::max)
     });
-    let config = first.and_then(|h| h.config.clone());
+    let config = first.and_then(|h| serde_json::to_value(&h.config).ok());
     let interval = config
         .as_ref()
         .and_then(|c| c.get("interval"))
         .and_then(|v| v.as_f64());
-    let catalogue = first.and_then(|h| h.catalogue.as_ref()).map(|c| {
-        let n = |k: &str| c.get(k).and_then(|v| v.as_u64()).unwrap_or(0);
-        (n("cvars"), n("pvars"), n("categories"))
+    let catalogue = first.map(|h| {
+        let c = &h.catalogue;
+        (c.cvars as u64, c.pvars as u64, c.categories as u64)
     });
     let samples_range = run
         .ranks
@@ -87,10 +87,7 @@ pub fn facts(run: &Run) -> Facts {
         library_version,
         size: run.size,
         hosts: hosts(&headers),
-        start_unix: headers
-            .iter()
-            .filter_map(|(_, h)| h.start_unix)
-            .reduce(f64::min),
+        start_unix: headers.iter().map(|(_, h)| h.start_unix).reduce(f64::min),
         duration,
         interval,
         samples_rank0: summary
@@ -98,12 +95,12 @@ pub fn facts(run: &Run) -> Facts {
             .or(rank0.map(|r| r.samples)),
         samples_range,
         config: config_items(config.as_ref()),
-        thread_level: first.and_then(|h| h.thread_level.clone()),
+        thread_level: first.map(|h| h.mpi_t_thread_level.clone()),
         catalogue,
         sampled: rank0
             .and_then(|r| r.header.as_ref())
             .or(first)
-            .map(|h| h.sampled),
+            .map(|h| h.variables.len()),
         objects: run
             .ranks
             .iter()
@@ -116,9 +113,7 @@ pub fn facts(run: &Run) -> Facts {
 fn hosts(headers: &[(u32, &Header)]) -> Vec<(String, u32)> {
     let mut hosts: BTreeMap<String, u32> = BTreeMap::new();
     for (_, h) in headers {
-        *hosts
-            .entry(h.host.clone().unwrap_or_else(|| "?".into()))
-            .or_insert(0) += 1;
+        *hosts.entry(h.host.clone()).or_insert(0) += 1;
     }
     let mut hosts: Vec<(String, u32)> = hosts.into_iter().collect();
     hosts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));

@@ -138,9 +138,9 @@ fn changes(a: &mut Analysis, run: &Run) {
         a.setenvs.extend(r.setenvs.iter().cloned());
     }
     a.writes
-        .sort_by(|x, y| x.t.total_cmp(&y.t).then(x.rank.cmp(&y.rank)));
+        .sort_by(|x, y| x.record.t.total_cmp(&y.record.t).then(x.rank.cmp(&y.rank)));
     a.setenvs
-        .sort_by(|x, y| x.t.total_cmp(&y.t).then(x.rank.cmp(&y.rank)));
+        .sort_by(|x, y| x.record.t.total_cmp(&y.record.t).then(x.rank.cmp(&y.rank)));
 }
 
 /// Disabled policies, recommendations and notes of policies, each grouped

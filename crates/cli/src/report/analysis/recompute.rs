@@ -190,18 +190,15 @@ pub fn recompute_advice(
     sizes: &BTreeMap<String, Vec<u64>>,
 ) -> Vec<Advice> {
     let header = run.ranks.iter().find_map(|r| r.header.as_ref());
-    let library = header.map(|h| {
-        let v = h.library_version.clone().unwrap_or_default();
-        match Library::from_version(&v) {
-            Library::Unknown => match h.library.as_deref() {
-                Some("mpich") => Library::Mpich,
-                Some("openmpi") => Library::OpenMpi,
-                Some("mvapich2") => Library::Mvapich2,
-                Some("intelmpi") => Library::IntelMpi,
-                _ => Library::Unknown,
-            },
-            l => l,
-        }
+    let library = header.map(|h| match Library::from_version(&h.library_version) {
+        Library::Unknown => match h.library.as_str() {
+            "mpich" => Library::Mpich,
+            "openmpi" => Library::OpenMpi,
+            "mvapich2" => Library::Mvapich2,
+            "intelmpi" => Library::IntelMpi,
+            _ => Library::Unknown,
+        },
+        l => l,
     });
     let summary = Summary {
         variables: stats

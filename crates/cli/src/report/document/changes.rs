@@ -1,11 +1,12 @@
 //! "CVAR changes": the writes by policy, CVAR and outcome, every write in
 //! time order, and the environment variables policies set.
 
-use super::{ranks_text, value_text};
+use super::{cvar_value_text, ranks_text};
 use crate::report::analysis::Analysis;
-use crate::report::reading::{SetEnv, Write};
+use crate::report::reading::{Ranked, SetEnv, Write};
 use crate::report::tables::{one_line, Section};
 use std::collections::BTreeMap;
+use vocab::record::Outcome;
 
 /// Writes of one policy, CVAR and outcome.
 struct WriteGroup {
@@ -39,9 +40,7 @@ fn by_policy(s: &mut Section, writes: &[Write]) {
     let ranks: std::collections::BTreeSet<u32> = writes.iter().map(|w| w.rank).collect();
     let refused = writes
         .iter()
-        .filter(|w| {
-            w.outcome.starts_with("refused") || w.outcome == "invalid" || w.outcome == "missing"
-        })
+        .filter(|w| !w.record.attempt.outcome.applied())
         .count();
     s.text(format!(
         "{} write{} on {} rank{} ({refused} refused or invalid). By policy and CVAR:",
@@ -51,10 +50,11 @@ fn by_policy(s: &mut Section, writes: &[Write]) {
         if ranks.len() == 1 { "" } else { "s" }
     ));
     // (policy, cvar, outcome) -> writes, ranks, first, last, values.
-    let mut groups: BTreeMap<(String, String, String), WriteGroup> = BTreeMap::new();
-    for w in writes {
+    let mut groups: BTreeMap<(&str, &str, &str), WriteGroup> = BTreeMap::new();
+    for Ranked { rank, record: w } in writes {
+        let a = &w.attempt;
         let g = groups
-            .entry((w.policy.clone(), w.cvar.clone(), w.outcome.clone()))
+            .entry((&w.policy, &a.cvar, a.outcome.as_str()))
             .or_insert(WriteGroup {
                 writes: 0,
                 ranks: Vec::new(),
@@ -63,10 +63,10 @@ fn by_policy(s: &mut Section, writes: &[Write]) {
                 values: Vec::new(),
             });
         g.writes += 1;
-        g.ranks.push(w.rank);
+        g.ranks.push(*rank);
         g.first = g.first.min(w.t);
         g.last = g.last.max(w.t);
-        let v = value_text(w.readback.as_ref().or(w.requested.as_ref()));
+        let v = cvar_value_text(a.readback.as_ref().or(a.requested.as_ref()));
         if !g.values.contains(&v) {
             g.values.push(v);
         }
@@ -83,9 +83,9 @@ fn by_policy(s: &mut Section, writes: &[Write]) {
                 String::new()
             };
             vec![
-                policy,
-                cvar,
-                outcome,
+                policy.to_string(),
+                cvar.to_string(),
+                outcome.to_string(),
                 g.writes.to_string(),
                 ranks_text(&g.ranks),
                 format!("{:.3}-{:.3}", g.first, g.last),
@@ -108,31 +108,32 @@ fn every_write(s: &mut Section, writes: &[Write]) {
     s.text("Every write, in time order (old -> read back; the requested value when it differs):");
     let rows = writes
         .iter()
-        .map(|w| {
-            let old = value_text(w.old.as_ref());
-            let back = value_text(w.readback.as_ref());
-            let req = value_text(w.requested.as_ref());
+        .map(|Ranked { rank, record: w }| {
+            let a = &w.attempt;
+            let old = cvar_value_text(a.old.as_ref());
+            let back = cvar_value_text(a.readback.as_ref());
+            let req = cvar_value_text(a.requested.as_ref());
             let mut change = format!("{old} -> {back}");
             if req != back && req != "-" {
                 change.push_str(&format!(" (asked {req})"));
             }
-            let cvar = match w.index {
-                Some(i) => format!("{}[{i}]", w.cvar),
-                None => w.cvar.clone(),
+            let cvar = match a.index {
+                Some(i) => format!("{}[{i}]", a.cvar),
+                None => a.cvar.clone(),
             };
-            let mut outcome = w.outcome.clone();
-            if w.dry_run && outcome != "dry_run" {
+            let mut outcome = a.outcome.as_str().to_string();
+            if w.dry_run && a.outcome != Outcome::DryRun {
                 outcome.push_str(" (dry run)");
             }
             vec![
                 format!("{:.3}", w.t),
-                w.rank.to_string(),
+                rank.to_string(),
                 w.policy.clone(),
-                w.phase.clone(),
+                w.phase.to_string(),
                 cvar,
                 change,
                 outcome,
-                w.error.as_deref().map(one_line).unwrap_or_default(),
+                a.error.as_deref().map(one_line).unwrap_or_default(),
             ]
         })
         .collect();
@@ -151,10 +152,10 @@ fn environment(s: &mut Section, setenvs: &[SetEnv]) {
     s.text("Environment variables set by policies:");
     let rows = setenvs
         .iter()
-        .map(|e| {
+        .map(|Ranked { rank, record: e }| {
             vec![
                 format!("{:.3}", e.t),
-                e.rank.to_string(),
+                rank.to_string(),
                 e.policy.clone(),
                 format!("{}={}", e.name, e.value),
                 if e.dry_run {

@@ -98,6 +98,11 @@ fn files(out: &Outputs) -> Section {
 }
 
 /// A CVAR value as the log has it (`[41]`, `"text"`), as text.
+/// A CVAR value of a record as [`value_text`] shows it.
+pub fn cvar_value_text(v: Option<&vocab::Value>) -> String {
+    value_text(v.and_then(|v| serde_json::to_value(v).ok()).as_ref())
+}
+
 pub fn value_text(v: Option<&serde_json::Value>) -> String {
     match v {
         None | Some(serde_json::Value::Null) => "-".into(),

@@ -4,12 +4,13 @@
 //! marker of their own, apart from the policies' writes.
 
 use super::{e, svg_of, FONT, WIDE};
-use crate::report::document::value_text;
-use crate::report::reading::{Write, STEERING};
+use crate::report::document::cvar_value_text;
+use crate::report::reading::Write;
 use crate::report::tables::cut;
 use anyhow::Result;
 use plotters::coord::{cartesian::Cartesian2d, types::RangedCoordf64};
 use plotters::prelude::*;
+use vocab::record::{Outcome, Phase};
 
 /// A chart with seconds on x and ranks on y.
 type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
@@ -29,16 +30,21 @@ const OUTCOMES: [(&str, &str); 6] = [
 
 /// The group of [`OUTCOMES`] a write is drawn as.
 fn outcome_group(w: &Write) -> &'static str {
-    let o = w.outcome.as_str();
-    if w.phase == STEERING && matches!(o, "written" | "written_differs" | "written_unverified") {
+    let o = w.record.attempt.outcome;
+    if w.record.phase == Phase::Steering
+        && matches!(
+            o,
+            Outcome::Written | Outcome::WrittenDiffers | Outcome::WrittenUnverified
+        )
+    {
         return "user";
     }
     match o {
-        "written" => "written",
-        "written_differs" | "written_unverified" => "written_differs",
-        "refused" | "refused_now" => "refused",
-        "dry_run" => "dry_run",
-        _ => "invalid",
+        Outcome::Written => "written",
+        Outcome::WrittenDiffers | Outcome::WrittenUnverified => "written_differs",
+        Outcome::Refused | Outcome::RefusedNow => "refused",
+        Outcome::DryRun => "dry_run",
+        Outcome::Invalid | Outcome::Missing => "invalid",
     }
 }
 
@@ -52,7 +58,7 @@ pub fn cvar_changes(writes: &[Write], size: Option<u32>, duration: Option<f64>) 
         .max(size.unwrap_or(1).saturating_sub(1));
     let t1 = writes
         .iter()
-        .map(|w| w.t)
+        .map(|w| w.record.t)
         .fold(duration.unwrap_or(0.0), f64::max)
         .max(0.001);
     let caption = caption(writes);
@@ -92,7 +98,7 @@ pub fn cvar_changes(writes: &[Write], size: Option<u32>, duration: Option<f64>) 
             let pts: Vec<(f64, f64)> = writes
                 .iter()
                 .filter(|w| outcome_group(w) == group)
-                .map(|w| (w.t, f64::from(w.rank)))
+                .map(|w| (w.record.t, f64::from(w.rank)))
                 .collect();
             if !pts.is_empty() {
                 markers(&mut chart, group, label, &pts, r, t1)?;
@@ -117,7 +123,10 @@ pub fn cvar_changes(writes: &[Write], size: Option<u32>, duration: Option<f64>) 
 
 /// The title: how many writes of which CVARs.
 fn caption(writes: &[Write]) -> String {
-    let cvars: std::collections::BTreeSet<&str> = writes.iter().map(|w| w.cvar.as_str()).collect();
+    let cvars: std::collections::BTreeSet<&str> = writes
+        .iter()
+        .map(|w| w.record.attempt.cvar.as_str())
+        .collect();
     if writes.is_empty() {
         "CVAR changes: none in this run".to_string()
     } else {
@@ -210,11 +219,12 @@ fn markers(
 /// The value each write set (read back, else requested), above its marker.
 fn values(chart: &mut Chart<'_, '_>, writes: &[Write]) -> Result<()> {
     for w in writes {
-        let value = value_text(w.readback.as_ref().or(w.requested.as_ref()));
+        let a = &w.record.attempt;
+        let value = cvar_value_text(a.readback.as_ref().or(a.requested.as_ref()));
         chart
             .draw_series(std::iter::once(Text::new(
                 value,
-                (w.t, f64::from(w.rank) + 0.18),
+                (w.record.t, f64::from(w.rank) + 0.18),
                 (FONT, 11).into_font(),
             )))
             .map_err(e)?;

@@ -214,10 +214,19 @@ mod tests {
         assert_eq!(&png[1..4], b"PNG");
         let w = Write {
             rank: 1,
-            t: 0.5,
-            cvar: "C".into(),
-            outcome: "refused_now".into(),
-            ..Write::default()
+            record: vocab::record::Write {
+                t: 0.5,
+                policy: "p".into(),
+                phase: vocab::record::Phase::Periodic,
+                attempt: vocab::record::CvarWrite::failed(
+                    "C",
+                    None,
+                    vocab::record::Outcome::RefusedNow,
+                    "not now".into(),
+                ),
+                source: "1".into(),
+                dry_run: false,
+            },
         };
         let svg = cvar_changes(&[w], Some(2), Some(1.0)).unwrap();
         assert!(svg.contains("refused"));

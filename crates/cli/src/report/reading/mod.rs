@@ -20,7 +20,7 @@ mod summary;
 
 pub use fold::Points;
 pub use problem::{Problem, ProblemKind};
-pub use rank::{read_rank, Header, RankLog, SetEnv, Write, STEERING};
+pub use rank::{read_rank, Header, RankLog, Ranked, SetEnv, Write};
 pub use summary::{read_summary, Advice, Class, Stat, SummaryDoc};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -109,7 +109,7 @@ fn job_size(run: &Run) -> Option<u32> {
     let header_size = run
         .ranks
         .iter()
-        .filter_map(|r| r.header.as_ref()?.size)
+        .filter_map(|r| Some(r.header.as_ref()?.size))
         .filter(|&s| s > 0)
         .max()
         .map(|s| s as u32);

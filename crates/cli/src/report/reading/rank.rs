@@ -10,91 +10,34 @@
 
 use super::fold::{Folder, Points, VarAgg};
 use super::problem::{Problem, ProblemKind};
-use serde_json::Value as Json;
 use std::collections::{BTreeMap, HashSet};
-use std::fs::File;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 use tuner_core::runtime::log::FORMAT_VERSION;
-use vocab::record::{self, Record};
+use vocab::read::{DamageKind, Damaged};
+use vocab::record::{self, CvarWrite, ObjectChange, Phase, Record};
 
 /// How many bad lines of one file are described (the others are counted).
 const BAD_LINES_SHOWN: usize = 3;
 
 /// The log header (first record).
-#[derive(Debug, Clone, Default)]
-pub struct Header {
-    /// Job size.
-    pub size: Option<i64>,
-    /// Host name.
-    pub host: Option<String>,
-    /// Library family (`mpich`, `openmpi`, ...).
-    pub library: Option<String>,
-    /// `MPI_Get_library_version`.
-    pub library_version: Option<String>,
-    /// MPI_T thread level.
-    pub thread_level: Option<String>,
-    /// Unix time of the start.
-    pub start_unix: Option<f64>,
-    /// The tuner's configuration.
-    pub config: Option<Json>,
-    /// Catalogue counts.
-    pub catalogue: Option<Json>,
-    /// How many PVARs the sampler reads.
-    pub sampled: usize,
-}
+pub use vocab::record::Header;
 
-/// A CVAR write record.
-#[derive(Debug, Clone, Default)]
-pub struct Write {
-    /// The rank that wrote.
-    pub rank: u32,
-    /// Seconds since the start.
-    pub t: f64,
-    /// The policy.
-    pub policy: String,
-    /// Its phase.
-    pub phase: String,
-    /// The CVAR.
-    pub cvar: String,
-    /// Element, if one.
-    pub index: Option<u32>,
-    /// Value before.
-    pub old: Option<Json>,
-    /// Value asked.
-    pub requested: Option<Json>,
-    /// Value read back.
-    pub readback: Option<Json>,
-    /// `written`, `refused`, ...
-    pub outcome: String,
-    /// The error, if any.
-    pub error: Option<String>,
-    /// Whether it was a dry run.
-    pub dry_run: bool,
-}
-
-/// The phase of the writes a user asked for (`mpit-tuner set`), in
-/// [`Write::phase`].
-pub const STEERING: &str = "steering";
-
-/// A `setenv` record.
-#[derive(Debug, Clone, Default)]
-pub struct SetEnv {
+/// A record of one rank, with the rank it came from (the report puts the
+/// records of every rank side by side).
+#[derive(Debug, Clone)]
+pub struct Ranked<T> {
     /// The rank.
     pub rank: u32,
-    /// Seconds since the start.
-    pub t: f64,
-    /// The policy.
-    pub policy: String,
-    /// Variable name.
-    pub name: String,
-    /// Its value.
-    pub value: String,
-    /// Whether it was a dry run.
-    pub dry_run: bool,
-    /// The error, if any.
-    pub error: Option<String>,
+    /// Its record.
+    pub record: T,
 }
+
+/// A CVAR write: a policy's `write` record, or the write of a user's
+/// request (`mpit-tuner set`) with the phase [`Phase::Steering`].
+pub type Write = Ranked<record::Write>;
+
+/// A `setenv` record.
+pub type SetEnv = Ranked<record::Setenv>;
 
 /// A policy's `policy_summary` record.
 pub use vocab::record::PolicySummary;
@@ -144,7 +87,8 @@ pub struct RankLog {
     pub collectives: Vec<vocab::record::CollectiveTuning>,
 }
 
-/// Reads one rank's log. Returns `None` when nothing of it is usable.
+/// Reads one rank's log (through [`vocab::records`]). Returns `None` when
+/// nothing of it is usable.
 pub fn read_rank(
     rank: u32,
     path: &Path,
@@ -155,30 +99,29 @@ pub fn read_rank(
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let mut reader = RankReader::new(rank, file_name, series_wanted);
-    let file = match File::open(path) {
-        Ok(f) => f,
+    let mut records = match vocab::records(path) {
+        Ok(r) => r,
         Err(e) => {
             reader.problem(ProblemKind::Unreadable, format!("cannot open: {e}"));
             return (None, reader.problems);
         }
     };
-    let mut lines = BufReader::with_capacity(256 * 1024, file);
-    let mut buf = Vec::with_capacity(64 * 1024);
-    loop {
-        buf.clear();
-        match lines.read_until(b'\n', &mut buf) {
-            Ok(0) => break,
-            Ok(_) => {}
-            Err(e) => {
-                let detail = format!("read error after line {}: {e}", reader.n);
-                reader.problem(ProblemKind::Unreadable, detail);
-                break;
+    for item in records.by_ref() {
+        let next = match item {
+            Ok((n, record)) => {
+                reader.n = n as u64;
+                reader.record(record)
             }
-        }
-        if let Next::Unusable = reader.line(&buf) {
+            Err(damaged) => {
+                reader.n = damaged.line as u64;
+                reader.damaged(damaged)
+            }
+        };
+        if let Next::Unusable = next {
             return (None, reader.problems);
         }
     }
+    reader.n = records.lines() as u64;
     reader.finish()
 }
 
@@ -200,7 +143,8 @@ struct RankReader<'w> {
     problems: Vec<Problem>,
     /// Lines that are not valid records.
     bad: usize,
-    /// Lines read (blank ones included).
+    /// The line being read, then (at the end) the lines of the file,
+    /// blank ones included.
     n: u64,
 }
 
@@ -230,58 +174,42 @@ impl<'w> RankReader<'w> {
         })
     }
 
-    /// Reads the next line (with its `\n`, unless it is the cut last one).
-    fn line(&mut self, buf: &[u8]) -> Next {
-        self.n += 1;
-        let complete = buf.last() == Some(&b'\n');
-        let trimmed = buf.trim_ascii();
-        if trimmed.is_empty() {
-            return Next::Line;
-        }
-        match serde_json::from_slice::<Record<'static>>(trimmed) {
-            Ok(record) => self.record(record),
-            Err(e) => self.undecodable(trimmed, complete, &e),
-        }
-    }
-
     /// A line that is not a record this version knows: a record type of a
     /// newer tuner (skipped silently), a file that is not a log, a header of
-    /// a newer format, a cut last line, or a bad line.
-    fn undecodable(&mut self, line: &[u8], complete: bool, e: &serde_json::Error) -> Next {
+    /// a newer format, a cut last line, a bad line, or a read error (the
+    /// reading ends).
+    fn damaged(&mut self, d: Damaged) -> Next {
         let n = self.n;
-        let value = serde_json::from_slice::<Json>(line).ok();
-        let is_json = value.is_some();
-        // A record type of a newer tuner: not this reader's business.
-        let kind = value
-            .as_ref()
-            .and_then(|v| v.get("type")?.as_str().map(str::to_string));
-        if n > 1 && kind.as_deref().is_some_and(|k| !record::KINDS.contains(&k)) {
-            return Next::Line;
-        }
-        if n == 1 && !is_json {
-            self.problem(
-                ProblemKind::NotALog,
-                format!("line 1 is not JSON ({e}); not a tuner log"),
-            );
-            return Next::Unusable;
-        }
-        if n == 1 && kind.as_deref() == Some("header") {
-            if let Some(v) = value
-                .as_ref()
-                .and_then(|v| v.get("version")?.as_u64())
-                .filter(|&v| v > u64::from(FORMAT_VERSION))
-            {
+        let e = &d.error;
+        match &d.kind {
+            DamageKind::Io => {
+                let detail = format!("read error after line {}: {e}", n - 1);
+                self.problem(ProblemKind::Unreadable, detail);
+                return Next::Line;
+            }
+            // A record type of a newer tuner: not this reader's business.
+            DamageKind::UnknownType(_) if n > 1 => return Next::Line,
+            DamageKind::NotJson if n == 1 => {
+                self.problem(
+                    ProblemKind::NotALog,
+                    format!("line 1 is not JSON ({e}); not a tuner log"),
+                );
+                return Next::Unusable;
+            }
+            DamageKind::NewerFormat(v) if n == 1 => {
                 self.problem(
                     ProblemKind::NewerFormat,
                     format!("format version {v}; this mpit-tuner reads version {FORMAT_VERSION}"),
                 );
                 return Next::Unusable;
             }
+            _ => {}
         }
-        if !complete && !is_json {
+        let is_json = d.kind != DamageKind::NotJson;
+        if d.truncated && !is_json {
             self.problem(
                 ProblemKind::Truncated,
-                format!("line {n} is cut short after {} bytes (skipped)", line.len()),
+                format!("line {n} is cut short after {} bytes (skipped)", d.bytes),
             );
         } else {
             self.bad += 1;
@@ -350,17 +278,7 @@ impl<'w> RankReader<'w> {
                 ),
             );
         }
-        self.log.header = Some(Header {
-            size: Some(i64::from(h.size)),
-            host: Some(h.host),
-            library: Some(h.library),
-            library_version: Some(h.library_version),
-            thread_level: Some(h.mpi_t_thread_level),
-            start_unix: Some(h.start_unix),
-            config: serde_json::to_value(&h.config).ok(),
-            catalogue: serde_json::to_value(&h.catalogue).ok(),
-            sampled: h.variables.len(),
-        });
+        self.log.header = Some(h);
         Next::Line
     }
 
@@ -368,43 +286,22 @@ impl<'w> RankReader<'w> {
     fn event(&mut self, record: Record<'static>, t: f64) {
         let (rank, log) = (self.rank, &mut self.log);
         match record {
-            Record::Write(w) => log.writes.push(Write {
-                rank,
-                t,
-                policy: w.policy,
-                phase: w.phase,
-                cvar: w.cvar,
-                index: w.index,
-                old: json(w.old),
-                requested: json(w.requested),
-                readback: json(w.readback),
-                outcome: w.outcome.as_str().to_string(),
-                error: w.error,
-                dry_run: w.dry_run,
-            }),
-            Record::Setenv(e) => log.setenvs.push(SetEnv {
-                rank,
-                t,
-                policy: e.policy,
-                name: e.name,
-                value: e.value,
-                dry_run: e.dry_run,
-                error: e.error,
-            }),
+            Record::Write(record) => log.writes.push(Ranked { rank, record }),
+            Record::Setenv(record) => log.setenvs.push(Ranked { rank, record }),
             Record::Note(note) => log.notes.push((t, note.policy, note.text)),
             Record::Recommendation(r) => log.recommendations.push((t, r.policy, r.text)),
             Record::PolicyDisabled(d) => log.disabled.push((d.policy, d.reason)),
             Record::PolicySummary(p) => log.policies.push(p),
             Record::Warning(w) => {
-                if w.message.contains("MPI_Abort") {
+                if w.is_abort() {
                     log.aborted = true;
                 }
                 *log.warnings.entry(w.message).or_insert(0) += 1;
             }
-            Record::Object(o) => match o.event.as_str() {
-                "created" => log.objects.0 += 1,
-                "freed" => log.objects.1 += 1,
-                _ => {}
+            Record::Object(o) => match o.event {
+                ObjectChange::Created => log.objects.0 += 1,
+                ObjectChange::Freed => log.objects.1 += 1,
+                ObjectChange::Other(_) => {}
             },
             Record::Catalogue(c) => log.new_pvars += c.new_pvars as u64,
             Record::Close(c) => log.close = Some((t, c.reason, c.samples)),
@@ -416,20 +313,23 @@ impl<'w> RankReader<'w> {
             // `steering`), apart from the policies' in the timeline.
             Record::Control(c) => {
                 if let Some(w) = c.write {
-                    log.writes.push(Write {
-                        rank,
+                    let record = record::Write {
                         t,
                         policy: format!("user request {}", c.id),
-                        phase: STEERING.to_string(),
-                        cvar: w.cvar,
-                        index: None,
-                        old: json(w.old),
-                        requested: json(w.requested),
-                        readback: json(w.readback),
-                        outcome: w.outcome.as_str().to_string(),
-                        error: c.message.filter(|_| !w.outcome.applied()),
+                        phase: Phase::Steering,
+                        attempt: CvarWrite {
+                            cvar: w.cvar,
+                            index: None,
+                            old: w.old,
+                            requested: w.requested,
+                            readback: w.readback,
+                            outcome: w.outcome,
+                            error: c.message.filter(|_| !w.outcome.applied()),
+                        },
+                        source: c.request,
                         dry_run: false,
-                    });
+                    };
+                    log.writes.push(Ranked { rank, record });
                 }
             }
             Record::Decision(_)
@@ -472,8 +372,4 @@ impl<'w> RankReader<'w> {
         let usable = log.header.is_some() || log.samples > 0 || !log.writes.is_empty();
         (usable.then_some(log), self.problems)
     }
-}
-
-fn json(value: Option<vocab::Value>) -> Option<Json> {
-    value.and_then(|v| serde_json::to_value(v).ok())
 }
