@@ -474,12 +474,7 @@ impl VariableLookup for CatalogueView<'_> {
         Some(CvarInfo {
             scope: convert_scope(c.scope)?,
             count: count.max(1),
-            ty: match (&c.enumeration, c.datatype) {
-                (Some(e), _) => CvarType::Enum(e.items.iter().map(|i| i.name.clone()).collect()),
-                (None, Datatype::Char) => CvarType::String,
-                (None, Datatype::Double) => CvarType::Double,
-                _ => CvarType::Int,
-            },
+            ty: cvar_type(c),
         })
     }
 
@@ -498,6 +493,17 @@ impl VariableLookup for CatalogueView<'_> {
         crate::sample::toolmetrics::metric_names()
             .iter()
             .any(|n| n == name)
+    }
+}
+
+/// The policy language's type of a library CVAR: its enumeration's names,
+/// a string, a double, else an integer.
+pub(crate) fn cvar_type(info: &mpit::CvarInfo) -> CvarType {
+    match (&info.enumeration, info.datatype) {
+        (Some(e), _) => CvarType::Enum(e.items.iter().map(|i| i.name.clone()).collect()),
+        (None, Datatype::Char) => CvarType::String,
+        (None, Datatype::Double) => CvarType::Double,
+        _ => CvarType::Int,
     }
 }
 

@@ -14,9 +14,9 @@ mod engine;
 mod hooks;
 
 pub use backends::{set_environment, EnvBackend, MpiBackend, SetenvError};
-pub(crate) use engine::WriteCounts;
 pub use engine::{
     convert_class, convert_scope, env, format_ranks, load, refused, Backend, CatalogueView, Engine,
     LoadError, DEFAULT_POLICIES, RUNTIME_PHASES,
 };
+pub(crate) use engine::{cvar_type, WriteCounts};
 pub use hooks::PolicyHooks;

@@ -135,12 +135,7 @@ impl VariableLookup for ReplayCatalogue {
             } else {
                 count.max(1)
             },
-            ty: match (&info.enumeration, info.datatype) {
-                (Some(e), _) => CvarType::Enum(e.items.iter().map(|i| i.name.clone()).collect()),
-                (None, Datatype::Char) => CvarType::String,
-                (None, Datatype::Double) => CvarType::Double,
-                _ => CvarType::Int,
-            },
+            ty: crate::decide::cvar_type(&info),
         })
     }
 

@@ -84,8 +84,7 @@ use mpit::meta::{Binding, Datatype, PvarClass, Scope, Verbosity};
 use mpit::value::Value;
 use mpit::{CvarInfo as MpiCvarInfo, EnumItem, Enumeration};
 use policies::{
-    ActionView, Branch, CvarInfo, CvarType, Phase, PolicySet, PvarInfo, SetValue, Severity,
-    VariableLookup,
+    ActionView, Branch, CvarInfo, Phase, PolicySet, PvarInfo, SetValue, Severity, VariableLookup,
 };
 use serde::Deserialize;
 use serde_json::Value as Json;
