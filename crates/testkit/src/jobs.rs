@@ -396,6 +396,13 @@ pub fn run_self(name: &str, ranks: u32) -> Job {
 /// under load), and every rank's file must say that it ran exactly this one
 /// test. The job's `stdout` is then the ranks' outputs one after another.
 pub fn run_self_with(name: &str, ranks: u32, env: &[(&str, &str)]) -> Job {
+    run_self_env(name, ranks, env, &[])
+}
+
+/// [`run_self_with`], with the variables `remove` taken out of the job's
+/// environment (those [`launcher_env`] sets among them), for a test of
+/// the library's behaviour in its default configuration.
+pub fn run_self_env(name: &str, ranks: u32, env: &[(&str, &str)], remove: &[&str]) -> Job {
     use std::sync::atomic::{AtomicU32, Ordering};
     static JOBS: AtomicU32 = AtomicU32::new(0);
     let exe = std::env::current_exe().expect("the test binary knows its path");
@@ -418,6 +425,9 @@ pub fn run_self_with(name: &str, ranks: u32, env: &[(&str, &str)]) -> Job {
         .env("MPIT_TESTKIT_OUT", &out);
     for (k, v) in env {
         cmd.env(k, v);
+    }
+    for k in remove {
+        cmd.env_remove(k);
     }
     let mut job = run(cmd);
     let mut outputs = String::new();
