@@ -266,10 +266,11 @@ fn openmpi_rules_are_accepted_and_in_use() {
         .skip_while(|l| !l.contains("\"coll_tuned_allgather_algorithm\""))
         .find(|l| l.contains("Valid values:"))
         .expect("ompi_info lists allgather's algorithms");
+    // `6:"two_proc"` (Open MPI 4.1) or `6|two_proc` (5.0).
     let two_proc: i64 = line
         .split(',')
-        .find(|item| item.contains("\"two_proc\""))
-        .and_then(|item| item.split(':').rev().nth(1))
+        .find(|item| item.contains("two_proc"))
+        .and_then(|item| item.split([':', '|']).rev().nth(1))
         .and_then(|n| n.trim().parse().ok())
         .unwrap_or_else(|| panic!("no two_proc in {line}"));
     let tmp = common::tempdir();
