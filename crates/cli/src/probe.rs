@@ -323,7 +323,9 @@ fn row(cells: &[String]) -> String {
 pub fn matrix(rows: &[ProbeFacts]) -> String {
     let headings: Vec<String> = COLUMNS.iter().map(|(h, _)| h.to_string()).collect();
     let mut out = row(&headings);
-    out.push_str(&row(&vec!["---".to_string(); COLUMNS.len()]));
+    out.push('|');
+    out.push_str(&"---|".repeat(COLUMNS.len()));
+    out.push('\n');
     for r in rows {
         out.push_str(&row(&cells(r)));
     }
