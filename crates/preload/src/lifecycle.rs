@@ -15,9 +15,8 @@ use mpit::{Comm, MpiT, Object, Win};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering::*};
 use std::sync::{Mutex, OnceLock};
-use tuner_core::decide::PolicyHooks;
 use tuner_core::runtime::Config;
-use tuner_core::runtime::{Hooks, LaunchEnv, NoHooks, PreInit, Runtime, Shared};
+use tuner_core::runtime::{LaunchEnv, PreInit, Runtime, Shared};
 
 static PRE_INIT: Mutex<Option<Result<PreInit, String>>> = Mutex::new(None);
 static RUNTIME: Mutex<Option<Runtime>> = Mutex::new(None);
@@ -84,18 +83,14 @@ pub fn before_init() {
         DISABLED.store(true, Release);
         return;
     }
-    let (policies, problem) = PolicyHooks::from_config(&config);
-    if let Some(problem) = problem {
-        // Before MPI_Init the rank is known only from the launcher.
-        if LaunchEnv::from_env().rank.unwrap_or(0) == 0 {
+    let (services, problems) = tuner_core::services::all(&config);
+    // Before MPI_Init the rank is known only from the launcher.
+    if LaunchEnv::from_env().rank.unwrap_or(0) == 0 {
+        for problem in &problems {
             mpit::say!("mpit-tuner: {problem}");
         }
     }
-    let hooks: Box<dyn Hooks> = match policies {
-        Some(p) => Box::new(p),
-        None => Box::new(NoHooks),
-    };
-    let pre = PreInit::start(config, warnings, hooks)
+    let pre = PreInit::start(config, warnings, services)
         .map_err(|e| format!("MPI_T could not be initialised ({e})"));
     put(&PRE_INIT, pre);
 }

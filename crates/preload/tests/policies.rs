@@ -367,3 +367,48 @@ max_writes = 1
         }
     }
 }
+
+/// Services set up differently across ranks (here rank 1 runs no policies
+/// and asks for collective tuning, rank 0 runs the default policies and
+/// does not): each is off on every rank with one record saying why, and
+/// sampling goes on; the application's output is unchanged.
+#[test]
+fn services_set_up_differently_across_ranks_are_off_everywhere() {
+    let tmp = tempdir();
+    let dir = tmp.path().join("run");
+    // The launcher gives every rank the same environment: a shell in
+    // front of the program changes rank 1's.
+    let script = "case \"${PMI_RANK:-$OMPI_COMM_WORLD_RANK}\" in 1) \
+                  export MPIT_TUNER_POLICY=none MPIT_TUNER_COLLECTIVES=tune;; esac; \
+                  exec \"$0\" \"$@\"";
+    let program = churn();
+    let program = program.to_str().unwrap();
+    let plain = mpit_testkit::run(mpi_job(2, Path::new("sh"), &["-c", script, program, "2"]));
+    plain.assert_success();
+    let mut cmd = mpi_job(2, Path::new("sh"), &["-c", script, program, "2"]);
+    preload(&mut cmd, &dir);
+    let tooled = mpit_testkit::run(cmd);
+    tooled.assert_success();
+    assert_same_stdout(&plain, &tooled, |_| false);
+    let stderr = tooled.stderr();
+    for (service, said) in [
+        ("policies", "the policy files differ across ranks"),
+        ("collective tuning", "asked for on some ranks only"),
+    ] {
+        assert_eq!(
+            count(&stderr, said),
+            1,
+            "rank 0 says it once ({service}):\n{stderr}"
+        );
+        for log in read_run_dir(&dir, 2) {
+            let warned = log
+                .of_type("warning")
+                .filter(|w| w["message"].as_str().is_some_and(|m| m.contains(said)))
+                .count();
+            assert_eq!(warned, 1, "rank {} logs why {service} is off", log.rank);
+            assert!(!log.samples().is_empty(), "rank {} still samples", log.rank);
+            assert_eq!(log.of_type("decision").count(), 0, "rank {}", log.rank);
+            assert_eq!(log.of_type("collective").count(), 0, "rank {}", log.rank);
+        }
+    }
+}

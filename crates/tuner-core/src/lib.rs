@@ -8,6 +8,8 @@
 //!
 //! - [`runtime`]: what the interposer drives at `MPI_Init`, on the helper
 //!   thread and at `MPI_Finalize`; its configuration, run directory and log;
+//! - [`services`]: what the runtime drives, each behind one trait: sampling,
+//!   policies, steering and collective tuning;
 //! - [`sample`]: the sampler, class-aware metrics, the lock-free table of
 //!   live communicators and windows, the interposer's own counters;
 //! - [`decide`]: the policy engine, its backends and the actuator;
@@ -37,3 +39,4 @@ pub mod finalize;
 pub mod replay;
 pub mod runtime;
 pub mod sample;
+pub mod services;

@@ -4,6 +4,7 @@
 use super::backends::{EnvBackend, MpiBackend};
 use super::engine::*;
 use crate::runtime::log::LogWriter;
+use crate::runtime::{LaunchEnv, RunInfo};
 use crate::sample::Snapshot;
 use mpit::{Catalogue, MpiT};
 use policies::{CompiledPolicy, Phase, PolicySet};
@@ -20,7 +21,8 @@ fn no_rank_warning() -> Record<'static> {
     ))
 }
 
-/// The policy engine as the runtime's [`Hooks`](crate::runtime::Hooks).
+/// The policy engine at the moments of a rank's life (the policies
+/// service, [`crate::services::policies`], drives it).
 pub struct PolicyHooks {
     engine: Engine,
     /// Whether the user chose the file (messages go to the terminal) or it
@@ -99,11 +101,13 @@ impl PolicyHooks {
     }
 }
 
-impl crate::runtime::Hooks for PolicyHooks {
-    fn identity(&self) -> u64 {
-        // FNV-1a over the policy names: the collectives of `init` depend
-        // on how many policies there are and in which order. Never 0
-        // (monitor mode), and below 2^63.
+impl PolicyHooks {
+    /// What identifies the policies' collective behaviour at init: the
+    /// collectives of `init` depend on how many policies there are and in
+    /// which order.
+    pub fn identity(&self) -> u64 {
+        // FNV-1a over the policy names. Never 0 (monitor mode), and below
+        // 2^63.
         let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
         for p in self.engine.policies() {
             for b in p.name().bytes().chain([0]) {
@@ -114,7 +118,8 @@ impl crate::runtime::Hooks for PolicyHooks {
         (hash >> 1) | 1
     }
 
-    fn before_mpit(&mut self, launch: &crate::runtime::LaunchEnv) {
+    /// See [`crate::services::Service::before_mpit`].
+    pub fn before_mpit(&mut self, launch: &LaunchEnv) {
         self.host = mpit::host_name();
         self.engine.set_host(&self.host);
         let has_env = self
@@ -139,7 +144,8 @@ impl crate::runtime::Hooks for PolicyHooks {
         );
     }
 
-    fn pre_init(&mut self, mpit: &MpiT, catalogue: &Catalogue, launch: &crate::runtime::LaunchEnv) {
+    /// See [`crate::services::Service::pre_init`].
+    pub fn pre_init(&mut self, mpit: &MpiT, catalogue: &Catalogue, launch: &LaunchEnv) {
         self.rank = launch.rank.unwrap_or(0);
         self.size = launch.size.unwrap_or(1);
         self.pre_catalogue_names = catalogue.cvars().len();
@@ -185,11 +191,12 @@ impl crate::runtime::Hooks for PolicyHooks {
         );
     }
 
-    fn init(
+    /// See [`crate::services::Service::start`].
+    pub fn init(
         &mut self,
         mpit: &MpiT,
         catalogue: &Catalogue,
-        info: &crate::runtime::RunInfo,
+        info: &RunInfo,
         log: &mut LogWriter,
         seq: &mut mpit::collective::Collectives,
     ) {
@@ -239,7 +246,8 @@ impl crate::runtime::Hooks for PolicyHooks {
             .run(Phase::Init, &mut backend, &env, &mut |r| log.record(&r));
     }
 
-    fn tick(
+    /// See [`crate::services::Service::tick`].
+    pub fn tick(
         &mut self,
         mpit: &MpiT,
         catalogue: &Catalogue,
@@ -249,7 +257,8 @@ impl crate::runtime::Hooks for PolicyHooks {
         self.run(Phase::Periodic, mpit, catalogue, snapshot, log);
     }
 
-    fn finalize(
+    /// See [`crate::services::Service::finalize`].
+    pub fn finalize(
         &mut self,
         mpit: &MpiT,
         catalogue: &Catalogue,
@@ -260,7 +269,8 @@ impl crate::runtime::Hooks for PolicyHooks {
         log_summaries(&self.engine, log, snapshot.t);
     }
 
-    fn quantities(&self) -> Vec<(String, &'static str, f64)> {
+    /// See [`crate::services::Service::quantities`].
+    pub fn quantities(&self) -> Vec<(String, &'static str, f64)> {
         let mut out = Vec::new();
         let mut push = |name: &str, c: WriteCounts| {
             out.push((format!("policy.{name}.writes"), "total", c.writes as f64));
@@ -285,15 +295,13 @@ impl crate::runtime::Hooks for PolicyHooks {
         out
     }
 
-    fn collectives(&self) -> Option<policies::CollectiveSpec> {
+    /// The policy file's `[collectives]` table, if it has one.
+    pub fn collective_spec(&self) -> Option<policies::CollectiveSpec> {
         self.engine.set().collectives().cloned()
     }
 
-    fn policies(&mut self) -> Option<&mut PolicyHooks> {
-        Some(self)
-    }
-
-    fn report(&mut self) -> Vec<(&'static str, String)> {
+    /// See [`crate::services::Service::report`].
+    pub fn report(&mut self) -> Vec<(&'static str, String)> {
         let mut out: Vec<(&'static str, String)> = self
             .messages
             .iter()

@@ -12,9 +12,11 @@ pub use summary::{
 
 use crate::runtime::{serde_name, warning, HelperDone, Runtime};
 use crate::sample::Snapshot;
+use crate::services::{Service, Tick};
 use mpit::collective::{Collectives, Verdict};
 use mpit::{Catalogue, MpiT, Object};
 use std::sync::atomic::Ordering::SeqCst;
+use std::sync::Arc;
 use std::time::Duration;
 use vocab::record::{self, Record};
 
@@ -27,22 +29,38 @@ impl Runtime {
         let (mut done, wait) = self.stop_helper();
         // Back to the library's defaults before anything else of the
         // finalization runs collectives.
-        let tuning_notes = crate::collectives::stop();
+        let mut stop_notes = Vec::new();
+        for stop in &self.stoppers {
+            stop_notes.extend(stop());
+        }
         let snapshot = match &done {
-            Some(d) => (*d.last).clone(),
-            None => (*self.shared.snapshot()).clone(),
+            Some(d) => Arc::clone(&d.last),
+            None => self.shared.snapshot(),
         };
         let mut report = Vec::new();
         if let Some(d) = &mut done {
-            d.hooks
-                .finalize(&self.mpit, d.sampler.catalogue(), &snapshot, &mut d.log);
-            report = d.hooks.report();
+            let mut tick = Tick {
+                t: snapshot.t,
+                mpit: &self.mpit,
+                catalogue: &d.catalogue,
+                config: &self.config,
+                objects: &self.shared.objects,
+                snapshot: Arc::clone(&snapshot),
+                log: &mut d.log,
+            };
+            for s in &mut d.services {
+                s.finalize(&mut tick);
+            }
+            for s in &mut d.services {
+                report.extend(s.report());
+            }
             // Handles die before their objects and before MPI does.
             self.shared.objects.retire_all();
         }
+        let snapshot = (*snapshot).clone();
         let mut quantities = local_quantities(&snapshot);
         if let Some(d) = &done {
-            quantities.extend(d.hooks.quantities());
+            quantities.extend(d.services.iter().flat_map(|s| s.quantities()));
         }
         let (signature, description) = signature(&snapshot);
         // The summary's collectives, then one agreement: every rank uses
@@ -51,7 +69,7 @@ impl Runtime {
         let mut seq = Collectives::resume(self.private.comm(), rank, self.failure.take());
         let stats = reduce(&mut seq, 0, &quantities, signature, &description);
         let verdict = seq.agree();
-        let catalogue = done.as_ref().map(|d| d.sampler.catalogue().clone());
+        let catalogue = done.as_ref().map(|d| d.catalogue.clone());
         let mut notes = Vec::new();
         if let Verdict::Failed(why) = &verdict {
             let message = format!(
@@ -66,9 +84,10 @@ impl Runtime {
             notes.push(format!("freeing the tool's communicator: {e}"));
         }
         notes.extend(counted_failures());
-        notes.extend(tuning_notes);
+        notes.extend(stop_notes);
+        let mut services = Vec::new();
         match done {
-            Some(d) => self.close_log(d, &snapshot, notes),
+            Some(d) => services = self.close_log(d, &snapshot, notes),
             None => {
                 mpit::say!(
                     "mpit-tuner[rank {rank}]: the helper thread did not stop within {wait:?}; its log may end early"
@@ -80,7 +99,7 @@ impl Runtime {
         }
         if let (Verdict::AllOk, Some(summary)) = (verdict, stats) {
             let advice = recommend::recommend(&summary, &self.advice_context(catalogue.as_ref()));
-            self.write_summary(&summary, &snapshot, &report, &advice)
+            self.write_summary(&summary, &snapshot, &report, &advice, &services)
         }
         self.mpit
     }
@@ -103,12 +122,18 @@ impl Runtime {
 
     /// The last records of this rank's log: what went wrong along the way,
     /// then the close record.
-    fn close_log(&self, mut done: HelperDone, snapshot: &Snapshot, mut notes: Vec<String>) {
-        notes.extend(done.sampler.close());
-        for event in crate::collectives::events() {
-            done.log.record(&crate::collectives::record(&event));
+    /// Returns the services, for summary.json.
+    fn close_log(
+        &self,
+        mut done: HelperDone,
+        snapshot: &Snapshot,
+        notes: Vec<String>,
+    ) -> Vec<Box<dyn Service>> {
+        let mut closing = Vec::new();
+        for s in &mut done.services {
+            closing.extend(s.close(&mut done.log, snapshot.t));
         }
-        for message in &notes {
+        for message in notes.iter().chain(&closing) {
             done.log.record(&warning(snapshot.t, message));
         }
         done.log.record(&Record::Close(record::Close {
@@ -119,6 +144,7 @@ impl Runtime {
             objects_short_lived: self.shared.objects.short_lived(),
         }));
         done.log.flush();
+        done.services
     }
 
     /// What the recommendation rules know besides the summary.
@@ -140,9 +166,10 @@ impl Runtime {
         snapshot: &Snapshot,
         report: &[(&'static str, String)],
         advice: &[recommend::Recommendation],
+        services: &[Box<dyn Service>],
     ) {
         let path = self.info.dir.join("summary.json");
-        let doc = vocab::summary::SummaryFile {
+        let mut doc = vocab::summary::SummaryFile {
             version: record::FORMAT_VERSION,
             size: self.info.size,
             library: serde_name(self.info.version.library),
@@ -160,8 +187,11 @@ impl Runtime {
                     text: text.clone(),
                 })
                 .collect(),
-            collectives: crate::collectives::logged(),
+            collectives: Vec::new(),
         };
+        for s in services {
+            s.summary(&mut doc);
+        }
         let written = serde_json::to_vec_pretty(&doc)
             .map_err(std::io::Error::other)
             .and_then(|bytes| std::fs::write(&path, bytes));

@@ -1,6 +1,7 @@
 //! The helper thread: sample, decide, log, sleep; until told to stop.
 
 use super::*;
+use crate::services::{Service, Tick};
 
 /// Starts the helper thread; without one (the system refused a thread)
 /// the rank still takes part in the collective finalize, with nothing to
@@ -46,11 +47,10 @@ pub(super) fn spawn(
 
 /// What the helper thread owns while it runs.
 pub(super) struct Parts {
-    pub(super) sampler: Sampler,
+    pub(super) services: Vec<Box<dyn Service>>,
+    /// The library's variables, grown by refreshes.
+    pub(super) catalogue: Catalogue,
     pub(super) log: LogWriter,
-    pub(super) hooks: Box<dyn Hooks>,
-    /// Steering requests from the run directory, when it has one.
-    pub(super) steering: Option<control::Steering>,
 }
 
 fn helper_loop(
@@ -60,10 +60,9 @@ fn helper_loop(
     start: Instant,
 ) -> HelperDone {
     let Parts {
-        mut sampler,
+        mut services,
+        mut catalogue,
         mut log,
-        mut hooks,
-        mut steering,
     } = parts;
     // The helper's own reference on MPI_T; the application's thread owns
     // the one that finalizes.
@@ -76,75 +75,54 @@ fn helper_loop(
                 &format!("MPI_T unavailable on the helper thread: {e}"),
             ));
             return HelperDone {
-                sampler,
+                services,
+                catalogue,
                 log,
-                hooks,
                 last: Arc::default(),
             };
         }
     };
     mpit.set_finalize_on_drop(false);
-    let mut seq = 0u64;
     let mut next = Instant::now();
     let mut next_refresh = config.refresh.map(|r| Instant::now() + r);
+    let mut snapshot = shared.snapshot();
     loop {
         let stopping = shared.stop.load(Acquire);
-        let t = start.elapsed().as_secs_f64();
-        for event in sampler.track_objects(&shared.objects) {
-            log.record(&Record::Object(record::ObjectEvent {
-                t,
-                event: event.event,
-                object: event.object,
-                handles: event.handles,
-            }));
-        }
-        sampler.sample(&shared.objects, t);
-        sampler.sample_tool_metrics(t);
-        seq += 1;
-        let snapshot = Arc::new(sampler.snapshot(t, seq));
-        log.record(&Record::Sample(record::Sample {
-            t,
-            seq,
-            vars: Cow::Owned(
-                snapshot
-                    .vars
-                    .iter()
-                    .map(crate::sample::SampledVar::record)
-                    .collect(),
-            ),
-        }));
-        hooks.tick(&mpit, sampler.catalogue(), &snapshot, &mut log);
-        if let Some(steering) = &mut steering {
-            steering.poll(&mpit, sampler.catalogue(), &mut hooks, &mut log, t);
-        }
-        for event in crate::collectives::events() {
-            log.record(&crate::collectives::record(&event));
-        }
-        for w in sampler.take_warnings() {
-            log.record(&warning(t, &w));
-        }
+        let mut tick = Tick {
+            t: start.elapsed().as_secs_f64(),
+            mpit: &mpit,
+            catalogue: &catalogue,
+            config,
+            objects: &shared.objects,
+            snapshot,
+            log: &mut log,
+        };
+        crate::services::each_with_peers(&mut services, |s, peers| s.tick(&mut tick, peers));
+        snapshot = tick.snapshot;
         // Published as it is (no copy): readers share it with the helper.
         shared.snapshot.store(Arc::clone(&snapshot));
         shared.ticks.fetch_add(1, Relaxed);
         answer_flush(shared, &mut log, start);
         if stopping {
             return HelperDone {
-                sampler,
+                services,
+                catalogue,
                 log,
-                hooks,
                 last: snapshot,
             };
         }
         if let Some(due) = next_refresh {
             if Instant::now() >= due {
-                let added = sampler.refresh(&mpit, config);
-                if added > 0 {
-                    log.record(&Record::Catalogue(record::CatalogueGrowth {
-                        t,
-                        new_pvars: added,
-                        variables: sampler.sampled_variables(),
-                    }));
-                }
+                let objects = &shared.objects;
+                refresh(
+                    &mut services,
+                    &mut catalogue,
+                    &mpit,
+                    config,
+                    objects,
+                    &mut log,
+                    start,
+                );
                 next_refresh = config.refresh.map(|r| Instant::now() + r);
             }
         }
@@ -163,6 +141,40 @@ fn helper_loop(
             std::thread::park_timeout(next - now);
         }
         answer_flush(shared, &mut log, start);
+    }
+}
+
+/// Re-enumerates the library's variables; the services hear of new PVARs.
+fn refresh(
+    services: &mut [Box<dyn Service>],
+    catalogue: &mut Catalogue,
+    mpit: &MpiT,
+    config: &Config,
+    objects: &ObjectTable,
+    log: &mut LogWriter,
+    start: Instant,
+) {
+    let t = start.elapsed().as_secs_f64();
+    match catalogue.refresh(mpit) {
+        Ok(growth) if growth.pvars > 0 => {
+            let mut tick = Tick {
+                t,
+                mpit,
+                catalogue,
+                config,
+                objects,
+                snapshot: Arc::default(),
+                log,
+            };
+            for s in services {
+                s.catalogue_grew(&mut tick, growth.pvars);
+            }
+        }
+        Ok(_) => {}
+        Err(e) => log.record(&warning(
+            t,
+            &format!("re-enumerating variables failed: {e}"),
+        )),
     }
 }
 

@@ -1,5 +1,8 @@
-//! The runtime: one helper thread per rank that samples, decides and logs,
-//! started and stopped by the interposer.
+//! The runtime: the moments of a rank's life, and one helper thread per
+//! rank that drives the [services](crate::services) (sampling, policies,
+//! steering, collective tuning) through them, started and stopped by the
+//! interposer. It names no service: it calls each in the order of
+//! [`crate::services::all`].
 //!
 //! The interposer calls, in order:
 //! 1. [`PreInit::start`] inside `MPI_Init`, before `PMPI_Init`: MPI_T is
@@ -17,7 +20,6 @@
 //! latest [`Snapshot`] through an `ArcSwap`.
 
 mod config;
-mod control;
 mod helper;
 pub mod log;
 mod rundir;
@@ -26,7 +28,8 @@ mod start;
 pub use start::PreInit;
 
 use crate::sample::objects::ObjectTable;
-use crate::sample::{Sampler, Snapshot};
+use crate::sample::Snapshot;
+use crate::services::Service;
 use arc_swap::ArcSwap;
 pub use config::{CollectiveConfig, Config, MIN_INTERVAL, VARIABLES};
 use log::LogWriter;
@@ -36,7 +39,6 @@ use mpit::MpiT;
 use mpit::Result;
 use mpit::{Catalogue, Growth};
 use mpit::{Object, PrivateComm};
-use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 use std::sync::Arc;
@@ -45,79 +47,6 @@ use vocab::record::{self, Record};
 
 /// How many live communicators and windows are tracked at once.
 pub const OBJECT_CAPACITY: usize = 1024;
-
-/// Extension points for the policy engine, called on the helper thread
-/// (`tick`) or the application's thread inside MPI_Init/MPI_Finalize
-/// (the others). The default does nothing: monitor mode.
-pub trait Hooks: Send {
-    /// Before `MPI_T_init_thread` (environment variables: Open MPI reads
-    /// its `OMPI_MCA_*` variables when MPI_T initialises, not later).
-    fn before_mpit(&mut self, _env: &LaunchEnv) {}
-    /// Before `PMPI_Init` (settings read during init). `rank`/`size` come
-    /// from the launcher's environment when it sets them.
-    fn pre_init(&mut self, _mpit: &MpiT, _catalogue: &Catalogue, _env: &LaunchEnv) {}
-    /// What identifies these hooks' collective behaviour (a hash of the
-    /// policy set; 0 for none): the runtime checks it is the same on every
-    /// rank before [`Hooks::init`] runs its collectives.
-    fn identity(&self) -> u64 {
-        0
-    }
-    /// Right after `PMPI_Init`, with the log open; `seq` is the sequence of
-    /// the tool's collectives on its private communicator (every rank calls
-    /// this at the same point, and must make the same calls whatever fails).
-    fn init(
-        &mut self,
-        _mpit: &MpiT,
-        _catalogue: &Catalogue,
-        _info: &RunInfo,
-        _log: &mut LogWriter,
-        _seq: &mut Collectives,
-    ) {
-    }
-    /// After every sample, on the helper thread.
-    fn tick(
-        &mut self,
-        _mpit: &MpiT,
-        _catalogue: &Catalogue,
-        _snapshot: &Snapshot,
-        _log: &mut LogWriter,
-    ) {
-    }
-    /// At finalize, after the last sample.
-    fn finalize(
-        &mut self,
-        _mpit: &MpiT,
-        _catalogue: &Catalogue,
-        _snapshot: &Snapshot,
-        _log: &mut LogWriter,
-    ) {
-    }
-    /// Lines for the end-of-run report, each with its kind
-    /// (`"disabled"`, `"recommendation"`): rank 0's are written to
-    /// summary.json, and its recommendations printed.
-    fn report(&mut self) -> Vec<(&'static str, String)> {
-        Vec::new()
-    }
-    /// Per-rank numbers for the cross-rank summary (such as
-    /// `policy.<name>.writes`).
-    fn quantities(&self) -> Vec<(String, &'static str, f64)> {
-        Vec::new()
-    }
-    /// The policy file's `[collectives]` table, if it has one.
-    fn collectives(&self) -> Option<policies::CollectiveSpec> {
-        None
-    }
-    /// The policies, for steering requests (`mpit-tuner pause`, `resume`,
-    /// `reload`); `None` in monitor mode.
-    fn policies(&mut self) -> Option<&mut crate::decide::PolicyHooks> {
-        None
-    }
-}
-
-/// The monitor-only hooks.
-#[derive(Debug, Default)]
-pub struct NoHooks;
-impl Hooks for NoHooks {}
 
 /// Rank and size as the launcher announces them in the environment, known
 /// before MPI_Init.
@@ -245,9 +174,9 @@ pub(crate) fn warning(t: f64, message: &str) -> Record<'static> {
 
 /// What the helper thread hands back when it stops.
 pub(crate) struct HelperDone {
-    pub(crate) sampler: Sampler,
+    pub(crate) services: Vec<Box<dyn Service>>,
+    pub(crate) catalogue: Catalogue,
     pub(crate) log: LogWriter,
-    pub(crate) hooks: Box<dyn Hooks>,
     pub(crate) last: Arc<Snapshot>,
 }
 
@@ -264,6 +193,8 @@ pub struct Runtime {
     pub(crate) failure: Option<Failure>,
     pub(crate) helper: Option<std::thread::Thread>,
     pub(crate) done: crossbeam_channel::Receiver<HelperDone>,
+    /// What the services must run first inside `MPI_Finalize`.
+    pub(crate) stoppers: Vec<fn() -> Vec<String>>,
 }
 
 /// Why the tuner is not running on this rank (the message was printed).

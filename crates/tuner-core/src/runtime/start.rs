@@ -18,28 +18,35 @@ pub struct PreInit {
     warnings: Vec<String>,
     mpit: MpiT,
     catalogue: Catalogue,
-    hooks: Box<dyn Hooks>,
+    services: Vec<Box<dyn Service>>,
     start: Instant,
 }
 
 impl PreInit {
-    /// Runs the `before_mpit` hook, initialises MPI_T and loads the
-    /// catalogue before `PMPI_Init`, then runs the `pre_init` hook.
+    /// Runs the services' `before_mpit`, initialises MPI_T and loads the
+    /// catalogue before `PMPI_Init`, then runs their `pre_init`.
+    /// `services` are [`crate::services::all`]'s.
     pub fn start(
         config: Config,
         warnings: Vec<String>,
-        mut hooks: Box<dyn Hooks>,
+        mut services: Vec<Box<dyn Service>>,
     ) -> Result<PreInit> {
-        hooks.before_mpit(&LaunchEnv::from_env());
+        let launch = LaunchEnv::from_env();
+        for s in &mut services {
+            s.before_mpit(&launch);
+        }
         let mpit = MpiT::init()?;
         let catalogue = Catalogue::load(&mpit)?;
-        hooks.pre_init(&mpit, &catalogue, &LaunchEnv::from_env());
+        let launch = LaunchEnv::from_env();
+        for s in &mut services {
+            s.pre_init(&mpit, &catalogue, &launch);
+        }
         Ok(PreInit {
             config,
             warnings,
             mpit,
             catalogue,
-            hooks,
+            services,
             start: Instant::now(),
         })
     }
@@ -54,7 +61,8 @@ struct Joined {
     pre: PreInit,
     private: PrivateComm,
     seq: Collectives,
-    same_hooks: bool,
+    /// Per service, whether its identity is the same on every rank.
+    same: Vec<bool>,
 }
 
 impl Runtime {
@@ -82,14 +90,14 @@ impl Runtime {
             pre,
             private,
             mut seq,
-            same_hooks,
+            same,
         } = join(world, pre).map_err(NotJoined::leave_log)?;
         let PreInit {
             config,
             mut warnings,
             mpit,
             mut catalogue,
-            mut hooks,
+            mut services,
             start,
         } = pre;
 
@@ -102,13 +110,6 @@ impl Runtime {
         });
         let info = run_info(&mpit, rank, size, dir.as_deref(), &mut warnings);
         let mut log = open_log(&mut seq, dir.as_deref(), rank, &config);
-        let mut sampler = match Sampler::new(&mpit, catalogue.clone(), &config) {
-            Ok(s) => Some(s),
-            Err(e) => {
-                seq.fail_local(format!("cannot create a PVAR session: {e}"));
-                None
-            }
-        };
         if let Some(w) = helper::no_spare_core_warning(config.interval, cpus(), local_ranks()) {
             warnings.push(w);
         }
@@ -120,31 +121,40 @@ impl Runtime {
             }
         }
         warnings.extend(catalogue.skipped_summary());
-        if let Some(s) = &mut sampler {
-            warnings.extend(s.take_warnings());
+        let mut open = crate::services::Open {
+            mpit: &mpit,
+            catalogue: &catalogue,
+            config: &config,
+            warnings: &mut warnings,
+        };
+        let mut opened = true;
+        for s in &mut services {
+            if let Err(e) = s.open(&mut open) {
+                seq.fail_local(e);
+                opened = false;
+            }
         }
-        log.record(&header(
-            &info,
-            &mpit,
-            &config,
-            &catalogue,
-            growth,
-            sampler.as_ref(),
-        ));
+        let mut first = header(&info, &mpit, &config, &catalogue, growth);
+        if let Record::Header(h) = &mut first {
+            for s in &services {
+                s.header(h);
+            }
+        }
+        log.record(&first);
         for w in &warnings {
             log.record(&warning(0.0, w));
         }
         // Who started is on disk before anything else can go wrong.
         log.flush();
 
-        let sampler = match (seq.agree(), sampler) {
-            (Verdict::AllOk, Some(sampler)) => sampler,
-            (verdict, _) => {
+        match seq.agree() {
+            Verdict::AllOk if opened => {}
+            verdict => {
                 let why = match verdict {
                     Verdict::Failed(why) => why,
-                    // Voted yes without a sampler: impossible (its failure
-                    // was recorded), but never a reason to crash.
-                    Verdict::AllOk => collective::FailedOn::local(rank, "no PVAR session"),
+                    // Voted yes without a service open: impossible (its
+                    // failure was recorded), but never a reason to crash.
+                    Verdict::AllOk => collective::FailedOn::local(rank, "a service did not open"),
                 };
                 close_disabled(
                     &mut log,
@@ -153,30 +163,34 @@ impl Runtime {
                 );
                 return Err(stop(rank, Some(private), &why));
             }
-        };
-        // The policies' init stage has its own collectives and agreement:
-        // a failure there turns off only what it was for.
-        if !same_hooks {
-            let message = "the policy files differ across ranks (MPIT_TUNER_POLICY, or a file that did not parse everywhere): policies are off on all ranks, monitoring goes on";
-            if rank == 0 {
-                mpit::say!("mpit-tuner: {message}");
-            }
-            log.record(&warning(0.0, message));
-            hooks = Box::new(NoHooks);
         }
-        hooks.init(&mpit, &catalogue, &info, &mut log, &mut seq);
-        if same_hooks && collectives_wanted(&config, &*hooks) {
-            crate::collectives::setup::start(
-                &config,
-                hooks.collectives(),
-                &catalogue,
-                &info,
-                &mut log,
-                &mut seq,
-            );
+        // A service whose set-up differs across ranks is off on all of
+        // them; the others start, each with its own collectives and
+        // agreement: a failure there turns off only that service.
+        for (s, same) in services.iter_mut().zip(&same) {
+            if !same {
+                let message = s.differs();
+                if rank == 0 {
+                    mpit::say!("mpit-tuner: {message}");
+                }
+                log.record(&warning(0.0, &message));
+            }
+        }
+        let mut starting = crate::services::Start {
+            mpit: &mpit,
+            catalogue: &catalogue,
+            config: &config,
+            info: &info,
+            dir: dir.as_deref(),
+            log: &mut log,
+            seq: &mut seq,
+        };
+        for s in &mut services {
+            s.start(&mut starting);
         }
         log.flush();
         let failure = seq.into_pending();
+        let stoppers = services.iter().filter_map(|s| s.stopper()).collect();
 
         let shared: &'static Shared = Box::leak(Box::new(Shared {
             objects: ObjectTable::new(OBJECT_CAPACITY),
@@ -188,12 +202,10 @@ impl Runtime {
             helper: std::sync::OnceLock::new(),
         }));
         shared.objects.register(Object::Comm(world));
-        let steering = control::Steering::new(dir.as_deref(), log.path(), rank, size);
         let parts = helper::Parts {
-            sampler,
+            services,
+            catalogue,
             log,
-            hooks,
-            steering,
         };
         let (helper, done) = helper::spawn(shared, parts, &config, start, rank);
         if let Some(thread) = &helper {
@@ -209,6 +221,7 @@ impl Runtime {
             failure,
             helper,
             done,
+            stoppers,
         })
     }
 }
@@ -243,14 +256,14 @@ fn join(
     if let Err(why) = &pre {
         seq.fail_local(format!("{why} (rank {rank})"));
     }
-    // Policies decide collectively (their init aggregation): every rank
-    // must hold the same set, or none runs them.
-    // ... and agree on whether collective tuning is wanted (it then makes
-    // collectives of its own at init).
-    let identity = pre.as_ref().map_or(0, |p| {
-        p.hooks.identity() ^ (u64::from(collectives_wanted(&p.config, &*p.hooks)) << 62)
-    });
-    let same_hooks = seq.all_equal(identity as i64);
+    // Services that make collectives of their own at start (the
+    // policies' init aggregation, collective tuning's set-up) run only
+    // where every rank holds the same: one reduction for all of them.
+    let identities: Vec<u64> = match &pre {
+        Ok(p) => p.services.iter().map(|s| s.identity()).collect(),
+        Err(_) => Vec::new(),
+    };
+    let same = same_identities(&mut seq, &identities);
     let private = collective::create_private(&mut seq, world);
     let verdict = seq.agree();
     if let Err(e) = guard.restore() {
@@ -286,7 +299,7 @@ fn join(
         pre,
         private,
         seq,
-        same_hooks,
+        same,
     })
 }
 
@@ -350,7 +363,6 @@ impl NotJoined {
             &pre.config,
             &pre.catalogue,
             Growth::default(),
-            None,
         ));
         for w in &warnings {
             log.record(&warning(0.0, w));
@@ -437,7 +449,6 @@ fn header(
     config: &Config,
     catalogue: &Catalogue,
     growth: Growth,
-    sampler: Option<&Sampler>,
 ) -> Record<'static> {
     Record::Header(record::Header {
         version: record::FORMAT_VERSION,
@@ -458,7 +469,7 @@ fn header(
             skipped: catalogue.skipped().len(),
             grew_during_init: growth,
         },
-        variables: sampler.map(Sampler::sampled_variables).unwrap_or_default(),
+        variables: Vec::new(),
     })
 }
 
@@ -475,9 +486,24 @@ fn close_disabled(log: &mut LogWriter, start: Instant, message: &str) {
     log.flush();
 }
 
-/// Whether collective tuning is asked for: `MPIT_TUNER_COLLECTIVES`, or the
-/// policy file's `tune = true` unless the environment says `off`.
-fn collectives_wanted(config: &Config, hooks: &dyn Hooks) -> bool {
-    config.collectives.is_some()
-        || (!config.collectives_off && hooks.collectives().is_some_and(|s| s.tune))
+/// Per service identity, whether it is the same on every rank, in one
+/// reduction (its length is the same everywhere: a rank without services
+/// contributes zeros, and its failure fails the agreement that follows).
+fn same_identities(seq: &mut Collectives, identities: &[u64]) -> Vec<bool> {
+    let n = crate::services::COUNT;
+    // Each identity and its complement: the minimum of both says whether
+    // every rank holds the same (identities are below 2^63).
+    let send: Vec<i64> = (0..n)
+        .flat_map(|i| {
+            let x = identities
+                .get(i)
+                .map_or(0, |x| (*x & (u64::MAX >> 1)) as i64);
+            [x, !x]
+        })
+        .collect();
+    let mut ends = vec![0i64; 2 * n];
+    seq.allreduce_i64(&send, &mut ends, collective::ReduceOp::Min);
+    (0..n)
+        .map(|i| seq.failed() || ends[2 * i] == !ends[2 * i + 1])
+        .collect()
 }

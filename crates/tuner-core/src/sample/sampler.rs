@@ -193,22 +193,11 @@ impl Sampler {
         out
     }
 
-    /// Re-enumerates the library's variables and starts sampling new ones.
-    /// Returns how many PVARs were added to the catalogue.
-    pub fn refresh(&mut self, mpit: &MpiT, config: &Config) -> usize {
-        match self.catalogue.refresh(mpit) {
-            Ok(growth) => {
-                if growth.pvars > 0 {
-                    self.adopt_new_variables(config);
-                }
-                growth.pvars
-            }
-            Err(e) => {
-                self.warnings
-                    .push(format!("re-enumerating variables failed: {e}"));
-                0
-            }
-        }
+    /// Starts sampling the variables of `catalogue` (the library's, grown
+    /// since the sampler's) that it does not sample yet.
+    pub fn adopt(&mut self, catalogue: &Catalogue, config: &Config) {
+        self.catalogue = catalogue.clone();
+        self.adopt_new_variables(config);
     }
 
     fn adopt_new_variables(&mut self, config: &Config) {

@@ -2,7 +2,7 @@
 //! `reload`, read from the run directory on the helper thread's tick.
 //!
 //! No socket and no thread of its own: on its tick (at most every
-//! [`POLL_EVERY`]) the helper lists `RUN_DIR/control/`, handles each new
+//! `POLL_EVERY`) the helper lists `RUN_DIR/control/`, handles each new
 //! request file once ([`vocab::control`] defines them) and answers with a
 //! `control` record, flushed at once so the command sees it. Only files the
 //! job's user owns, that nobody else may write, are read; anything else is
@@ -20,14 +20,13 @@
 //! missing. `reload` compiles and checks the file on this rank before it
 //! replaces the running policies.
 
-use super::log::LogWriter;
-use super::Hooks;
+use super::{Peers, Service, Start, Tick};
 use crate::collectives;
 use crate::decide::actuator::{self, Request as WriteRequest, When};
-use crate::decide::PolicyHooks;
+use crate::runtime::log::LogWriter;
 use mpit::meta::{Datatype, Scope};
 use mpit::{Catalogue, MpiT};
-use policies::{HostSelector, PolicySet, RankSelector};
+use policies::{HostSelector, RankSelector};
 use std::collections::HashSet;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -39,9 +38,37 @@ use vocab::record::{self, ControlAnswer, ControlOutcome, ControlWrite, Record};
 /// `readdir` per rank: on a shared file system, thousands of ranks list it).
 pub(crate) const POLL_EVERY: Duration = Duration::from_millis(100);
 
+/// Steering as a service: a rank with a run directory and a log reads
+/// requests; one without answers none.
+#[derive(Debug, Default)]
+pub struct Steering {
+    state: Option<State>,
+}
+
+impl Service for Steering {
+    fn name(&self) -> &'static str {
+        "steering"
+    }
+
+    fn start(&mut self, start: &mut Start<'_>) {
+        self.state = State::new(
+            start.dir,
+            start.log.path(),
+            start.info.rank,
+            start.info.size,
+        );
+    }
+
+    fn tick(&mut self, tick: &mut Tick<'_>, peers: &mut Peers<'_>) {
+        if let Some(state) = &mut self.state {
+            state.poll(tick, peers);
+        }
+    }
+}
+
 /// The steering state of one rank.
 #[derive(Debug)]
-pub(crate) struct Steering {
+struct State {
     dir: PathBuf,
     /// The job's user: the owner of this rank's own log file.
     owner: u32,
@@ -55,17 +82,12 @@ pub(crate) struct Steering {
 /// What a handler decided.
 type Answer = (ControlOutcome, Option<String>, Option<ControlWrite>);
 
-impl Steering {
+impl State {
     /// Steering for a rank with a run directory and a log file (which tells
     /// the job's user); `None` without them.
-    pub(crate) fn new(
-        run_dir: Option<&Path>,
-        log: &Path,
-        rank: i32,
-        size: i32,
-    ) -> Option<Steering> {
+    fn new(run_dir: Option<&Path>, log: &Path, rank: i32, size: i32) -> Option<State> {
         let owner = std::fs::metadata(log).ok()?.uid();
-        Some(Steering {
+        Some(State {
             dir: run_dir?.join(CONTROL_DIR),
             owner,
             handled: HashSet::new(),
@@ -78,14 +100,7 @@ impl Steering {
 
     /// Handles the requests that arrived since the last poll, in the order
     /// of their names (ids start with the time they were made).
-    pub(crate) fn poll(
-        &mut self,
-        mpit: &MpiT,
-        catalogue: &Catalogue,
-        hooks: &mut Box<dyn Hooks>,
-        log: &mut LogWriter,
-        t: f64,
-    ) {
+    fn poll(&mut self, tick: &mut Tick<'_>, peers: &mut Peers<'_>) {
         let now = Instant::now();
         if now < self.next_poll {
             return;
@@ -111,20 +126,13 @@ impl Steering {
         names.sort();
         for name in names {
             self.handled.insert(name.clone());
-            self.handle(&name, mpit, catalogue, hooks, log, t);
+            self.handle(&name, tick, peers);
         }
-        log.flush();
+        tick.log.flush();
     }
 
-    fn handle(
-        &self,
-        name: &str,
-        mpit: &MpiT,
-        catalogue: &Catalogue,
-        hooks: &mut Box<dyn Hooks>,
-        log: &mut LogWriter,
-        t: f64,
-    ) {
+    fn handle(&self, name: &str, tick: &mut Tick<'_>, peers: &mut Peers<'_>) {
+        let t = tick.t;
         let path = self.dir.join(name);
         let id = control::id_of_file_name(name).unwrap_or(name).to_string();
         let answer = |log: &mut LogWriter, kind: &str, request: String, answer: Answer| {
@@ -145,11 +153,13 @@ impl Steering {
                 // A warning only: an answer would be read as coming from
                 // the job's user.
                 let message = format!("steering request {} ignored: {why}", path.display());
-                return log.record(&Record::Warning(record::Warning::new(t, message)));
+                return tick
+                    .log
+                    .record(&Record::Warning(record::Warning::new(t, message)));
             }
             Read::Failed(why) => {
                 let a = (ControlOutcome::Error, Some(why), None);
-                return answer(log, "", String::new(), a);
+                return answer(tick.log, "", String::new(), a);
             }
         };
         let request = match Request::parse(&bytes) {
@@ -157,7 +167,7 @@ impl Steering {
             Ok(r) => {
                 let why = format!("the request's id {:?} is not its file's name", r.id);
                 return answer(
-                    log,
+                    tick.log,
                     "",
                     String::new(),
                     (ControlOutcome::Error, Some(why), None),
@@ -165,22 +175,24 @@ impl Steering {
             }
             Err(e) => {
                 let a = (ControlOutcome::Error, Some(format!("{name}: {e}")), None);
-                return answer(log, "", String::new(), a);
+                return answer(tick.log, "", String::new(), a);
             }
         };
         // A variable every rank must hold the same value of: for every
         // rank or none, whatever `ranks` and `hosts` select.
         let equal = match &request.action {
-            Action::Set { cvar, value } => set_equal(catalogue, cvar, value, &request, self.rank),
+            Action::Set { cvar, value } => {
+                set_equal(tick.catalogue, cvar, value, &request, self.rank)
+            }
             _ => None,
         };
         let result = match (equal, self.selects(&request)) {
             (Some(answer), _) => answer,
             (None, Err(why)) => (ControlOutcome::Refused, Some(why), None),
             (None, Ok(false)) => (ControlOutcome::NotForThisRank, None, None),
-            (None, Ok(true)) => self.apply(&request.action, mpit, catalogue, hooks, log, t),
+            (None, Ok(true)) => apply(&request.action, tick, peers),
         };
-        answer(log, request.action.kind(), request.describe(), result);
+        answer(tick.log, request.action.kind(), request.describe(), result);
     }
 
     /// The bytes of a request file, unless it is to be ignored (not a
@@ -239,56 +251,25 @@ impl Steering {
         }
         Ok(true)
     }
-
-    fn apply(
-        &self,
-        action: &Action,
-        mpit: &MpiT,
-        catalogue: &Catalogue,
-        hooks: &mut Box<dyn Hooks>,
-        log: &mut LogWriter,
-        t: f64,
-    ) -> Answer {
-        let done = |r: Result<String, String>| match r {
-            Ok(said) => (ControlOutcome::Applied, Some(said), None),
-            Err(why) => (ControlOutcome::Refused, Some(why), None),
-        };
-        match action {
-            Action::Set { cvar, value } => set(mpit, catalogue, cvar, value),
-            Action::Pause { policy } => done(match hooks.policies() {
-                Some(p) => p.pause(policy.as_deref(), true),
-                None => Err(NO_POLICIES.into()),
-            }),
-            Action::Resume { policy } => done(match hooks.policies() {
-                Some(p) => p.pause(policy.as_deref(), false),
-                None => Err(NO_POLICIES.into()),
-            }),
-            Action::Reload { file, source } => {
-                let set = match PolicySet::parse(source, file) {
-                    Ok(set) => set,
-                    Err(e) => {
-                        return done(Err(format!(
-                            "{file} not loaded, the running policies are unchanged:\n{e:#}"
-                        )))
-                    }
-                };
-                done(match hooks.policies() {
-                    Some(p) => p.reload(set, mpit, catalogue, log, t),
-                    None => {
-                        PolicyHooks::reloaded(set, self.rank, self.size, mpit, catalogue, log, t)
-                            .map(|(policies, said)| {
-                                *hooks = Box::new(policies);
-                                said
-                            })
-                    }
-                })
-            }
-        }
-    }
 }
 
-const NO_POLICIES: &str =
-    "no policies run in this job (monitor mode); `mpit-tuner reload` starts some";
+/// What a request selecting this rank does: a `set` through the actuator,
+/// anything else by the service it is for.
+fn apply(action: &Action, tick: &mut Tick<'_>, peers: &mut Peers<'_>) -> Answer {
+    let answer = match action {
+        Action::Set { cvar, value } => return set(tick.mpit, tick.catalogue, cvar, value),
+        other => peers.steer(other, tick).unwrap_or_else(|| {
+            Err(format!(
+                "no service of this job takes `{}` requests",
+                other.kind()
+            ))
+        }),
+    };
+    match answer {
+        Ok(said) => (ControlOutcome::Applied, Some(said), None),
+        Err(why) => (ControlOutcome::Refused, Some(why), None),
+    }
+}
 
 /// A request file as read.
 enum Read {

@@ -1,0 +1,83 @@
+//! Online collective tuning as a service: started after `MPI_Init` when it
+//! is asked for (`collectives::setup`), its events logged on each
+//! tick, the library's defaults written back first thing inside
+//! `MPI_Finalize`, and its outcomes in summary.json. The tuning itself runs
+//! on the application's calls ([`crate::collectives`]), not here.
+
+use super::{Peers, Service, Start, Tick};
+use crate::runtime::log::LogWriter;
+use crate::runtime::Config;
+use policies::CollectiveSpec;
+use vocab::summary::SummaryFile;
+
+/// Collective tuning of one rank: whether it is asked for, and the policy
+/// file's `[collectives]` table.
+pub struct CollectiveTuning {
+    wanted: bool,
+    spec: Option<CollectiveSpec>,
+}
+
+impl CollectiveTuning {
+    /// Tuning as `config` and the policy file's table ask for it:
+    /// `MPIT_TUNER_COLLECTIVES`, or the file's `tune = true` unless the
+    /// environment says `off`.
+    pub fn new(config: &Config, spec: Option<CollectiveSpec>) -> CollectiveTuning {
+        let wanted = config.collectives.is_some()
+            || (!config.collectives_off && spec.as_ref().is_some_and(|s| s.tune));
+        CollectiveTuning { wanted, spec }
+    }
+
+    fn log_events(log: &mut LogWriter) {
+        for event in crate::collectives::events() {
+            log.record(&crate::collectives::record(&event));
+        }
+    }
+}
+
+impl Service for CollectiveTuning {
+    fn name(&self) -> &'static str {
+        "collective tuning"
+    }
+
+    /// Whether tuning is wanted: it makes collectives of its own at start.
+    fn identity(&self) -> u64 {
+        u64::from(self.wanted)
+    }
+
+    fn differs(&mut self) -> String {
+        self.wanted = false;
+        "online collective tuning is asked for on some ranks only (MPIT_TUNER_COLLECTIVES, or \
+         the policy file's [collectives] table): it is off on all ranks"
+            .into()
+    }
+
+    fn start(&mut self, start: &mut Start<'_>) {
+        if self.wanted {
+            crate::collectives::setup::start(
+                start.config,
+                self.spec.take(),
+                start.catalogue,
+                start.info,
+                start.log,
+                start.seq,
+            );
+        }
+    }
+
+    fn tick(&mut self, tick: &mut Tick<'_>, _peers: &mut Peers<'_>) {
+        Self::log_events(tick.log);
+    }
+
+    fn stopper(&self) -> Option<fn() -> Vec<String>> {
+        Some(crate::collectives::stop)
+    }
+
+    fn close(&mut self, log: &mut LogWriter, _t: f64) -> Vec<String> {
+        Self::log_events(log);
+        Vec::new()
+    }
+
+    fn summary(&self, doc: &mut SummaryFile) {
+        doc.collectives = crate::collectives::logged();
+    }
+}
