@@ -235,7 +235,7 @@ for flavor in "${flavor_list[@]}"; do
   if ((build)); then
     echo "eager-experiment: building for $flavor (release, target/$flavor)" >&2
     MPICC=mpicc.$flavor cargo build --release --locked --quiet --target-dir "target/$flavor" \
-      -p mpit-tuner-preload -p stencil3d
+      -p preload -p stencil3d
   fi
   for f in "$bin/stencil3d" "$bin/libmpit_tuner.so"; do
     [[ -e $f ]] || { echo "eager-experiment: $f is missing (run without --no-build)" >&2; exit 1; }

@@ -22,7 +22,7 @@ case "$flavor" in mpich|openmpi) ;; *) echo "demo: MPI must be mpich or openmpi"
 export MPICC="mpicc.${flavor}"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 target="target/${flavor}"
-cargo build --release --locked --target-dir "$target" -p mpit-tuner -p mpit-tuner-preload -p stencil3d
+cargo build --release --locked --target-dir "$target" -p mpit-tuner -p preload -p stencil3d
 bin="$target/release"
 examples="$PWD/$target/examples-demo"
 make -s -C examples MPI="$flavor" OUT="$examples" FORTRAN=no "$examples/steady"

@@ -107,8 +107,8 @@ done
 # apply to them).
 if [ -n "$all_four" ] || [[ " ${MPIT_FLAVOURS:-} " == *" mpi-abi "* ]]; then
   phase "standard ABI: build the preload with mpicc_abi and run a job (target/mpi-abi)"
-  MPICC="$MPIT_MPICH5_MPICC_ABI" cargo build -p mpit-tuner-preload --lib --locked --target-dir target/mpi-abi
-  MPICC="$MPIT_MPICH5_MPICC_ABI" cargo test -p mpit-tuner-preload --test abi --locked --target-dir target/mpi-abi \
+  MPICC="$MPIT_MPICH5_MPICC_ABI" cargo build -p preload --lib --locked --target-dir target/mpi-abi
+  MPICC="$MPIT_MPICH5_MPICC_ABI" cargo test -p preload --test abi --locked --target-dir target/mpi-abi \
     -- --test-threads=1
 fi
 

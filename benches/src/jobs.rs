@@ -44,7 +44,7 @@ pub fn build(flavor: &str, program: &str, build: bool) -> Result<(PathBuf, PathB
                 .env("MPICC", format!("mpicc.{flavor}"))
                 .args(["build", "--release", "--locked", "--quiet", "--target-dir"])
                 .arg(&target)
-                .args(["-p", "mpit-tuner-preload"]),
+                .args(["-p", "preload"]),
             "cargo build",
         )?;
         run_checked(

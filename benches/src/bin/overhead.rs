@@ -180,7 +180,7 @@ fn prepare(flavor: &str, build: bool) -> Result<Setup, String> {
                 .env("MPICC", format!("mpicc.{flavor}"))
                 .args(["build", "--release", "--locked", "--quiet", "--target-dir"])
                 .arg(&target)
-                .args(["-p", "mpit-tuner-preload", "-p", "stencil3d"]),
+                .args(["-p", "preload", "-p", "stencil3d"]),
             "cargo build",
         )?;
         run_checked(

@@ -11,7 +11,7 @@
 //! then reports the error, as a library that rejects a call on some ranks
 //! after the fact does; a failing local call never reaches the library.
 //!
-//! Run one job at a time: `cargo test -p mpit-tuner-preload -- --test-threads=1`.
+//! Run one job at a time: `cargo test -p preload -- --test-threads=1`.
 
 mod common;
 

@@ -3,7 +3,7 @@
 //! record (no handle outlives its communicator), the Fortran entry points,
 //! and what an `MPI_Abort` leaves behind.
 //!
-//! Run one job at a time: `cargo test -p mpit-tuner-preload -- --test-threads=1`
+//! Run one job at a time: `cargo test -p preload -- --test-threads=1`
 //! (mpit-testkit also serialises the jobs of one test binary).
 
 mod common;

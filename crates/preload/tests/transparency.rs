@@ -3,7 +3,7 @@
 //! run: its logs are there), at both thread levels; `MPIT_TUNER=off`
 //! leaves no trace at all.
 //!
-//! Run one job at a time: `cargo test -p mpit-tuner-preload -- --test-threads=1`.
+//! Run one job at a time: `cargo test -p preload -- --test-threads=1`.
 
 mod common;
 

@@ -92,7 +92,7 @@ pub fn preload_lib() -> PathBuf {
                     "the preload library libmpit_tuner.so is in neither {} nor {}; build it with `{}`",
                     profile.display(),
                     deps.display(),
-                    cargo_hint("-p mpit-tuner-preload")
+                    cargo_hint("-p preload")
                 )
             })
     })

@@ -41,7 +41,7 @@ fn preload_lib() -> PathBuf {
         .max_by_key(|p| p.metadata().and_then(|m| m.modified()).ok())
         .unwrap_or_else(|| {
             panic!(
-                "libmpit_tuner.so is not built in {}: run `cargo build -p mpit-tuner-preload` \
+                "libmpit_tuner.so is not built in {}: run `cargo build -p preload` \
                  with the same --target-dir (and MPICC) as these tests",
                 profile.display()
             )

@@ -1,5 +1,5 @@
 //! `mpit-tuner schema`: the JSON Schema of the log records and of
-//! `summary.json`, generated from the vocabulary's types (`mpit-vocab`), and
+//! `summary.json`, generated from the vocabulary's types (`vocab`), and
 //! `--check RUN_DIR` to test a run directory against them.
 
 use anyhow::{bail, Context, Result};

@@ -285,7 +285,7 @@ fn find_library(explicit: Option<&Path>) -> Result<PathBuf> {
                 Some(p) => p.clone(),
                 None => bail!(
                     "cannot find the preload library {LIBRARY}: looked for {} and {}; build it \
-                     with `cargo build -p mpit-tuner-preload` into the same target directory \
+                     with `cargo build -p preload` into the same target directory \
                      as mpit-tuner, or give its path with --lib or MPIT_TUNER_LIB",
                     candidates[0].display(),
                     candidates[1].display()

@@ -14,7 +14,7 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_mpit-tuner");
 
 pub use mpit_testkit::repo_root;
 
-/// A file under `crates/cli/tests/fixtures`.
+/// A file under `crates/mpit-tuner/tests/fixtures`.
 pub fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures")
@@ -36,7 +36,7 @@ pub fn preload_lib() -> PathBuf {
     assert!(
         so.is_file(),
         "{} is missing: `mpit-tuner run` needs the preload library next to it; build it \
-         with `cargo build -p mpit-tuner-preload` (with the same MPICC and --target-dir as \
+         with `cargo build -p preload` (with the same MPICC and --target-dir as \
          these tests), or `cargo build --workspace --lib --bins`",
         so.display()
     );
