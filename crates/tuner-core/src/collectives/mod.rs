@@ -55,6 +55,7 @@
 
 mod bins;
 mod library;
+mod mpi;
 pub mod search;
 pub(crate) mod setup;
 mod tuner;
@@ -67,6 +68,7 @@ pub use library::{
     Collective, LibraryAlgorithms, Support, Target, COLLECTIVES, MPICH_FALLBACK_CVAR,
     OPENMPI_DYNAMIC_RULES_CVAR,
 };
+pub use mpi::{AlgorithmVar, RealMpi, Sequence, TuningComm, TuningMpi};
 pub use search::{Agreed, Event, Params, Search, State, Why};
 pub use tuner::{
     activate, after, application_wrote, before, call_failed, comm_freeing, events, on, prepare,
