@@ -58,6 +58,8 @@ mod library;
 mod mpi;
 pub mod search;
 pub(crate) mod setup;
+#[cfg(test)]
+mod tests;
 mod tuner;
 
 pub use bins::{bin_text, Bins};

@@ -54,6 +54,8 @@ mod by_comms;
 mod events;
 mod fallback;
 mod hot;
+#[cfg(test)]
+mod inspect;
 mod process;
 mod written;
 
@@ -61,6 +63,8 @@ pub use by_comms::*;
 pub use events::*;
 pub use fallback::*;
 pub use hot::*;
+#[cfg(test)]
+pub(crate) use inspect::Slot;
 pub use process::*;
 pub use written::*;
 
@@ -167,6 +171,9 @@ pub struct Tuner<M: TuningMpi = RealMpi> {
     tx: Sender<TuneEvent>,
     rx: Receiver<TuneEvent>,
     lost: AtomicU64,
+    /// Events queued (the tests check that none is lost uncounted).
+    #[cfg(test)]
+    sent: AtomicU64,
     world_rank: i32,
     labels: AtomicU64,
     /// The ids of the users' requests by key, for the log (the helper
@@ -348,6 +355,8 @@ impl<M: TuningMpi> Tuner<M> {
     }
 
     fn send(&self, event: TuneEvent) {
+        #[cfg(test)]
+        self.sent.fetch_add(1, Relaxed);
         if self.tx.try_send(event).is_err() {
             self.lost.fetch_add(1, Relaxed);
         }

@@ -175,6 +175,8 @@ impl<M: TuningMpi> Tuner<M> {
             tx,
             rx,
             lost: AtomicU64::new(0),
+            #[cfg(test)]
+            sent: AtomicU64::new(0),
             world_rank,
             labels: AtomicU64::new(0),
             requests: Mutex::new(Vec::new()),
