@@ -3,9 +3,11 @@
 //!
 //! Every rank runs the same script of application calls (MPI orders a
 //! communicator's collectives) and times each call as its own script says
-//! (the time depends on the rank, the call and the algorithm the rank's
-//! variable holds when the call runs, so the ranks disagree locally).
-//! Failures are injected on chosen ranks: a reduction that reports an
+//! (the time depends on the rank, the call and the algorithm the call
+//! runs, so the ranks disagree locally). The simulated library is MPICH,
+//! whose algorithm variables the tuner writes around calls, or Open MPI,
+//! whose candidates run on communicators the tuner makes after writing
+//! them. Failures are injected on chosen ranks: a reduction that reports an
 //! error, a candidate the library refuses, a datatype whose size it will
 //! not give, a private communicator it will not create. The tests check
 //! that every rank logs the same search events at the same calls, that no
@@ -13,7 +15,7 @@
 //! private communicator is released once.
 
 use super::mix;
-use super::world::{self, Faults, Released, SimMpi, Switchable, World, INTER};
+use super::world::{self, Faults, OpenMpi, Released, SimMpi, Switchable, World, INTER};
 use crate::collectives::search::{Event, Params, Why};
 use crate::collectives::{Collective, TuneEvent, What};
 use mpit::{Comm, HandleBits};
@@ -58,6 +60,10 @@ struct Plan {
     /// running the algorithm of value `v`.
     time: fn(usize, usize, Collective, i64) -> u64,
     scripts: HashMap<usize, RankScript>,
+    /// The library is Open MPI of this version (calls switch
+    /// communicators), its ranks on this many nodes (rank `r` on node
+    /// `r % nodes`); `None`: MPICH (variables written around calls).
+    open_mpi: Option<((u32, u32), usize)>,
 }
 
 /// An event of a rank, at the step it was told at (the steps' count for
@@ -215,6 +221,7 @@ fn standard(ranks: usize) -> Plan {
         switchable: switchable(),
         time: standard_time,
         scripts: HashMap::new(),
+        open_mpi: None,
     }
 }
 
@@ -275,7 +282,11 @@ fn rank_main(plan: &Plan, world: &Arc<World>, r: usize) -> RankLog {
         })
         .collect();
     let mpi = SimMpi::new(world, r, script.faults.clone());
-    let (tuner, held) = world::tuner(mpi, &switchable, plan.params, 4, 4096);
+    let open_mpi = plan.open_mpi.map(|(version, nodes)| OpenMpi {
+        version,
+        host: (r % nodes) as i64,
+    });
+    let (tuner, held) = world::tuner(mpi, &switchable, plan.params, 4, 4096, open_mpi);
     let mut log = RankLog {
         events: Vec::new(),
         ran: Vec::new(),
@@ -294,11 +305,19 @@ fn rank_main(plan: &Plan, world: &Arc<World>, r: usize) -> RankLog {
             } => {
                 let sized = (!script.sizeless.contains(&s)).then_some(bytes);
                 let ticket = tuner.before(collective, Comm::from_bits(comm), sized);
-                // The algorithm the library runs for this call.
-                let value = held
-                    .iter()
-                    .find(|(c, _)| *c == collective)
-                    .map_or(0, |(_, v)| v.load(Relaxed));
+                // The algorithm the library runs for this call: the one of
+                // the communicator the tuner made for it (every operation
+                // here is commutative), or the variable's.
+                let value = match ticket.as_ref().and_then(|t| t.on()) {
+                    Some(on) => tuner
+                        .mpi()
+                        .runs_on(on, collective)
+                        .expect("a communicator the tuner made"),
+                    None => held
+                        .iter()
+                        .find(|(c, _)| *c == collective)
+                        .map_or(0, |(_, v)| v.load(Relaxed)),
+                };
                 let ns = (plan.time)(r, s, collective, value);
                 tuner.mpi().advance(ns);
                 if let Some(ticket) = ticket {
@@ -795,4 +814,68 @@ fn simulated_ranks_pin_requests_arriving_at_different_calls_pin_together() {
         }
     }
     assert!(kinds(log).contains_key("held"));
+}
+
+/// Open MPI: each candidate runs on a communicator the tuner makes over
+/// the same ranks right after writing its algorithm, at the call that
+/// first runs it, which is the same call on every rank; Open MPI 5.0 does
+/// the same when the communicator is on one node.
+#[test]
+fn simulated_ranks_open_mpi_candidates_run_on_communicators_made_at_the_same_call() {
+    for version in [(4, 1), (5, 0)] {
+        let plan = Plan {
+            open_mpi: Some((version, 1)),
+            ..standard(8)
+        };
+        let out = run(&plan);
+        assert_same_decisions(&out);
+        assert_same_algorithms(&out, &[], 0..0);
+        // A, B, C and D, and a communicator per candidate each ran.
+        let made = assert_released(&out);
+        assert!(made > 4 * 8, "{made}");
+        assert_eq!(made % 8, 0);
+        let log = &out.logs[0];
+        let k = kinds(log);
+        for kind in ["dropped", "decision_switch", "recheck_drift"] {
+            assert!(k.get(kind).is_some_and(|&n| n > 0), "no {kind}: {k:?}");
+        }
+        // Every candidate ran on a communicator of its own.
+        for v in 1..4 {
+            assert!(log.ran.contains(&Some(v)), "{v} never ran");
+        }
+        let (first, decision) = searches(log)
+            .find(|(_, e)| matches!(e, Event::Decision { .. }))
+            .expect("a decision");
+        assert!(matches!(decision, Event::Decision { candidate: 1, .. }));
+        for s in first.step + 1..1000 {
+            if matches!(plan.steps[s], Step::Call { comm, .. } if comm == bits(A)) {
+                assert_eq!(log.ran[s], Some(1), "step {s}");
+            }
+        }
+        assert_eq!(out.world.said(), Vec::new());
+    }
+}
+
+/// Open MPI 5.0 runs the collectives of a communicator over several nodes
+/// in coll/han, which copies the forced algorithms when it first runs: such
+/// a communicator is left untuned, on every rank alike.
+#[test]
+fn simulated_ranks_open_mpi_5_leaves_communicators_over_several_nodes_untuned() {
+    let plan = Plan {
+        open_mpi: Some(((5, 0), 2)),
+        ..standard(8)
+    };
+    let out = run(&plan);
+    assert_same_decisions(&out);
+    assert_same_algorithms(&out, &[], 0..0);
+    assert_eq!(assert_released(&out), 4 * 8);
+    let log = &out.logs[0];
+    assert_eq!(searches(log).count(), 0);
+    let excluded = log
+        .events
+        .iter()
+        .filter(|e| matches!(&e.what, What::Excluded(m) if m.starts_with("this communicator spans several nodes")))
+        .count();
+    assert_eq!(excluded, 4);
+    assert!(log.ran.iter().all(|v| matches!(v, None | Some(0))));
 }

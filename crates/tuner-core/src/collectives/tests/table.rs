@@ -88,6 +88,7 @@ fn stress(serialized: bool) {
         params(),
         CAPACITY,
         EVENTS,
+        None,
     );
     // The MPI library's lock at MPI_THREAD_SERIALIZED (the application's
     // to take).
@@ -356,6 +357,7 @@ fn a_communicator_freed_during_its_call_stays_a_tombstone_until_stop() {
         params(),
         2,
         64,
+        None,
     );
     let call = |tuner: &Tuner<_>, c: Comm| {
         if let Some(t) = tuner.before(Collective::Allreduce, c, Some(8)) {

@@ -294,6 +294,11 @@ struct Rank {
     faults: Faults,
     allreduces: AtomicU64,
     creates: AtomicU64,
+    /// The values this rank's algorithm variables hold now.
+    vars: Mutex<Vec<(Collective, Arc<AtomicI64>)>>,
+    /// Per communicator the tool made, the values its variables held
+    /// then: the algorithms it runs (as Open MPI's communicators do).
+    made_with: Mutex<HashMap<u64, Vec<(Collective, i64)>>>,
 }
 
 impl SimMpi {
@@ -307,8 +312,24 @@ impl SimMpi {
                 faults,
                 allreduces: AtomicU64::new(0),
                 creates: AtomicU64::new(0),
+                vars: Mutex::new(Vec::new()),
+                made_with: Mutex::new(HashMap::new()),
             }),
         }
+    }
+
+    /// The algorithm of `collective` a communicator the tool made runs:
+    /// the value its variable held when it was made.
+    pub(super) fn runs_on(&self, comm: Comm, collective: Collective) -> Option<i64> {
+        let made = self
+            .rank
+            .made_with
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        made.get(&comm.to_bits())?
+            .iter()
+            .find(|(c, _)| *c == collective)
+            .map(|(_, v)| *v)
     }
 
     /// Moves this rank's clock on by `ns`.
@@ -373,6 +394,12 @@ impl TuningMpi for SimMpi {
             .lock()
             .privates
             .insert((bits, r.rank), Released::default());
+        let vars = r.vars.lock().unwrap_or_else(PoisonError::into_inner);
+        let values = vars.iter().map(|(c, v)| (*c, v.load(Relaxed))).collect();
+        r.made_with
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(bits, values);
         Some(SimPrivate {
             rank: r.clone(),
             bits,
@@ -600,15 +627,29 @@ pub(super) fn target(s: &Switchable) -> Target {
 /// What one write of a variable costs in the simulation (ns).
 pub(super) const WRITE_NS: u64 = 20;
 
-/// A rank's tuner over `mpi`, switching `switchable`, with a table of
-/// `comms` communicators and room for `events` events; and, per
-/// collective, the value its variable holds (what a call runs).
+/// A simulated Open MPI: an algorithm written reaches only the
+/// communicators made after the write, so calls switch communicators
+/// (`ByComms`).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct OpenMpi {
+    /// `(major, minor)`.
+    pub(super) version: (u32, u32),
+    /// The hash of this rank's host name.
+    pub(super) host: i64,
+}
+
+/// A rank's tuner over `mpi`, switching `switchable` (writing variables
+/// around calls, or with `open_mpi` switching communicators), with a table
+/// of `comms` communicators and room for `events` events; and, per
+/// collective, the value its variable holds (what a call on the
+/// application's communicator runs).
 pub(super) fn tuner(
     mpi: SimMpi,
     switchable: &[Switchable],
     params: Params,
     comms: usize,
     events: usize,
+    open_mpi: Option<OpenMpi>,
 ) -> (Tuner<SimMpi>, Vec<(Collective, Arc<AtomicI64>)>) {
     let rank = mpi.rank.rank as i32;
     let mut held = Vec::new();
@@ -623,14 +664,16 @@ pub(super) fn tuner(
                 value,
                 refused: s.refused,
             };
-            (t, var, WRITE_NS)
+            // Switching communicators writes nothing around calls.
+            (t, var, if open_mpi.is_some() { 0 } else { WRITE_NS })
         })
         .collect();
+    *mpi.rank.vars.lock().unwrap_or_else(PoisonError::into_inner) = held.clone();
     let tuner = Tuner::assemble(crate::collectives::tuner::Parts {
         mpi,
         switches,
         fallback: None::<Fallback<SimVar>>,
-        by_comms: None::<ByComms<SimVar>>,
+        by_comms: open_mpi.map(|o| ByComms::<SimVar>::simulated(o.version, o.host)),
         bins: Bins::default(),
         params,
         world_rank: rank,

@@ -87,3 +87,15 @@ impl<M: TuningMpi> Tuner<M> {
         self.sent.load(Relaxed)
     }
 }
+
+impl<V: AlgorithmVar> ByComms<V> {
+    /// Open MPI `version`, with `coll_tuned_use_dynamic_rules` on from the
+    /// start, on the host of hash `host`.
+    pub(crate) fn simulated(version: (u32, u32), host: i64) -> ByComms<V> {
+        ByComms {
+            rules: None,
+            version,
+            host,
+        }
+    }
+}
