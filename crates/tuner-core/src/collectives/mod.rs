@@ -26,6 +26,24 @@
 //! are tuned online (see [`support`]); for the others the run says so and
 //! points to tuning across runs.
 //!
+//! # MPI behind one trait
+//!
+//! Every MPI call the tuner makes of its own goes through [`TuningMpi`]:
+//! rank, size and intercommunicator test of a communicator, errors returned
+//! on it, the tool's collectives over it ([`Sequence`]: broadcast,
+//! reductions of a few `i64`, the agreement), the private communicator
+//! derived from it ([`TuningComm`]), the algorithm variables
+//! ([`AlgorithmVar`]), the clock of the agreed points and the lines said on
+//! standard error. The process's tuner runs [`RealMpi`], whose methods are
+//! the `mpit` calls; [`Tuner`] is generic over the trait and monomorphised,
+//! so a call costs what it costs with direct calls. The unit tests
+//! (`tests/`) implement the trait over a simulated world of ranks that are
+//! threads of one process, whose collectives meet whatever the schedule:
+//! the table of communicators under several threads, and the agreed
+//! protocol of up to 64 ranks with scripted call times and injected
+//! failures, which must leave every rank with the same decisions at the
+//! same calls.
+//!
 //! # A user's choice while the job runs
 //!
 //! `mpit-tuner set RUN_DIR MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM=recursive_doubling`
@@ -55,8 +73,11 @@
 
 mod bins;
 mod library;
+mod mpi;
 pub mod search;
 pub(crate) mod setup;
+#[cfg(test)]
+mod tests;
 mod tuner;
 
 pub use bins::{bin_text, Bins};
@@ -67,6 +88,7 @@ pub use library::{
     Collective, LibraryAlgorithms, Support, Target, COLLECTIVES, MPICH_FALLBACK_CVAR,
     OPENMPI_DYNAMIC_RULES_CVAR,
 };
+pub use mpi::{AlgorithmVar, RealMpi, Sequence, TuningComm, TuningMpi};
 pub use search::{Agreed, Event, Params, Search, State, Why};
 pub use tuner::{
     activate, after, application_wrote, before, call_failed, comm_freeing, events, on, prepare,

@@ -4,14 +4,14 @@
 
 use super::*;
 
-impl Tuner {
+impl<M: TuningMpi> Tuner<M> {
     /// The first agreed point on a communicator: label and private
     /// communicator, agreed over the application's communicator (with
     /// errors returned while the tool uses it).
     #[cold]
-    fn setup(&self, comm: Comm, st: &mut CommState) {
+    fn setup(&self, comm: Comm, st: &mut CommState<M>) {
         st.ready = true;
-        let (rank, size) = match mpit::rank_size(comm) {
+        let (rank, size) = match self.mpi.rank_size(comm) {
             Ok(rs) => rs,
             Err(e) => {
                 // Local and without a collective: the peers will wait in
@@ -29,8 +29,8 @@ impl Tuner {
             st.off = true;
             return;
         }
-        let (guard, swap_error) = ErrorsReturn::swap_in(comm);
-        let mut seq = Collectives::new(comm, rank);
+        let (guard, swap_error) = self.mpi.errors_return(comm);
+        let mut seq = self.mpi.sequence(comm, rank);
         if let Some(e) = swap_error {
             seq.fail("MPI_Comm_set_errhandler", &e);
         }
@@ -50,10 +50,10 @@ impl Tuner {
             Some(b) if b.version >= (5, 0) => seq.all_equal(b.host),
             _ => true,
         };
-        let private = collective::create_private(&mut seq, comm);
+        let private = self.mpi.create_private(&mut seq, comm);
         let verdict = seq.agree();
-        if let Err(e) = guard.restore() {
-            mpit::say!("mpit-tuner[rank {}]: while putting the application's error handler back on a communicator: {e}", self.world_rank);
+        if let Err(e) = self.mpi.restore(guard) {
+            self.mpi.say(format_args!("mpit-tuner[rank {}]: while putting the application's error handler back on a communicator: {e}", self.world_rank));
         }
         match verdict {
             Verdict::AllOk if private.is_some() && !one_node => {
@@ -89,10 +89,10 @@ impl Tuner {
             Verdict::Failed(why) => {
                 if let Some(mut p) = private {
                     if let Err(e) = p.free() {
-                        mpit::say!(
+                        self.mpi.say(format_args!(
                             "mpit-tuner[rank {}]: freeing a tuning communicator: {e}",
                             self.world_rank
-                        );
+                        ));
                     }
                 }
                 st.off = true;
@@ -109,11 +109,10 @@ impl Tuner {
     #[cold]
     fn agreed(&self, why: FailedOn) -> String {
         if let Some(mine) = &why.mine {
-            mpit::say!(
+            self.mpi.say(format_args!(
                 "mpit-tuner[rank {}]: collective tuning: {}",
-                self.world_rank,
-                mine.message
-            );
+                self.world_rank, mine.message
+            ));
         }
         FailedOn { mine: None, ..why }.to_string()
     }
@@ -121,7 +120,7 @@ impl Tuner {
     /// [`ByComms`]: the candidates the library cannot run on a
     /// communicator of this size are left out of its searches (the size is
     /// the same on every rank, so is this).
-    fn exclude_unsuitable(&self, st: &mut CommState) {
+    fn exclude_unsuitable(&self, st: &mut CommState<M>) {
         if self.by_comms.is_none() {
             return;
         }
@@ -160,10 +159,10 @@ impl Tuner {
     #[inline(never)]
     pub(super) fn candidate_comm(
         &self,
-        entry: &Entry,
-        st: &mut CommState,
+        entry: &Entry<M>,
+        st: &mut CommState<M>,
         comm: Comm,
-        switch: &Switch,
+        switch: &Switch<M::Var>,
         i: usize,
     ) -> u64 {
         let c = switch.target.collective;
@@ -179,8 +178,8 @@ impl Tuner {
         // Excluded at setup, so never chosen: a user's pin of it runs the
         // default.
         debug_assert!(crate::collectives::library::open_mpi_unsuitable(c, name, st.size).is_none());
-        let (guard, swap_error) = ErrorsReturn::swap_in(comm);
-        let mut seq = Collectives::new(comm, st.rank);
+        let (guard, swap_error) = self.mpi.errors_return(comm);
+        let mut seq = self.mpi.sequence(comm, st.rank);
         if let Some(e) = swap_error {
             seq.fail("MPI_Comm_set_errhandler", &e);
         }
@@ -192,7 +191,7 @@ impl Tuner {
         if let Err(e) = &wrote {
             seq.fail_local(format!("setting `{name}`: {e}"));
         }
-        let private = collective::create_private(&mut seq, comm);
+        let private = self.mpi.create_private(&mut seq, comm);
         if let Err(e) = switch.var.put(switch.target.candidates[0].1) {
             seq.fail_local(format!("writing the default back: {e}"));
         }
@@ -200,8 +199,8 @@ impl Tuner {
             seq.fail_local(format!("turning the dynamic rules off again: {e}"));
         }
         let verdict = seq.agree();
-        if let Err(e) = guard.restore() {
-            mpit::say!("mpit-tuner[rank {}]: while putting the application's error handler back on a communicator: {e}", self.world_rank);
+        if let Err(e) = self.mpi.restore(guard) {
+            self.mpi.say(format_args!("mpit-tuner[rank {}]: while putting the application's error handler back on a communicator: {e}", self.world_rank));
         }
         match (verdict, private) {
             (Verdict::AllOk, Some(p)) => {
@@ -213,10 +212,10 @@ impl Tuner {
             (verdict, private) => {
                 if let Some(mut p) = private {
                     if let Err(e) = p.free() {
-                        mpit::say!(
+                        self.mpi.say(format_args!(
                             "mpit-tuner[rank {}]: freeing a candidate communicator: {e}",
                             self.world_rank
-                        );
+                        ));
                     }
                 }
                 let why = match verdict {
@@ -240,7 +239,14 @@ impl Tuner {
 
     /// An agreed point of search `k`: one reduction, the same numbers on
     /// every rank, the same transition.
-    pub(super) fn agree(&self, entry: &Entry, comm: Comm, st: &mut CommState, k: usize, mine: f64) {
+    pub(super) fn agree(
+        &self,
+        entry: &Entry<M>,
+        comm: Comm,
+        st: &mut CommState<M>,
+        k: usize,
+        mine: f64,
+    ) {
         if !st.ready {
             self.setup(comm, st);
         }
@@ -260,7 +266,7 @@ impl Tuner {
         let pin = i64::try_from(pin).unwrap_or(0);
         // This rank's time since tuning started, negated: its maximum is
         // the least over ranks.
-        let elapsed = i64::try_from(self.start.elapsed().as_nanos()).unwrap_or(i64::MAX);
+        let elapsed = i64::try_from(self.mpi.elapsed().as_nanos()).unwrap_or(i64::MAX);
         let send = [
             mine.round().clamp(0.0, 9.0e18) as i64,
             i64::from(stop),
@@ -269,7 +275,7 @@ impl Tuner {
             -elapsed,
         ];
         let mut recv = [0i64; 5];
-        let mut seq = Collectives::new(private.comm(), 0);
+        let mut seq = self.mpi.sequence(private.comm(), 0);
         seq.allreduce_i64(&send, &mut recv, ReduceOp::Max);
         if seq.failed() {
             // MPI's state after an error is undefined. A library that
@@ -310,7 +316,14 @@ impl Tuner {
     /// `collective` at this point (of the search of bin `bin`): every
     /// search of that collective on the communicator is pinned, here, on
     /// every rank alike. Logged for the bins that had calls.
-    fn pin(&self, entry: &Entry, st: &mut CommState, collective: Collective, pin: u64, bin: usize) {
+    fn pin(
+        &self,
+        entry: &Entry<M>,
+        st: &mut CommState<M>,
+        collective: Collective,
+        pin: u64,
+        bin: usize,
+    ) {
         let candidate = (pin & ((1 << PIN_CANDIDATE_BITS) - 1)) as usize;
         let key = pin >> PIN_CANDIDATE_BITS;
         st.pinned[collective as usize] = pin;
@@ -319,7 +332,7 @@ impl Tuner {
             let k = collective as usize * bins + b;
             // Its quiet calls counted, and its slot emptied: the next call
             // on that bin runs the pinned candidate.
-            Tuner::settle(entry, st, k);
+            Self::settle(entry, st, k);
             let search = &mut st.searches[k];
             let called = search.calls() > 0 || b == bin;
             let event = search.pin(candidate, key);

@@ -15,11 +15,11 @@ use super::*;
 /// them as the library would. Every rank of the communicator calls the
 /// same collectives on the same candidate communicators, in the same
 /// order, so matching is that of the application's calls.
-pub struct ByComms {
+pub struct ByComms<V: AlgorithmVar = Cvar<'static>> {
     /// `coll_tuned_use_dynamic_rules` when it is off at start and
     /// writable (Open MPI 5.0): on while a candidate communicator is
     /// created, off again right after. `None`: on from the start.
-    pub(super) rules: Option<Written>,
+    pub(super) rules: Option<Written<V>>,
     /// Open MPI's version, `(major, minor)`.
     pub(super) version: (u32, u32),
     /// A hash of this process's host name: from 5.0, a communicator that
@@ -28,7 +28,7 @@ pub struct ByComms {
     pub(super) host: i64,
 }
 
-impl std::fmt::Debug for ByComms {
+impl<V: AlgorithmVar> std::fmt::Debug for ByComms<V> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ByComms")
             .field("rules", &self.rules.as_ref().map(Written::name))
@@ -75,7 +75,9 @@ impl ByComms {
             host,
         })
     }
+}
 
+impl<V: AlgorithmVar> ByComms<V> {
     /// Open MPI's version, `(major, minor)`.
     pub fn version(&self) -> (u32, u32) {
         self.version

@@ -9,8 +9,8 @@ use super::*;
 /// MPICH's own choice instead of failing the call (`error`) or printing a
 /// message on the rank (`print`); every other call keeps the application's
 /// value. Prepared with [`Fallback::open`].
-pub struct Fallback {
-    pub(super) var: Written,
+pub struct Fallback<V: AlgorithmVar = Cvar<'static>> {
+    pub(super) var: Written<V>,
     /// The application's value.
     pub(super) user: i64,
     /// The value that falls back silently.
@@ -19,7 +19,7 @@ pub struct Fallback {
     pub(super) write_ns: u64,
 }
 
-impl std::fmt::Debug for Fallback {
+impl<V: AlgorithmVar> std::fmt::Debug for Fallback<V> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Fallback")
             .field("user", &self.user)
@@ -59,7 +59,9 @@ impl Fallback {
             write_ns,
         }))
     }
+}
 
+impl<V: AlgorithmVar> Fallback<V> {
     /// The application's value.
     pub fn user(&self) -> i64 {
         self.user

@@ -3,16 +3,18 @@
 use super::*;
 
 /// A tuned call in progress: returned by [`before`], given to [`after`].
-pub struct Ticket {
+pub type Ticket = TunedCall<'static, RealMpi>;
+
+/// What a counted call holds until [`after`]: the communicator's state,
+/// its entry, the search and the communicator.
+type Counted<'t, M> = (AtomicRefMut<'t, CommState<M>>, &'t Entry<M>, usize, Comm);
+
+/// A tuned call in progress on a tuner that lives for `'t` ([`Ticket`]:
+/// the process's).
+pub struct TunedCall<'t, M: TuningMpi> {
     collective: Collective,
-    /// The communicator's state, its entry, the search and the
-    /// communicator (`None`: nothing to count after the call).
-    state: Option<(
-        AtomicRefMut<'static, CommState>,
-        &'static Entry,
-        usize,
-        Comm,
-    )>,
+    /// `None`: nothing to count after the call.
+    state: Option<Counted<'t, M>>,
     timed: bool,
     /// This call runs a value other than the default: its variable is
     /// written before and after it (read only for timed calls, to charge
@@ -26,12 +28,12 @@ pub struct Ticket {
     commutative_only: bool,
 }
 
-impl Ticket {
+impl<M: TuningMpi> TunedCall<'_, M> {
     /// A call that runs untimed and is not counted after (the default
     /// without a search, or a quiet call of a decided one).
     #[inline(always)]
-    fn uncounted(collective: Collective) -> Ticket {
-        Ticket {
+    fn uncounted(collective: Collective) -> Self {
+        TunedCall {
             collective,
             state: None,
             timed: false,
@@ -79,73 +81,7 @@ pub fn before(collective: Collective, comm: Comm, bytes: Option<u64>) -> Option<
     if !ON.load(Relaxed) {
         return None;
     }
-    let t = TUNER.get()?;
-    let switch = t.switches[collective as usize].as_ref()?;
-    let overlapping = t.in_flight.load(Relaxed) != 0;
-    t.in_flight.store(1, Relaxed);
-    if overlapping && !t.stop.swap(true, AcqRel) {
-        t.tell(Some(collective), What::Concurrent);
-    }
-    let default = switch.target.candidates[0].1;
-    let Some(i) = t.entry(comm) else {
-        t.set(switch, default);
-        return Some(Ticket::uncounted(collective));
-    };
-    let entry = &t.entries[i];
-    let bin = match bytes {
-        Some(bytes) => t.bins.of(bytes),
-        None => t.unsized_call(entry, collective),
-    };
-    entry.last_bin[collective as usize].store(bin as u32, Relaxed);
-    let k = collective as usize * t.bins.len() + bin;
-    // Steady state: a call that changes nothing but the counts.
-    let quiet = entry.quiet[k].load(Relaxed);
-    if quiet as u32 != 0 {
-        entry.quiet[k].store(quiet - 1, Relaxed);
-        let c = (quiet >> 32) as usize;
-        if t.by_comms.is_some() {
-            let mut ticket = Ticket::uncounted(collective);
-            ticket.on = entry
-                .dups
-                .get(collective as usize * t.stride + c)
-                .map_or(0, |d| d.load(Relaxed));
-            ticket.commutative_only =
-                switch.commutative_only.checked_shr(c as u32).unwrap_or(0) & 1 != 0;
-            return Some(ticket);
-        }
-        let value = switch.target.candidates.get(c).map_or(default, |c| c.1);
-        t.set(switch, value);
-        return Some(Ticket::uncounted(collective));
-    }
-    let Ok(mut st) = entry.state.try_borrow_mut() else {
-        // Another thread holds this communicator: erroneous, and the
-        // algorithm cannot be chosen consistently any more.
-        t.stop.store(true, Release);
-        return Some(Ticket::uncounted(collective));
-    };
-    Tuner::settle(entry, &mut st, k);
-    let choice = st.searches[k].choice();
-    let value = switch.target.candidates[choice].1;
-    let on = if t.by_comms.is_some() {
-        t.candidate_comm(entry, &mut st, comm, switch, choice)
-    } else {
-        t.set(switch, value);
-        0
-    };
-    let timed = st.searches[k].wants_time();
-    Some(Ticket {
-        collective,
-        state: Some((st, entry, k, comm)),
-        timed,
-        switched: value != default && t.by_comms.is_none(),
-        on,
-        commutative_only: switch
-            .commutative_only
-            .checked_shr(choice as u32)
-            .unwrap_or(0)
-            & 1
-            != 0,
-    })
+    TUNER.get()?.before(collective, comm, bytes)
 }
 
 /// After the call [`before`] prepared, with its duration if it was timed.
@@ -166,20 +102,7 @@ pub fn before(collective: Collective, comm: Comm, bytes: Option<u64>) -> Option<
 #[inline(always)]
 pub fn after(ticket: Ticket, ns: Option<u64>) {
     let Some(t) = TUNER.get() else { return };
-    let mut ns = ns;
-    if let Some(switch) = t.switches[ticket.collective as usize].as_ref() {
-        t.set(switch, switch.target.candidates[0].1);
-        if let (true, Some(n)) = (ticket.switched, ns.as_mut()) {
-            *n = n.saturating_add(switch.switch_ns);
-        }
-    }
-    if let Some((mut st, entry, k, comm)) = ticket.state {
-        if let Some(mine) = st.searches[k].count(ns) {
-            t.agree(entry, comm, &mut st, k, mine);
-        }
-        Tuner::refill(entry, &mut st, k);
-    }
-    t.in_flight.store(0, Relaxed);
+    t.after(ticket, ns);
 }
 
 /// A call the tuner ran on a candidate communicator ([`ByComms`]) failed
@@ -190,52 +113,161 @@ pub fn after(ticket: Ticket, ns: Option<u64>) {
 #[cold]
 pub fn call_failed(collective: Collective, message: &str) {
     let Some(t) = TUNER.get() else { return };
-    t.stop.store(true, Release);
-    t.tell(
-        Some(collective),
-        What::CallFailed(format!(
-            "{} failed on a candidate communicator: {message}; the application's error handler \
-             has the error, and tuning stops on every rank at the next agreed point",
-            collective.name()
-        )),
-    );
+    t.call_failed(collective, message);
 }
 
 /// The application frees `comm` (every rank of it does): its tuning
 /// communicator goes with it, and its entry is free for a new one.
 pub fn comm_freeing(comm: Comm) {
     let Some(t) = TUNER.get() else { return };
-    let bits = comm.to_bits();
-    let high = t.high.load(Acquire);
-    let Some(e) = t.entries[..high]
-        .iter()
-        .find(|e| e.bits.load(Acquire) == bits)
-    else {
-        return;
-    };
-    e.bits.store(TOMBSTONE, Release);
-    match e.state.try_borrow_mut() {
-        Ok(mut st) => {
-            Tuner::settle_all(e, &mut st);
-            t.emit_measurements(&st);
-            for d in e.dups.iter() {
-                d.store(0, Relaxed);
-            }
-            for err in free_comms(&mut st) {
-                mpit::say!("mpit-tuner[rank {}]: {err}", t.world_rank);
-            }
-            drop(st);
-            e.bits.store(FREE, Release);
+    t.comm_freeing(comm);
+}
+
+impl<M: TuningMpi> Tuner<M> {
+    /// [`before`] on this tuner.
+    #[inline(always)]
+    pub(crate) fn before(
+        &self,
+        collective: Collective,
+        comm: Comm,
+        bytes: Option<u64>,
+    ) -> Option<TunedCall<'_, M>> {
+        let switch = self.switches[collective as usize].as_ref()?;
+        let overlapping = self.in_flight.load(Relaxed) != 0;
+        self.in_flight.store(1, Relaxed);
+        if overlapping && !self.stop.swap(true, AcqRel) {
+            self.tell(Some(collective), What::Concurrent);
         }
-        // In use by another thread: stays a tombstone until finalize.
-        Err(_) => t.stop.store(true, Release),
+        let default = switch.target.candidates[0].1;
+        let Some(i) = self.entry(comm) else {
+            self.set(switch, default);
+            return Some(TunedCall::uncounted(collective));
+        };
+        let entry = &self.entries[i];
+        let bin = match bytes {
+            Some(bytes) => self.bins.of(bytes),
+            None => self.unsized_call(entry, collective),
+        };
+        entry.last_bin[collective as usize].store(bin as u32, Relaxed);
+        let k = collective as usize * self.bins.len() + bin;
+        // Steady state: a call that changes nothing but the counts.
+        let quiet = entry.quiet[k].load(Relaxed);
+        if quiet as u32 != 0 {
+            entry.quiet[k].store(quiet - 1, Relaxed);
+            let c = (quiet >> 32) as usize;
+            if self.by_comms.is_some() {
+                let mut ticket = TunedCall::uncounted(collective);
+                ticket.on = entry
+                    .dups
+                    .get(collective as usize * self.stride + c)
+                    .map_or(0, |d| d.load(Relaxed));
+                ticket.commutative_only =
+                    switch.commutative_only.checked_shr(c as u32).unwrap_or(0) & 1 != 0;
+                return Some(ticket);
+            }
+            let value = switch.target.candidates.get(c).map_or(default, |c| c.1);
+            self.set(switch, value);
+            return Some(TunedCall::uncounted(collective));
+        }
+        let Ok(mut st) = entry.state.try_borrow_mut() else {
+            // Another thread holds this communicator: erroneous, and the
+            // algorithm cannot be chosen consistently any more.
+            self.stop.store(true, Release);
+            return Some(TunedCall::uncounted(collective));
+        };
+        Self::settle(entry, &mut st, k);
+        let choice = st.searches[k].choice();
+        let value = switch.target.candidates[choice].1;
+        let on = if self.by_comms.is_some() {
+            self.candidate_comm(entry, &mut st, comm, switch, choice)
+        } else {
+            self.set(switch, value);
+            0
+        };
+        let timed = st.searches[k].wants_time();
+        Some(TunedCall {
+            collective,
+            state: Some((st, entry, k, comm)),
+            timed,
+            switched: value != default && self.by_comms.is_none(),
+            on,
+            commutative_only: switch
+                .commutative_only
+                .checked_shr(choice as u32)
+                .unwrap_or(0)
+                & 1
+                != 0,
+        })
+    }
+
+    /// [`after`] on this tuner.
+    #[inline(always)]
+    pub(crate) fn after(&self, ticket: TunedCall<'_, M>, ns: Option<u64>) {
+        let mut ns = ns;
+        if let Some(switch) = self.switches[ticket.collective as usize].as_ref() {
+            self.set(switch, switch.target.candidates[0].1);
+            if let (true, Some(n)) = (ticket.switched, ns.as_mut()) {
+                *n = n.saturating_add(switch.switch_ns);
+            }
+        }
+        if let Some((mut st, entry, k, comm)) = ticket.state {
+            if let Some(mine) = st.searches[k].count(ns) {
+                self.agree(entry, comm, &mut st, k, mine);
+            }
+            Self::refill(entry, &mut st, k);
+        }
+        self.in_flight.store(0, Relaxed);
+    }
+
+    /// [`call_failed`] on this tuner.
+    #[cold]
+    pub(crate) fn call_failed(&self, collective: Collective, message: &str) {
+        self.stop.store(true, Release);
+        self.tell(
+            Some(collective),
+            What::CallFailed(format!(
+                "{} failed on a candidate communicator: {message}; the application's error \
+                 handler has the error, and tuning stops on every rank at the next agreed point",
+                collective.name()
+            )),
+        );
+    }
+
+    /// [`comm_freeing`] on this tuner.
+    pub(crate) fn comm_freeing(&self, comm: Comm) {
+        let bits = comm.to_bits();
+        let high = self.high.load(Acquire);
+        let Some(e) = self.entries[..high]
+            .iter()
+            .find(|e| e.bits.load(Acquire) == bits)
+        else {
+            return;
+        };
+        e.bits.store(TOMBSTONE, Release);
+        match e.state.try_borrow_mut() {
+            Ok(mut st) => {
+                Self::settle_all(e, &mut st);
+                self.emit_measurements(&st);
+                for d in e.dups.iter() {
+                    d.store(0, Relaxed);
+                }
+                for err in free_comms(&mut st) {
+                    self.mpi
+                        .say(format_args!("mpit-tuner[rank {}]: {err}", self.world_rank));
+                }
+                drop(st);
+                e.bits.store(FREE, Release);
+            }
+            // In use by another thread: stays a tombstone until finalize.
+            Err(_) => self.stop.store(true, Release),
+        }
     }
 }
 
 /// Frees a communicator's private and candidate communicators (collective
 /// over it: the application is freeing it, or finalizing); a message per
 /// failure.
-pub(super) fn free_comms(st: &mut CommState) -> Vec<String> {
+pub(super) fn free_comms<M: TuningMpi>(st: &mut CommState<M>) -> Vec<String> {
     let mut messages = Vec::new();
     let dups = st.dups.iter_mut().filter_map(Option::take);
     for (mut p, what) in st

@@ -36,12 +36,13 @@
 //! their points later, or are created later, pin too.
 
 use super::library::{Collective, Target, COLLECTIVES};
+use super::mpi::{AlgorithmVar, RealMpi, Sequence, TuningComm, TuningMpi};
 use super::search::{Agreed, Event, Params, Search};
 use atomic_refcell::{AtomicRefCell, AtomicRefMut};
 use crossbeam_channel::{Receiver, Sender};
-use mpit::collective::{self, Collectives, ErrorsReturn, FailedOn, ReduceOp, Verdict};
+use mpit::collective::{FailedOn, ReduceOp, Verdict};
 use mpit::quirks::LibraryVersion;
-use mpit::{Comm, Cvar, CvarInfo, HandleBits, MpiT, PrivateComm};
+use mpit::{Comm, Cvar, CvarInfo, HandleBits, MpiT};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
 use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
@@ -53,6 +54,8 @@ mod by_comms;
 mod events;
 mod fallback;
 mod hot;
+#[cfg(test)]
+mod inspect;
 mod process;
 mod written;
 
@@ -60,6 +63,8 @@ pub use by_comms::*;
 pub use events::*;
 pub use fallback::*;
 pub use hot::*;
+#[cfg(test)]
+pub(crate) use inspect::Slot;
 pub use process::*;
 pub use written::*;
 
@@ -73,9 +78,9 @@ const TOMBSTONE: u64 = u64::MAX;
 const FREE: u64 = 0;
 
 /// A switchable collective in this process.
-struct Switch {
+struct Switch<V: AlgorithmVar> {
     target: Target,
-    var: Written,
+    var: Written<V>,
     /// What a timed call that ran another value than the default is
     /// charged (ns): two writes of its variable and two of the fallback
     /// variable, if the tuner keeps one, at the cost per write measured at
@@ -91,7 +96,7 @@ struct Switch {
 }
 
 /// One communicator's tuning.
-struct CommState {
+struct CommState<M: TuningMpi> {
     /// Set up: label and private communicator agreed.
     ready: bool,
     /// Tuning is off on this communicator (setup failed everywhere, or a
@@ -101,11 +106,11 @@ struct CommState {
     /// This process's rank in the communicator, and its size.
     rank: i32,
     size: i32,
-    private: Option<PrivateComm>,
+    private: Option<M::Private>,
     /// [`ByComms`]: the candidate communicators made so far, at
     /// `collective * stride + candidate` ([`Tuner::stride`]; candidate 0,
     /// the default, is the application's communicator).
-    dups: Vec<Option<PrivateComm>>,
+    dups: Vec<Option<M::Private>>,
     /// One search per (collective, bin).
     searches: Vec<Search>,
     /// Per collective, the user's choice (a [`Switch`]'s `pin`) pinned on
@@ -116,9 +121,9 @@ struct CommState {
     given: Vec<u32>,
 }
 
-struct Entry {
+struct Entry<M: TuningMpi> {
     bits: AtomicU64,
-    state: AtomicRefCell<CommState>,
+    state: AtomicRefCell<CommState<M>>,
     /// Per search, the steady state the wrapper may run without borrowing
     /// `state`: `candidate << 32 | calls left` ([`Search::quiet`]). Only
     /// the thread in the collective touches it, with a plain load and
@@ -134,14 +139,17 @@ struct Entry {
     last_bin: [AtomicU32; COLLECTIVES.len()],
 }
 
-/// The tuner of this process.
-pub struct Tuner {
-    switches: Vec<Option<Switch>>,
+/// The tuner of this process: a `Tuner<RealMpi>` (the tests run it over a
+/// simulated MPI, see [`TuningMpi`]).
+pub struct Tuner<M: TuningMpi = RealMpi> {
+    /// Every MPI call the tuner makes of its own.
+    mpi: M,
+    switches: Vec<Option<Switch<M::Var>>>,
     /// MPICH's fallback variable, when it must be `silent` around
     /// switched calls.
-    fallback: Option<Fallback>,
+    fallback: Option<Fallback<M::Var>>,
     /// Open MPI: calls switch communicators instead of variables.
-    by_comms: Option<ByComms>,
+    by_comms: Option<ByComms<M::Var>>,
     /// [`ByComms`]: candidates per collective in an entry's `dups` (the
     /// most any tuned collective has).
     stride: usize,
@@ -150,7 +158,7 @@ pub struct Tuner {
     /// The fresh searches, one per (collective, bin), copied into an entry
     /// when a communicator claims it.
     fresh: Vec<Search>,
-    entries: Box<[Entry]>,
+    entries: Box<[Entry<M>]>,
     high: AtomicUsize,
     /// 1 while a tuned collective runs. Set and cleared with a plain load
     /// and store, not a read-modify-write: tuning runs only below
@@ -163,7 +171,9 @@ pub struct Tuner {
     tx: Sender<TuneEvent>,
     rx: Receiver<TuneEvent>,
     lost: AtomicU64,
-    start: Instant,
+    /// Events queued (the tests check that none is lost uncounted).
+    #[cfg(test)]
+    sent: AtomicU64,
     world_rank: i32,
     labels: AtomicU64,
     /// The ids of the users' requests by key, for the log (the helper
@@ -192,7 +202,7 @@ fn fnv1a(s: &str) -> u64 {
     h
 }
 
-impl std::fmt::Debug for Tuner {
+impl<M: TuningMpi> std::fmt::Debug for Tuner<M> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Tuner")
             .field("collectives", &self.tuned().collect::<Vec<_>>())
@@ -202,7 +212,7 @@ impl std::fmt::Debug for Tuner {
     }
 }
 
-impl Tuner {
+impl<M: TuningMpi> Tuner<M> {
     /// What every rank must have the same of before tuning starts: the
     /// collectives, their candidates' values, the bins and the parameters
     /// (a hash; ranks that differ would reach different agreed points).
@@ -296,9 +306,9 @@ impl Tuner {
     }
 
     /// Queues an event of a communicator for the log.
-    fn emit(&self, comm: &CommState, collective: Option<Collective>, bin: usize, what: What) {
+    fn emit(&self, comm: &CommState<M>, collective: Option<Collective>, bin: usize, what: What) {
         self.send(TuneEvent {
-            t: self.start.elapsed().as_secs_f64(),
+            t: self.mpi.elapsed().as_secs_f64(),
             comm: comm.label,
             comm_size: comm.size,
             collective,
@@ -311,7 +321,7 @@ impl Tuner {
     /// of the collective's last call there, and tuning stops (told once).
     #[cold]
     #[inline(never)]
-    fn unsized_call(&self, entry: &Entry, collective: Collective) -> usize {
+    fn unsized_call(&self, entry: &Entry<M>, collective: Collective) -> usize {
         let bin =
             (entry.last_bin[collective as usize].load(Relaxed) as usize).min(self.bins.len() - 1);
         if !self.stop.swap(true, AcqRel) {
@@ -335,7 +345,7 @@ impl Tuner {
     #[cold]
     fn tell(&self, collective: Option<Collective>, what: What) {
         self.send(TuneEvent {
-            t: self.start.elapsed().as_secs_f64(),
+            t: self.mpi.elapsed().as_secs_f64(),
             comm: 0,
             comm_size: 0,
             collective,
@@ -345,6 +355,8 @@ impl Tuner {
     }
 
     fn send(&self, event: TuneEvent) {
+        #[cfg(test)]
+        self.sent.fetch_add(1, Relaxed);
         if self.tx.try_send(event).is_err() {
             self.lost.fetch_add(1, Relaxed);
         }
@@ -354,7 +366,7 @@ impl Tuner {
     /// filled (the calls it had left are taken back: the next call goes
     /// the long way).
     #[inline]
-    fn settle(entry: &Entry, st: &mut CommState, k: usize) {
+    fn settle(entry: &Entry<M>, st: &mut CommState<M>, k: usize) {
         let given = st.given[k];
         if given == 0 {
             return;
@@ -366,15 +378,15 @@ impl Tuner {
     }
 
     /// [`Tuner::settle`] for every search of the entry.
-    fn settle_all(entry: &Entry, st: &mut CommState) {
+    fn settle_all(entry: &Entry<M>, st: &mut CommState<M>) {
         for k in 0..st.searches.len() {
-            Tuner::settle(entry, st, k);
+            Self::settle(entry, st, k);
         }
     }
 
     /// Fills the slot of search `k` from its state after a call.
     #[inline]
-    fn refill(entry: &Entry, st: &mut CommState, k: usize) {
+    fn refill(entry: &Entry<M>, st: &mut CommState<M>, k: usize) {
         let search = &st.searches[k];
         let calls = search.quiet();
         st.given[k] = calls;
@@ -382,7 +394,7 @@ impl Tuner {
     }
 
     /// Measure mode: the measurements of a communicator, for the log.
-    fn emit_measurements(&self, st: &CommState) {
+    fn emit_measurements(&self, st: &CommState<M>) {
         if !self.params.measure || !st.ready || st.off {
             return;
         }
@@ -415,7 +427,7 @@ impl Tuner {
     /// `None`, and the call runs with the default.
     #[cold]
     fn claim(&self, comm: Comm) -> Option<usize> {
-        if !matches!(mpit::is_inter(comm), Ok(false)) {
+        if !matches!(self.mpi.is_inter(comm), Ok(false)) {
             return None;
         }
         let bits = comm.to_bits();
@@ -452,7 +464,7 @@ impl Tuner {
     /// Sets `collective`'s variable to `value` if it is not already (the
     /// compare inlined into the wrapper, the write not).
     #[inline(always)]
-    fn set(&self, switch: &Switch, value: i64) {
+    fn set(&self, switch: &Switch<M::Var>, value: i64) {
         if !switch.var.holds(value) {
             self.write(switch, value);
         }
@@ -461,7 +473,7 @@ impl Tuner {
     /// Writes `collective`'s variable; the fallback variable, if the
     /// tuner keeps one, is `silent` while the value is not the default.
     #[inline(never)]
-    fn write(&self, switch: &Switch, value: i64) {
+    fn write(&self, switch: &Switch<M::Var>, value: i64) {
         let collective = switch.target.collective;
         let switched = value != switch.target.candidates[0].1;
         let fallback = self.fallback.as_ref();
@@ -481,7 +493,7 @@ impl Tuner {
     /// runs the value this rank holds: the start proved the value
     /// writable, so only a library that changes its mind gets here; see
     /// docs/collective-tuning.md#how-it-stays-safe, item 6.)
-    fn put(&self, var: &Written, value: i64, collective: Collective) {
+    fn put(&self, var: &Written<M::Var>, value: i64, collective: Collective) {
         if let Err(e) = var.put(value) {
             self.stop.store(true, Release);
             if !var.failed.swap(true, AcqRel) {
@@ -493,7 +505,7 @@ impl Tuner {
 
     /// The fallback variable the tuner keeps `silent` around switched
     /// calls, if any.
-    pub fn fallback(&self) -> Option<&Fallback> {
+    pub fn fallback(&self) -> Option<&Fallback<M::Var>> {
         self.fallback.as_ref()
     }
 }

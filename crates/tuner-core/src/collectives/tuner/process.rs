@@ -23,11 +23,10 @@ pub fn prepare(
     world_rank: i32,
 ) -> (Option<Tuner>, Vec<String>) {
     let mut messages = Vec::new();
-    let mut switches: Vec<Option<Switch>> = COLLECTIVES.iter().map(|_| None).collect();
-    let fallback_ns = fallback.as_ref().map_or(0, |f| f.write_ns);
+    let mut opened = Vec::new();
     for target in targets {
         let name = target.cvar.name.clone();
-        let opened = Cvar::open(mpit, &target.cvar, mpit::Object::None)
+        let cvar = Cvar::open(mpit, &target.cvar, mpit::Object::None)
             .map_err(|e| format!("{name}: cannot open it: {e}"))
             .and_then(|cvar| {
                 // Measuring never writes the variable (nothing is switched;
@@ -40,96 +39,149 @@ pub fn prepare(
                     .map_err(|e| format!("{name}: writing its default value fails: {e}"))?;
                 Ok((cvar, cost))
             });
-        match opened {
-            Ok((cvar, write_ns)) => {
-                let i = target.collective as usize;
-                let commutative_only = match by_comms {
-                    Some(_) => target
-                        .candidates
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, (n, _))| {
-                            crate::collectives::library::open_mpi_needs_commutative(
-                                target.collective,
-                                n,
-                            )
-                        })
-                        .fold(0, |m, (i, _)| m | 1u32.checked_shl(i as u32).unwrap_or(0)),
-                    None => 0,
-                };
-                switches[i] = Some(Switch {
-                    var: Written::new(cvar, target.candidates[0].1),
-                    switch_ns: 2 * (write_ns + fallback_ns),
-                    target,
-                    pin: AtomicU64::new(0),
-                    commutative_only,
-                });
-            }
+        match cvar {
+            Ok((cvar, write_ns)) => opened.push((target, cvar, write_ns)),
             Err(message) => messages.push(message),
         }
     }
-    if switches.iter().all(Option::is_none) {
-        return (None, messages);
-    }
-    let mut fresh = Vec::with_capacity(COLLECTIVES.len() * bins.len());
-    for s in &switches {
-        let n = s.as_ref().map_or(1, |s| s.target.candidates.len());
-        fresh.extend((0..bins.len()).map(|_| Search::new(params, n)));
-    }
-    let (tx, rx) = crossbeam_channel::bounded(EVENT_QUEUE);
-    // Candidate communicators: per collective, one slot per candidate of
-    // the collective with the most (none without ByComms).
-    let stride = match by_comms {
-        Some(_) => switches
-            .iter()
-            .flatten()
-            .map(|s| s.target.candidates.len())
-            .max()
-            .unwrap_or(0),
-        None => 0,
-    };
-    let dups = COLLECTIVES.len() * stride;
-    let entries = (0..MAX_COMMS)
-        .map(|_| Entry {
-            bits: AtomicU64::new(FREE),
-            state: AtomicRefCell::new(CommState {
-                ready: false,
-                off: false,
-                label: 0,
-                rank: 0,
-                size: 0,
-                private: None,
-                dups: (0..dups).map(|_| None).collect(),
-                searches: fresh.clone(),
-                pinned: [0; COLLECTIVES.len()],
-                given: vec![0; fresh.len()],
-            }),
-            quiet: (0..fresh.len()).map(|_| AtomicU64::new(0)).collect(),
-            dups: (0..dups).map(|_| AtomicU64::new(0)).collect(),
-            last_bin: std::array::from_fn(|_| AtomicU32::new(0)),
-        })
-        .collect();
-    let tuner = Tuner {
-        switches,
+    let tuner = Tuner::assemble(Parts {
+        mpi: RealMpi::new(),
+        switches: opened,
         fallback,
         by_comms,
-        stride,
         bins,
         params,
-        fresh,
-        entries,
-        high: AtomicUsize::new(0),
-        in_flight: AtomicU32::new(0),
-        stop: AtomicBool::new(false),
-        tx,
-        rx,
-        lost: AtomicU64::new(0),
-        start: Instant::now(),
         world_rank,
-        labels: AtomicU64::new(0),
-        requests: Mutex::new(Vec::new()),
-    };
-    (Some(tuner), messages)
+        comms: MAX_COMMS,
+        events: EVENT_QUEUE,
+    });
+    (tuner, messages)
+}
+
+/// What a tuner is made of: the variables [`prepare`] opened, or a test's
+/// simulated ones.
+pub(crate) struct Parts<M: TuningMpi> {
+    /// Every MPI call the tuner makes of its own.
+    pub(crate) mpi: M,
+    /// The collectives tuned: each target, its variable, and what one write
+    /// of it costs (ns; 0 when nothing is written around calls).
+    pub(crate) switches: Vec<(Target, M::Var, u64)>,
+    pub(crate) fallback: Option<Fallback<M::Var>>,
+    pub(crate) by_comms: Option<ByComms<M::Var>>,
+    pub(crate) bins: Bins,
+    pub(crate) params: Params,
+    pub(crate) world_rank: i32,
+    /// Communicators tuned at once ([`MAX_COMMS`]).
+    pub(crate) comms: usize,
+    /// Events kept between two ticks of the helper.
+    pub(crate) events: usize,
+}
+
+impl<M: TuningMpi> Tuner<M> {
+    /// A tuner of `parts`, its table allocated; `None` when it switches no
+    /// collective.
+    pub(crate) fn assemble(parts: Parts<M>) -> Option<Tuner<M>> {
+        let Parts {
+            mpi,
+            switches: opened,
+            fallback,
+            by_comms,
+            bins,
+            params,
+            world_rank,
+            comms,
+            events,
+        } = parts;
+        let mut switches: Vec<Option<Switch<M::Var>>> = COLLECTIVES.iter().map(|_| None).collect();
+        let fallback_ns = fallback.as_ref().map_or(0, |f| f.write_ns);
+        for (target, cvar, write_ns) in opened {
+            let i = target.collective as usize;
+            let commutative_only = match by_comms {
+                Some(_) => target
+                    .candidates
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, (n, _))| {
+                        crate::collectives::library::open_mpi_needs_commutative(
+                            target.collective,
+                            n,
+                        )
+                    })
+                    .fold(0, |m, (i, _)| m | 1u32.checked_shl(i as u32).unwrap_or(0)),
+                None => 0,
+            };
+            switches[i] = Some(Switch {
+                var: Written::new(cvar, target.candidates[0].1),
+                switch_ns: 2 * (write_ns + fallback_ns),
+                target,
+                pin: AtomicU64::new(0),
+                commutative_only,
+            });
+        }
+        if switches.iter().all(Option::is_none) {
+            return None;
+        }
+        let mut fresh = Vec::with_capacity(COLLECTIVES.len() * bins.len());
+        for s in &switches {
+            let n = s.as_ref().map_or(1, |s| s.target.candidates.len());
+            fresh.extend((0..bins.len()).map(|_| Search::new(params, n)));
+        }
+        let (tx, rx) = crossbeam_channel::bounded(events);
+        // Candidate communicators: per collective, one slot per candidate of
+        // the collective with the most (none without ByComms).
+        let stride = match by_comms {
+            Some(_) => switches
+                .iter()
+                .flatten()
+                .map(|s| s.target.candidates.len())
+                .max()
+                .unwrap_or(0),
+            None => 0,
+        };
+        let dups = COLLECTIVES.len() * stride;
+        let entries = (0..comms)
+            .map(|_| Entry {
+                bits: AtomicU64::new(FREE),
+                state: AtomicRefCell::new(CommState {
+                    ready: false,
+                    off: false,
+                    label: 0,
+                    rank: 0,
+                    size: 0,
+                    private: None,
+                    dups: (0..dups).map(|_| None).collect(),
+                    searches: fresh.clone(),
+                    pinned: [0; COLLECTIVES.len()],
+                    given: vec![0; fresh.len()],
+                }),
+                quiet: (0..fresh.len()).map(|_| AtomicU64::new(0)).collect(),
+                dups: (0..dups).map(|_| AtomicU64::new(0)).collect(),
+                last_bin: std::array::from_fn(|_| AtomicU32::new(0)),
+            })
+            .collect();
+        Some(Tuner {
+            mpi,
+            switches,
+            fallback,
+            by_comms,
+            stride,
+            bins,
+            params,
+            fresh,
+            entries,
+            high: AtomicUsize::new(0),
+            in_flight: AtomicU32::new(0),
+            stop: AtomicBool::new(false),
+            tx,
+            rx,
+            lost: AtomicU64::new(0),
+            #[cfg(test)]
+            sent: AtomicU64::new(0),
+            world_rank,
+            labels: AtomicU64::new(0),
+            requests: Mutex::new(Vec::new()),
+        })
+    }
 }
 
 /// Starts a prepared tuner: the application's collectives go through it
@@ -163,7 +215,7 @@ pub fn started() -> Option<&'static Tuner> {
 
 /// Events since the last call (the helper logs them on its tick).
 pub fn events() -> impl Iterator<Item = TuneEvent> {
-    TUNER.get().into_iter().flat_map(|t| t.rx.try_iter())
+    TUNER.get().into_iter().flat_map(Tuner::drain)
 }
 
 /// The application wrote a control variable through MPI_T itself (the
@@ -177,45 +229,7 @@ pub fn events() -> impl Iterator<Item = TuneEvent> {
 #[cold]
 pub fn application_wrote() {
     let Some(t) = tuner() else { return };
-    let fallback = t.fallback.as_ref().map(|f| (&f.var, None));
-    let switches = t
-        .switches
-        .iter()
-        .flatten()
-        .map(|s| (&s.var, Some(&s.target)));
-    for (var, target) in switches.chain(fallback) {
-        if var.foreign.load(Acquire) {
-            continue;
-        }
-        let held = var.current.load(Relaxed);
-        let message = match var.cvar.read().map(|v| v.as_i64()) {
-            Ok(Some(v)) if v == held => continue,
-            Ok(Some(v)) => {
-                var.current.store(v, Relaxed);
-                let name = match target {
-                    Some(t) => t.name_of(v),
-                    None => crate::collectives::library::mpich_fallback_name(v),
-                };
-                let value = name.map_or_else(|| v.to_string(), |n| format!("`{n}` ({v})"));
-                format!("the application wrote {value} itself")
-            }
-            Ok(None) => "the application wrote it, and it reads back as no integer".into(),
-            Err(e) => {
-                format!("the application wrote a variable, and reading this one back failed ({e})")
-            }
-        };
-        var.foreign.store(true, Release);
-        t.stop.store(true, Release);
-        let message = format!(
-            "{}: {message}: the tool never writes it again, and tuning stops on every rank at \
-             the next agreed point",
-            var.name()
-        );
-        t.tell(
-            target.map(|t| t.collective),
-            What::ApplicationWrote(message),
-        );
-    }
+    t.application_wrote();
 }
 
 /// Stops tuning inside `MPI_Finalize`, before the library's own
@@ -224,38 +238,99 @@ pub fn application_wrote() {
 /// process-wide table, and `MPI_Finalize` frees them.) Returns messages for
 /// the log.
 pub fn stop() -> Vec<String> {
-    let mut messages = Vec::new();
     if !ON.swap(false, AcqRel) {
-        return messages;
+        return Vec::new();
     }
     let Some(t) = TUNER.get() else {
-        return messages;
+        return Vec::new();
     };
-    let mut restore = |var: &Written, value: i64, what: &str| {
-        if let Err(e) = var.put(value) {
-            messages.push(format!("{}: could not write {what} back: {e}", var.name()));
-        }
-    };
-    for s in t.switches.iter().flatten() {
-        restore(&s.var, s.target.candidates[0].1, "the default");
+    t.shutdown()
+}
+
+impl<M: TuningMpi> Tuner<M> {
+    /// The events queued since the last call.
+    pub(crate) fn drain(&self) -> crossbeam_channel::TryIter<'_, TuneEvent> {
+        self.rx.try_iter()
     }
-    if let Some(f) = &t.fallback {
-        restore(&f.var, f.user, "the application's value");
-    }
-    for e in t.entries.iter() {
-        match e.state.try_borrow_mut() {
-            Ok(mut st) => {
-                Tuner::settle_all(e, &mut st);
-                if e.bits.load(Acquire) != FREE {
-                    t.emit_measurements(&st);
-                }
-                for d in e.dups.iter() {
-                    d.store(0, Relaxed);
-                }
-                messages.extend(free_comms(&mut st));
+
+    /// [`application_wrote`] on this tuner.
+    #[cold]
+    pub(crate) fn application_wrote(&self) {
+        let fallback = self.fallback.as_ref().map(|f| (&f.var, None));
+        let switches = self
+            .switches
+            .iter()
+            .flatten()
+            .map(|s| (&s.var, Some(&s.target)));
+        for (var, target) in switches.chain(fallback) {
+            if var.foreign.load(Acquire) {
+                continue;
             }
-            Err(_) => messages.push("a tuning communicator was still in use at finalize".into()),
+            let held = var.current.load(Relaxed);
+            let message = match var.cvar.read_int() {
+                Ok(Some(v)) if v == held => continue,
+                Ok(Some(v)) => {
+                    var.current.store(v, Relaxed);
+                    let name = match target {
+                        Some(t) => t.name_of(v),
+                        None => crate::collectives::library::mpich_fallback_name(v),
+                    };
+                    let value = name.map_or_else(|| v.to_string(), |n| format!("`{n}` ({v})"));
+                    format!("the application wrote {value} itself")
+                }
+                Ok(None) => "the application wrote it, and it reads back as no integer".into(),
+                Err(e) => {
+                    format!(
+                        "the application wrote a variable, and reading this one back failed ({e})"
+                    )
+                }
+            };
+            var.foreign.store(true, Release);
+            self.stop.store(true, Release);
+            let message = format!(
+                "{}: {message}: the tool never writes it again, and tuning stops on every rank \
+                 at the next agreed point",
+                var.name()
+            );
+            self.tell(
+                target.map(|t| t.collective),
+                What::ApplicationWrote(message),
+            );
         }
     }
-    messages
+
+    /// [`stop`] on this tuner (once tuning is off: no call comes here any
+    /// more).
+    pub(crate) fn shutdown(&self) -> Vec<String> {
+        let mut messages = Vec::new();
+        let mut restore = |var: &Written<M::Var>, value: i64, what: &str| {
+            if let Err(e) = var.put(value) {
+                messages.push(format!("{}: could not write {what} back: {e}", var.name()));
+            }
+        };
+        for s in self.switches.iter().flatten() {
+            restore(&s.var, s.target.candidates[0].1, "the default");
+        }
+        if let Some(f) = &self.fallback {
+            restore(&f.var, f.user, "the application's value");
+        }
+        for e in self.entries.iter() {
+            match e.state.try_borrow_mut() {
+                Ok(mut st) => {
+                    Self::settle_all(e, &mut st);
+                    if e.bits.load(Acquire) != FREE {
+                        self.emit_measurements(&st);
+                    }
+                    for d in e.dups.iter() {
+                        d.store(0, Relaxed);
+                    }
+                    messages.extend(free_comms(&mut st));
+                }
+                Err(_) => {
+                    messages.push("a tuning communicator was still in use at finalize".into())
+                }
+            }
+        }
+        messages
+    }
 }

@@ -4,8 +4,8 @@
 use super::*;
 
 /// A variable the tuner writes around the application's calls.
-pub(super) struct Written {
-    pub(super) cvar: Cvar<'static>,
+pub(super) struct Written<V: AlgorithmVar> {
+    pub(super) cvar: V,
     /// The value set now (process-wide).
     pub(super) current: AtomicI64,
     /// The first write error, reported once.
@@ -14,8 +14,8 @@ pub(super) struct Written {
     pub(super) foreign: AtomicBool,
 }
 
-impl Written {
-    pub(super) fn new(cvar: Cvar<'static>, value: i64) -> Written {
+impl<V: AlgorithmVar> Written<V> {
+    pub(super) fn new(cvar: V, value: i64) -> Written<V> {
         Written {
             cvar,
             current: AtomicI64::new(value),
@@ -33,14 +33,14 @@ impl Written {
     /// Writes `value` unless it is set already, or the application's own.
     pub(super) fn put(&self, value: i64) -> mpit::Result<()> {
         if !self.holds(value) && !self.foreign.load(Relaxed) {
-            self.cvar.write_scalar_int(value)?;
+            self.cvar.write_int(value)?;
             self.current.store(value, Relaxed);
         }
         Ok(())
     }
 
     pub(super) fn name(&self) -> &str {
-        &self.cvar.info().name
+        self.cvar.var_name()
     }
 }
 
