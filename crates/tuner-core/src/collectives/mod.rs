@@ -6,7 +6,7 @@
 //! The algorithm variables are ALL_EQ: every rank of a communicator must
 //! use the same value in the same call. So no helper thread and no single
 //! rank ever decides them. The interposer calls [`before`] and [`after`]
-//! around each blocking collective; a [`Search`](search::Search) per key
+//! around each blocking collective; a [`Search`] per key
 //! counts the calls (the same count on every rank: MPI orders a
 //! communicator's collectives, and the size bin is the same everywhere),
 //! and at the end of each window of calls one reduction on a private

@@ -8,7 +8,7 @@ use super::*;
 /// call writes nothing. It runs on a communicator the tuner created over
 /// the same group right after writing the candidate's algorithm: one per
 /// (collective, candidate) and communicator, made on first use
-/// ([`Tuner::candidate_comm`]), at a call every rank makes with the same
+/// (`Tuner::candidate_comm`), at a call every rank makes with the same
 /// choice. Only that collective's algorithm is forced there; the others
 /// keep the library's own choice, so an algorithm made of other
 /// collectives (allreduce `nonoverlapping` is a reduce and a bcast) runs

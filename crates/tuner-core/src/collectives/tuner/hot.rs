@@ -75,7 +75,7 @@ impl<M: TuningMpi> TunedCall<'_, M> {
 /// call's size bin, which its peers know. It counts the call in the bin of
 /// the collective's last call on the communicator (right when the
 /// application repeats a size, as it mostly does), and stops tuning, which
-/// its peers learn at their next agreed point ([`Tuner::unsized_call`]).
+/// its peers learn at their next agreed point (`Tuner::unsized_call`).
 #[inline(always)]
 pub fn before(collective: Collective, comm: Comm, bytes: Option<u64>) -> Option<Ticket> {
     if !ON.load(Relaxed) {
