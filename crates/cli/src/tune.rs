@@ -21,7 +21,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use tuner_core::collectives::{self, Collective, COLLECTIVES};
-use vocab::record::Record;
+use vocab::record::{CollectiveEvent, Record};
 
 const AFTER_HELP: &str = "\
 Example: mpit-tuner tune --collectives allreduce,bcast -- mpiexec -n 4 ./app
@@ -582,7 +582,7 @@ fn read_measured(dir: &Path) -> Result<Measured> {
             let Ok((_, Record::Collective(r))) = item else {
                 continue;
             };
-            if r.event != "measured" {
+            if r.event != CollectiveEvent::Measured {
                 continue;
             }
             let (Some(size), Some(coll), Some(bin), Some(us), Some(calls)) = (
@@ -629,7 +629,7 @@ fn read_variables(dir: &Path) -> Result<(String, String, BTreeMap<&'static str, 
                 library = h.library.clone();
                 version = h.library_version.clone();
             }
-            Record::Collective(r) if r.event == "algorithms" => {
+            Record::Collective(r) if r.event == CollectiveEvent::Algorithms => {
                 let Some(c) = r.collective.as_deref().and_then(Collective::parse) else {
                     continue;
                 };
@@ -649,7 +649,7 @@ fn read_variables(dir: &Path) -> Result<(String, String, BTreeMap<&'static str, 
                     },
                 );
             }
-            Record::Collective(r) if r.event == "off" => why_off = r.message.clone(),
+            Record::Collective(r) if r.event == CollectiveEvent::Off => why_off = r.message.clone(),
             _ => {}
         }
     }

@@ -16,15 +16,18 @@
 //!
 //! Fields with a closed set of values are enums serialised to their names
 //! in the log: a write's and a decision's [`Phase`], an object's
-//! [`ObjectChange`], a write's [`Outcome`], a steering answer's
-//! [`ControlOutcome`]. Two kinds of tolerance, each as the readers had it
-//! when these fields were strings:
+//! [`ObjectChange`], a collective tuning record's [`CollectiveEvent`], a
+//! write's [`Outcome`], a steering answer's [`ControlOutcome`]. Two kinds
+//! of tolerance, each as the readers had it when these fields were
+//! strings:
 //!
-//! - [`Phase`] and [`ObjectChange`] read any string: a value this version
-//!   does not know becomes their `Other` variant, written back unchanged.
-//!   Readers always passed these strings through (the report shows a
-//!   phase as written and counts only `created` and `freed` objects), so a
-//!   log of a newer writer with a new phase still reads whole.
+//! - [`Phase`], [`ObjectChange`] and [`CollectiveEvent`] read any string:
+//!   a value this version does not know becomes their `Other` variant,
+//!   written back unchanged. Readers always passed these strings through
+//!   (the report shows a phase or an event as written, counts only
+//!   `created` and `freed` objects and folds only the collective events it
+//!   knows), so a log of a newer writer with a new phase still reads
+//!   whole.
 //! - [`Outcome`] and [`ControlOutcome`] have no such variant: a record
 //!   with an outcome this version does not know is a damaged line, as it
 //!   always was, because what a write did (applied or not) cannot be
@@ -726,26 +729,9 @@ pub struct CatalogueGrowth {
 pub struct CollectiveTuning {
     /// Seconds since start.
     pub t: f64,
-    /// `start` (what is tuned, once per rank), `trial` (a candidate's
-    /// window: each candidate's first, then a second for those within the
-    /// margin of the fastest, and the default's confirming window in a
-    /// search that would leave it; `calls` is that window's, `time_us`
-    /// the candidate's time over all its windows so far, for the default
-    /// after its confirming window the smaller of its two measurements),
-    /// `decision`,
-    /// `recheck`, `stopped`, `setup_failed`, `reduction_failed`,
-    /// `write_failed`, `application_wrote` (the application wrote a
-    /// variable the tuner writes: left to it), `concurrent`, `off` (why
-    /// nothing is tuned),
-    /// `pinned` (a user's request, `request`, pinned the algorithm at this
-    /// agreed point: `calls` before it; searching stops), `held` (the
-    /// first agreed point after a pin: the pinned algorithm ran `calls`
-    /// calls since, at `time_us` per call); in
-    /// measure mode (`MPIT_TUNER_COLLECTIVES=measure`) `algorithms` (once
-    /// per collective: the algorithm set at start and every one the
-    /// variable has) and `measured` (per communicator, collective and bin,
-    /// at the end: the agreed time per call).
-    pub event: String,
+    /// What happened (see each [`CollectiveEvent`] for the fields it
+    /// fills).
+    pub event: CollectiveEvent,
     /// The communicator: a label the same on all its ranks (`c<world rank
     /// of its rank 0>.<n>`), empty for events of the process.
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -794,6 +780,126 @@ pub struct CollectiveTuning {
     /// set`; its `control` record has the same id).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request: Option<String>,
+}
+
+impl CollectiveTuning {
+    /// A record of `event` at `t` with no other field set: writers fill in
+    /// those that apply.
+    pub fn new(t: f64, event: CollectiveEvent) -> CollectiveTuning {
+        CollectiveTuning {
+            t,
+            event,
+            comm: String::new(),
+            comm_size: None,
+            collective: None,
+            bin: None,
+            algorithm: None,
+            value: None,
+            time_us: None,
+            default_us: None,
+            calls: None,
+            dropped: false,
+            cost_us: None,
+            message: None,
+            algorithms: Vec::new(),
+            request: None,
+        }
+    }
+}
+
+/// What a `collective` record tells, in [`CollectiveTuning::event`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CollectiveEvent {
+    /// `start`: what is tuned (once per rank, with a message).
+    Start,
+    /// `off`: why nothing is tuned.
+    Off,
+    /// `skipped`: a collective or an algorithm left out at start, and why.
+    Skipped,
+    /// `algorithms`, in measure mode (`MPIT_TUNER_COLLECTIVES=measure`),
+    /// once per collective: the algorithm set at start (`algorithm`,
+    /// `value`) and every one the variable has (`algorithms`; the variable
+    /// in `message`).
+    Algorithms,
+    /// `trial`: a candidate's window: each candidate's first, then a second
+    /// for those within the margin of the fastest, and the default's
+    /// confirming window in a search that would leave it. `calls` is that
+    /// window's, `time_us` the candidate's time over all its windows so
+    /// far (for the default after its confirming window, the smaller of
+    /// its two measurements).
+    Trial,
+    /// `decision`: a search ended: the algorithm kept, its time and the
+    /// default's, what the search cost.
+    Decision,
+    /// `recheck`: a decision searched again, and why.
+    Recheck,
+    /// `measured`, in measure mode, per communicator, collective and bin,
+    /// at the end: the agreed time per call.
+    Measured,
+    /// `pinned`: a user's request (`request`) pinned the algorithm at this
+    /// agreed point (`calls` before it); searching stops.
+    Pinned,
+    /// `held`: the first agreed point after a pin: the pinned algorithm ran
+    /// `calls` calls since, at `time_us` per call.
+    Held,
+    /// `stopped`: a rank stopped tuning: the library's default from now
+    /// on.
+    Stopped,
+    /// `setup_failed`: a communicator could not be set up for tuning.
+    SetupFailed,
+    /// `reduction_failed`: this rank's reduction at an agreed point failed.
+    ReductionFailed,
+    /// `write_failed`: the library refused a write of the algorithm
+    /// variable.
+    WriteFailed,
+    /// `application_wrote`: the application wrote a variable the tuner
+    /// writes: left to it.
+    ApplicationWrote,
+    /// `excluded`: a candidate not tried on a communicator, and why.
+    Excluded,
+    /// `call_failed`: a call on a candidate communicator failed: tuning
+    /// stops on this rank.
+    CallFailed,
+    /// `concurrent`: collectives were called from two threads at once.
+    Concurrent,
+    /// A value this version does not know, kept as written (see
+    /// [unknown values](crate::record#unknown-values)).
+    #[serde(untagged)]
+    Other(String),
+}
+
+impl CollectiveEvent {
+    /// The name in the log (`setup_failed`).
+    pub fn as_str(&self) -> &str {
+        match self {
+            CollectiveEvent::Start => "start",
+            CollectiveEvent::Off => "off",
+            CollectiveEvent::Skipped => "skipped",
+            CollectiveEvent::Algorithms => "algorithms",
+            CollectiveEvent::Trial => "trial",
+            CollectiveEvent::Decision => "decision",
+            CollectiveEvent::Recheck => "recheck",
+            CollectiveEvent::Measured => "measured",
+            CollectiveEvent::Pinned => "pinned",
+            CollectiveEvent::Held => "held",
+            CollectiveEvent::Stopped => "stopped",
+            CollectiveEvent::SetupFailed => "setup_failed",
+            CollectiveEvent::ReductionFailed => "reduction_failed",
+            CollectiveEvent::WriteFailed => "write_failed",
+            CollectiveEvent::ApplicationWrote => "application_wrote",
+            CollectiveEvent::Excluded => "excluded",
+            CollectiveEvent::CallFailed => "call_failed",
+            CollectiveEvent::Concurrent => "concurrent",
+            CollectiveEvent::Other(s) => s,
+        }
+    }
+}
+
+impl std::fmt::Display for CollectiveEvent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// One algorithm of a library's algorithm variable.
@@ -979,6 +1085,8 @@ mod tests {
             r#"{"type":"object","t":0.1,"event":"created","object":"comm3","handles":4}"#,
             r#"{"type":"object","t":0.1,"event":"freed","object":"comm3","handles":0}"#,
             r#"{"type":"warning","t":0.2,"message":"m"}"#,
+            r#"{"type":"collective","t":0.3,"event":"decision","comm":"c0.1","comm_size":2,"collective":"allreduce","bin":[0,256],"algorithm":"smp","value":3,"time_us":4.5,"default_us":6.0,"cost_us":1.5}"#,
+            r#"{"type":"collective","t":0.0,"event":"setup_failed","message":"m"}"#,
         ];
         for line in lines {
             let record: Record<'static> = serde_json::from_str(line).unwrap();
@@ -1000,11 +1108,15 @@ mod tests {
         for line in [
             r#"{"type":"decision","t":2.0,"policy":"p","phase":"someday","fired":false}"#,
             r#"{"type":"object","t":0.1,"event":"moved","object":"win1","handles":0}"#,
+            r#"{"type":"collective","t":0.1,"event":"teleported"}"#,
         ] {
             let record: Record<'static> = serde_json::from_str(line).unwrap();
             match &record {
                 Record::Decision(d) => assert_eq!(d.phase, Phase::Other("someday".into())),
                 Record::Object(o) => assert_eq!(o.event, ObjectChange::Other("moved".into())),
+                Record::Collective(c) => {
+                    assert_eq!(c.event, CollectiveEvent::Other("teleported".into()))
+                }
                 other => panic!("{other:?}"),
             }
             assert_eq!(serde_json::to_string(&record).unwrap(), line);

@@ -21,6 +21,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use tuner_core::collectives::bin_text;
 use vocab::collective::Collective;
+use vocab::record::CollectiveEvent;
 
 /// `mpit-tuner export`.
 #[derive(Debug, clap::Args)]
@@ -159,7 +160,7 @@ impl Learned {
         let mut last: BTreeMap<(String, String, u64), (u32, &vocab::record::CollectiveTuning)> =
             BTreeMap::new();
         for (rank, r) in records {
-            if r.event != "decision" {
+            if r.event != CollectiveEvent::Decision {
                 continue;
             }
             let (Some(coll), Some(bin)) = (&r.collective, r.bin) else {
@@ -429,13 +430,11 @@ fn learned_from_run(run: &Run) -> Result<Learned> {
         let mut why: Vec<String> = Vec::new();
         for log in &run.ranks {
             for r in &log.collectives {
-                if matches!(
-                    r.event.as_str(),
-                    "off" | "stopped" | "setup_failed" | "skipped"
-                ) {
+                use CollectiveEvent::{Off, SetupFailed, Skipped, Stopped};
+                if matches!(r.event, Off | Stopped | SetupFailed | Skipped) {
                     let text = match &r.message {
                         Some(m) => format!("{}: {m}", r.event),
-                        None => r.event.clone(),
+                        None => r.event.to_string(),
                     };
                     if !why.contains(&text) {
                         why.push(text);
@@ -469,8 +468,6 @@ mod tests {
         time: f64,
     ) -> CollectiveTuning {
         CollectiveTuning {
-            t: 1.0,
-            event: "decision".into(),
             comm: comm.into(),
             comm_size: Some(size),
             collective: Some(coll.into()),
@@ -480,11 +477,8 @@ mod tests {
             time_us: Some(time),
             default_us: Some(100.0),
             calls: Some(10),
-            dropped: false,
             cost_us: Some(5.0),
-            message: None,
-            algorithms: Vec::new(),
-            request: None,
+            ..CollectiveTuning::new(1.0, CollectiveEvent::Decision)
         }
     }
 
