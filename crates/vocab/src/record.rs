@@ -15,19 +15,21 @@
 //! # Unknown values
 //!
 //! Fields with a closed set of values are enums serialised to their names
-//! in the log: a write's and a decision's [`Phase`], an object's
-//! [`ObjectChange`], a collective tuning record's [`CollectiveEvent`], a
-//! write's [`Outcome`], a steering answer's [`ControlOutcome`]. Two kinds
-//! of tolerance, each as the readers had it when these fields were
-//! strings:
+//! in the log: a write's and a decision's [`Phase`], a decision's
+//! [`Branch`], an object's [`ObjectChange`], a collective tuning record's
+//! [`CollectiveEvent`], a steering answer's [`ControlKind`], the close
+//! record's [`CloseReason`], a write's [`Outcome`], a steering answer's
+//! [`ControlOutcome`]. Two kinds of tolerance, each as the readers had it
+//! when these fields were strings:
 //!
-//! - [`Phase`], [`ObjectChange`] and [`CollectiveEvent`] read any string:
-//!   a value this version does not know becomes their `Other` variant,
-//!   written back unchanged. Readers always passed these strings through
-//!   (the report shows a phase or an event as written, counts only
-//!   `created` and `freed` objects and folds only the collective events it
-//!   knows), so a log of a newer writer with a new phase still reads
-//!   whole.
+//! - [`Phase`], [`Branch`], [`ObjectChange`], [`CollectiveEvent`],
+//!   [`ControlKind`] and [`CloseReason`] read any string: a value this
+//!   version does not know becomes their `Other` variant, written back
+//!   unchanged. Readers always passed these strings through (the report
+//!   shows a phase or an event as written, counts only `created` and
+//!   `freed` objects, folds only the collective events it knows and needs
+//!   only the close record's time), so a log of a newer writer with a new
+//!   phase still reads whole.
 //! - [`Outcome`] and [`ControlOutcome`] have no such variant: a record
 //!   with an outcome this version does not know is a damaged line, as it
 //!   always was, because what a write did (applied or not) cannot be
@@ -44,6 +46,37 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+
+/// For an enum of the names a field of the log takes, with an
+/// `Other(String)` variant for the names this version does not know (see
+/// [unknown values](crate::record#unknown-values)): `as_str`, the name in
+/// the log (as serde writes it), and `Display`, which writes it.
+macro_rules! names {
+    ($t:ident { $($variant:ident => $name:literal),* $(,)? }) => {
+        impl $t {
+            /// The name in the log.
+            pub fn as_str(&self) -> &str {
+                match self {
+                    $($t::$variant => $name,)*
+                    $t::Other(s) => s,
+                }
+            }
+
+            /// Every variant but `Other`, for the tests that check the
+            /// names against serde's.
+            #[cfg(test)]
+            fn known() -> Vec<$t> {
+                vec![$($t::$variant),*]
+            }
+        }
+
+        impl std::fmt::Display for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
 
 /// The version of the log format, in every header. Readers check it.
 pub const FORMAT_VERSION: u32 = 1;
@@ -394,16 +427,10 @@ pub enum ObjectChange {
     Other(String),
 }
 
-impl ObjectChange {
-    /// The name in the log (`created`).
-    pub fn as_str(&self) -> &str {
-        match self {
-            ObjectChange::Created => "created",
-            ObjectChange::Freed => "freed",
-            ObjectChange::Other(s) => s,
-        }
-    }
-}
+names!(ObjectChange {
+    Created => "created",
+    Freed => "freed",
+});
 
 /// A warning.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -462,9 +489,9 @@ pub struct Decision {
     /// Why it did not fire.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
-    /// The branch that ran (`then` or `else`), when it fired.
+    /// The branch that ran, when it fired.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub branch: Option<String>,
+    pub branch: Option<Branch>,
     /// Whether its writes were real (false: dry run), when it fired.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write: Option<bool>,
@@ -486,6 +513,25 @@ pub struct Decision {
     #[schemars(with = "Option<BTreeMap<String, Option<Vec<Option<f64>>>>>")]
     pub inputs: Option<BTreeMap<String, Option<Vec<f64>>>>,
 }
+
+/// The branch of a policy that ran, in [`Decision::branch`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Branch {
+    /// `then`: the condition held, or the policy has none.
+    Then,
+    /// `otherwise`: the condition did not hold.
+    Otherwise,
+    /// A value this version does not know, kept as written (see
+    /// [unknown values](crate::record#unknown-values)).
+    #[serde(untagged)]
+    Other(String),
+}
+
+names!(Branch {
+    Then => "then",
+    Otherwise => "otherwise",
+});
 
 /// The phase of a policy's decision, write or environment setting, as
 /// policy files name it; readers that show a user's `mpit-tuner set`
@@ -512,25 +558,13 @@ pub enum Phase {
     Other(String),
 }
 
-impl Phase {
-    /// The name in the log (`pre-init`).
-    pub fn as_str(&self) -> &str {
-        match self {
-            Phase::PreInit => "pre-init",
-            Phase::Init => "init",
-            Phase::Periodic => "periodic",
-            Phase::Finalize => "finalize",
-            Phase::Steering => "steering",
-            Phase::Other(s) => s,
-        }
-    }
-}
-
-impl std::fmt::Display for Phase {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+names!(Phase {
+    PreInit => "pre-init",
+    Init => "init",
+    Periodic => "periodic",
+    Finalize => "finalize",
+    Steering => "steering",
+});
 
 /// How a write attempt ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -869,38 +903,26 @@ pub enum CollectiveEvent {
     Other(String),
 }
 
-impl CollectiveEvent {
-    /// The name in the log (`setup_failed`).
-    pub fn as_str(&self) -> &str {
-        match self {
-            CollectiveEvent::Start => "start",
-            CollectiveEvent::Off => "off",
-            CollectiveEvent::Skipped => "skipped",
-            CollectiveEvent::Algorithms => "algorithms",
-            CollectiveEvent::Trial => "trial",
-            CollectiveEvent::Decision => "decision",
-            CollectiveEvent::Recheck => "recheck",
-            CollectiveEvent::Measured => "measured",
-            CollectiveEvent::Pinned => "pinned",
-            CollectiveEvent::Held => "held",
-            CollectiveEvent::Stopped => "stopped",
-            CollectiveEvent::SetupFailed => "setup_failed",
-            CollectiveEvent::ReductionFailed => "reduction_failed",
-            CollectiveEvent::WriteFailed => "write_failed",
-            CollectiveEvent::ApplicationWrote => "application_wrote",
-            CollectiveEvent::Excluded => "excluded",
-            CollectiveEvent::CallFailed => "call_failed",
-            CollectiveEvent::Concurrent => "concurrent",
-            CollectiveEvent::Other(s) => s,
-        }
-    }
-}
-
-impl std::fmt::Display for CollectiveEvent {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+names!(CollectiveEvent {
+    Start => "start",
+    Off => "off",
+    Skipped => "skipped",
+    Algorithms => "algorithms",
+    Trial => "trial",
+    Decision => "decision",
+    Recheck => "recheck",
+    Measured => "measured",
+    Pinned => "pinned",
+    Held => "held",
+    Stopped => "stopped",
+    SetupFailed => "setup_failed",
+    ReductionFailed => "reduction_failed",
+    WriteFailed => "write_failed",
+    ApplicationWrote => "application_wrote",
+    Excluded => "excluded",
+    CallFailed => "call_failed",
+    Concurrent => "concurrent",
+});
 
 /// One algorithm of a library's algorithm variable.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -961,9 +983,8 @@ pub struct ControlAnswer {
     /// The request's id (its file name without `.json` when the file is
     /// not a request).
     pub id: String,
-    /// `set`, `pause`, `resume`, `reload`, or empty when the file is not
-    /// a request.
-    pub kind: String,
+    /// What the request asked.
+    pub kind: ControlKind,
     /// The request in words (`set X=4 on ranks 0-1`).
     pub request: String,
     /// How it ended.
@@ -975,6 +996,36 @@ pub struct ControlAnswer {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write: Option<ControlWrite>,
 }
+
+/// What a steering request asked, in [`ControlAnswer::kind`]: the `kind`
+/// of the request ([`crate::control::Action`]).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ControlKind {
+    /// `set`: write a CVAR.
+    Set,
+    /// `pause`: stop evaluating a policy, or all.
+    Pause,
+    /// `resume`: evaluate a paused policy again, or all.
+    Resume,
+    /// `reload`: replace the running policies.
+    Reload,
+    /// `""` (empty): the file is not a request, so it asks nothing.
+    #[serde(rename = "")]
+    NotARequest,
+    /// A value this version does not know, kept as written (see
+    /// [unknown values](crate::record#unknown-values)).
+    #[serde(untagged)]
+    Other(String),
+}
+
+names!(ControlKind {
+    Set => "set",
+    Pause => "pause",
+    Resume => "resume",
+    Reload => "reload",
+    NotARequest => "",
+});
 
 /// The CVAR write of a `set` request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -996,8 +1047,8 @@ pub struct ControlWrite {
 pub struct Close {
     /// Seconds since start.
     pub t: f64,
-    /// `finalize`, or `disabled` when the tuner could not start.
-    pub reason: String,
+    /// Why the log ends.
+    pub reason: CloseReason,
     /// Samples taken.
     pub samples: u64,
     /// Communicators and windows not tracked (the table was full).
@@ -1005,6 +1056,25 @@ pub struct Close {
     /// Communicators and windows freed before the sampler saw them.
     pub objects_short_lived: u64,
 }
+
+/// Why a rank's log ends, in [`Close::reason`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CloseReason {
+    /// `finalize`: the application called `MPI_Finalize`.
+    Finalize,
+    /// `disabled`: the tuner could not start on this rank.
+    Disabled,
+    /// A value this version does not know, kept as written (see
+    /// [unknown values](crate::record#unknown-values)).
+    #[serde(untagged)]
+    Other(String),
+}
+
+names!(CloseReason {
+    Finalize => "finalize",
+    Disabled => "disabled",
+});
 
 /// The start of a replayed rank.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -1087,6 +1157,11 @@ mod tests {
             r#"{"type":"warning","t":0.2,"message":"m"}"#,
             r#"{"type":"collective","t":0.3,"event":"decision","comm":"c0.1","comm_size":2,"collective":"allreduce","bin":[0,256],"algorithm":"smp","value":3,"time_us":4.5,"default_us":6.0,"cost_us":1.5}"#,
             r#"{"type":"collective","t":0.0,"event":"setup_failed","message":"m"}"#,
+            r#"{"type":"decision","t":2.0,"policy":"p","phase":"periodic","fired":true,"branch":"otherwise","write":false,"condition":[0.0],"inputs":{"x":[1.0]}}"#,
+            r#"{"type":"control","t":3.0,"id":"a1","kind":"set","request":"set X=4","outcome":"applied","write":{"cvar":"X","old":[1],"requested":[4],"readback":[4],"outcome":"written"}}"#,
+            r#"{"type":"control","t":3.0,"id":"junk","kind":"","request":"","outcome":"error","message":"m"}"#,
+            r#"{"type":"close","t":4.0,"reason":"finalize","samples":3,"objects_untracked":0,"objects_short_lived":1}"#,
+            r#"{"type":"close","t":0.5,"reason":"disabled","samples":0,"objects_untracked":0,"objects_short_lived":0}"#,
         ];
         for line in lines {
             let record: Record<'static> = serde_json::from_str(line).unwrap();
@@ -1109,14 +1184,22 @@ mod tests {
             r#"{"type":"decision","t":2.0,"policy":"p","phase":"someday","fired":false}"#,
             r#"{"type":"object","t":0.1,"event":"moved","object":"win1","handles":0}"#,
             r#"{"type":"collective","t":0.1,"event":"teleported"}"#,
+            r#"{"type":"decision","t":2.0,"policy":"p","phase":"init","fired":true,"branch":"maybe"}"#,
+            r#"{"type":"control","t":3.0,"id":"a1","kind":"rewind","request":"r","outcome":"refused"}"#,
+            r#"{"type":"close","t":4.0,"reason":"killed","samples":3,"objects_untracked":0,"objects_short_lived":0}"#,
         ] {
             let record: Record<'static> = serde_json::from_str(line).unwrap();
             match &record {
+                Record::Decision(d) if d.branch.is_some() => {
+                    assert_eq!(d.branch, Some(Branch::Other("maybe".into())))
+                }
                 Record::Decision(d) => assert_eq!(d.phase, Phase::Other("someday".into())),
                 Record::Object(o) => assert_eq!(o.event, ObjectChange::Other("moved".into())),
                 Record::Collective(c) => {
                     assert_eq!(c.event, CollectiveEvent::Other("teleported".into()))
                 }
+                Record::Control(c) => assert_eq!(c.kind, ControlKind::Other("rewind".into())),
+                Record::Close(c) => assert_eq!(c.reason, CloseReason::Other("killed".into())),
                 other => panic!("{other:?}"),
             }
             assert_eq!(serde_json::to_string(&record).unwrap(), line);
@@ -1128,6 +1211,32 @@ mod tests {
         // An outcome this version does not know is a damaged line.
         let line = r#"{"type":"write","t":1,"policy":"p","phase":"init","cvar":"C","old":null,"requested":null,"readback":null,"outcome":"teleported","source":"1","dry_run":false}"#;
         assert!(serde_json::from_str::<Record<'static>>(line).is_err());
+    }
+
+    /// Each name as `as_str` gives it is the one serde writes and reads.
+    #[test]
+    fn names_are_serde_names() {
+        fn check<T>(known: Vec<T>)
+        where
+            T: Serialize
+                + for<'de> Deserialize<'de>
+                + PartialEq
+                + std::fmt::Debug
+                + std::fmt::Display,
+        {
+            assert!(!known.is_empty());
+            for v in known {
+                let json = serde_json::to_string(&v).unwrap();
+                assert_eq!(json, format!("\"{v}\""));
+                assert_eq!(serde_json::from_str::<T>(&json).unwrap(), v);
+            }
+        }
+        check(Phase::known());
+        check(Branch::known());
+        check(ObjectChange::known());
+        check(CollectiveEvent::known());
+        check(ControlKind::known());
+        check(CloseReason::known());
     }
 
     /// The abort is a field; a log of an older writer has only the message.

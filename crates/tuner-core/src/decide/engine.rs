@@ -318,7 +318,7 @@ impl Engine {
                         phase: phase.into(),
                         fired: true,
                         reason: None,
-                        branch: Some(branch.to_string()),
+                        branch: Some(branch.into()),
                         write: Some(write),
                         condition: policy.condition_value().map(|v| v.as_slice().to_vec()),
                         inputs: Some(inputs),

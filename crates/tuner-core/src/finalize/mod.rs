@@ -113,7 +113,7 @@ impl Runtime {
         }
         done.log.record(&Record::Close(record::Close {
             t: snapshot.t,
-            reason: "finalize".into(),
+            reason: record::CloseReason::Finalize,
             samples: snapshot.seq,
             objects_untracked: self.shared.objects.dropped(),
             objects_short_lived: self.shared.objects.short_lived(),

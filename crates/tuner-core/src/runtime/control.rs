@@ -33,7 +33,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use vocab::control::{self, Action, Request, CONTROL_DIR, MAX_REQUEST_BYTES};
-use vocab::record::{self, ControlAnswer, ControlOutcome, ControlWrite, Record};
+use vocab::record::{self, ControlAnswer, ControlKind, ControlOutcome, ControlWrite, Record};
 
 /// The shortest time between two listings of the control directory (one
 /// `readdir` per rank: on a shared file system, thousands of ranks list it).
@@ -127,12 +127,12 @@ impl Steering {
     ) {
         let path = self.dir.join(name);
         let id = control::id_of_file_name(name).unwrap_or(name).to_string();
-        let answer = |log: &mut LogWriter, kind: &str, request: String, answer: Answer| {
+        let answer = |log: &mut LogWriter, kind: ControlKind, request: String, answer: Answer| {
             let (outcome, message, write) = answer;
             log.record(&Record::Control(ControlAnswer {
                 t,
                 id: id.clone(),
-                kind: kind.to_string(),
+                kind,
                 request,
                 outcome,
                 message,
@@ -149,7 +149,7 @@ impl Steering {
             }
             Read::Failed(why) => {
                 let a = (ControlOutcome::Error, Some(why), None);
-                return answer(log, "", String::new(), a);
+                return answer(log, ControlKind::NotARequest, String::new(), a);
             }
         };
         let request = match Request::parse(&bytes) {
@@ -158,14 +158,14 @@ impl Steering {
                 let why = format!("the request's id {:?} is not its file's name", r.id);
                 return answer(
                     log,
-                    "",
+                    ControlKind::NotARequest,
                     String::new(),
                     (ControlOutcome::Error, Some(why), None),
                 );
             }
             Err(e) => {
                 let a = (ControlOutcome::Error, Some(format!("{name}: {e}")), None);
-                return answer(log, "", String::new(), a);
+                return answer(log, ControlKind::NotARequest, String::new(), a);
             }
         };
         // A variable every rank must hold the same value of: for every

@@ -467,7 +467,7 @@ fn close_disabled(log: &mut LogWriter, start: Instant, message: &str) {
     log.record(&warning(0.0, message));
     log.record(&Record::Close(record::Close {
         t: start.elapsed().as_secs_f64(),
-        reason: "disabled".into(),
+        reason: record::CloseReason::Disabled,
         samples: 0,
         objects_untracked: 0,
         objects_short_lived: 0,
