@@ -85,6 +85,8 @@ fn helper_loop(
     };
     mpit.set_finalize_on_drop(false);
     let mut seq = 0u64;
+    // The snapshot published before the last one, back from the readers.
+    let mut spare: Option<Arc<Snapshot>> = None;
     let mut next = Instant::now();
     let mut next_refresh = config.refresh.map(|r| Instant::now() + r);
     loop {
@@ -101,17 +103,13 @@ fn helper_loop(
         sampler.sample(&shared.objects, t);
         sampler.sample_tool_metrics(t);
         seq += 1;
-        let snapshot = Arc::new(sampler.snapshot(t, seq));
+        // Refilled in place, unless a reader still holds it (then a copy).
+        let mut snapshot = spare.take().unwrap_or_default();
+        sampler.snapshot_into(Arc::make_mut(&mut snapshot), t, seq);
         log.record(&Record::Sample(record::Sample {
             t,
             seq,
-            vars: Cow::Owned(
-                snapshot
-                    .vars
-                    .iter()
-                    .map(crate::sample::SampledVar::record)
-                    .collect(),
-            ),
+            vars: Cow::Owned(snapshot.vars().map(|v| v.record()).collect()),
         }));
         hooks.tick(&mpit, sampler.catalogue(), &snapshot, &mut log);
         if let Some(steering) = &mut steering {
@@ -124,7 +122,7 @@ fn helper_loop(
             log.record(&warning(t, &w));
         }
         // Published as it is (no copy): readers share it with the helper.
-        shared.snapshot.store(Arc::clone(&snapshot));
+        spare = Some(shared.snapshot.swap(Arc::clone(&snapshot)));
         shared.ticks.fetch_add(1, Relaxed);
         answer_flush(shared, &mut log, start);
         if stopping {
