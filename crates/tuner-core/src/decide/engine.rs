@@ -119,6 +119,10 @@ pub struct Engine {
     paused: Vec<bool>,
     /// Which slots read PVARs (true) or CVARs (false), decided at bind time.
     slot_is_pvar: Vec<bool>,
+    /// Which slots an expression reads: a variable the policies only write
+    /// is not gathered (its value would go unused, and reading a CVAR opens
+    /// a handle through MPI_T).
+    slot_is_read: Vec<bool>,
     /// Where the backend serves each PVAR slot's values, for the backend
     /// layout `positions_of` (see [`Engine::bind_positions`]).
     positions: Vec<Option<usize>>,
@@ -144,6 +148,11 @@ impl Engine {
             other_host: vec![false; n],
             paused: vec![false; n],
             slot_is_pvar: vec![false; slots],
+            slot_is_read: set
+                .variables()
+                .iter()
+                .map(|v| v.uses.read || v.uses.delta || v.uses.rate || v.uses.changes)
+                .collect(),
             positions: vec![None; slots],
             positions_of: None,
             values: vec![Vec::new(); slots],
@@ -435,7 +444,7 @@ impl Engine {
     fn gather(&mut self, i: usize, backend: &mut dyn Backend) {
         for &slot in self.policies[i].slots() {
             let s = slot.index();
-            let Some(buf) = self.values.get_mut(s) else {
+            let Some(buf) = self.values.get_mut(s).filter(|_| self.slot_is_read[s]) else {
                 continue;
             };
             buf.clear();
@@ -754,13 +763,14 @@ then    = [ { setenv = "C", value = "1" } ]
         assert_eq!(names("other"), ["C"]);
     }
 
-    /// PVARs by position, counting the lookups by name; no CVAR (as
-    /// before MPI_T: [`EnvBackend`]).
+    /// PVARs by position, counting the lookups by name and the CVAR reads;
+    /// no CVAR (as before MPI_T: [`EnvBackend`]).
     struct Positions {
         layout: u64,
         names: Vec<&'static str>,
         values: Vec<Vec<f64>>,
         lookups: std::cell::Cell<usize>,
+        cvar_reads: usize,
     }
 
     impl Backend for Positions {
@@ -775,6 +785,7 @@ then    = [ { setenv = "C", value = "1" } ]
             self.values.get(position).map(Vec::as_slice)
         }
         fn cvar(&mut self, name: &str) -> Option<Vec<f64>> {
+            self.cvar_reads += 1;
             EnvBackend.cvar(name)
         }
         fn write(&mut self, n: &str, i: Option<u32>, r: &Request, w: When, d: bool) -> CvarWrite {
@@ -789,14 +800,15 @@ then    = [ { setenv = "C", value = "1" } ]
     }
 
     /// Positions are looked up once per layout, and again when the layout
-    /// changes (a variable moved): the values read follow the move.
+    /// changes (a variable moved): the values read follow the move. A CVAR
+    /// the policies only write is never read.
     #[test]
     fn pvars_are_bound_to_positions_once_per_layout() {
         let policy = r#"[[policy]]
 name = "watch"
 every = "1ms"
 when = "x > 5"
-then = [ { note = "high" } ]
+then = [ { note = "high" }, { set = "C", value = 1 } ]
 otherwise = [ { note = "low" } ]"#;
         let set = PolicySet::parse(policy, "t.toml").unwrap();
         let mut catalogue = policies::MemoryCatalogue::default();
@@ -807,6 +819,14 @@ otherwise = [ { note = "low" } ]"#;
                 count: 1,
             },
         );
+        catalogue.add_cvar(
+            "C",
+            CvarInfo {
+                scope: Scope::Local,
+                count: 1,
+                ty: CvarType::Int,
+            },
+        );
         let mut engine = Engine::new(set);
         assert!(engine.bind(&catalogue, RUNTIME_PHASES).is_empty());
         let mut backend = Positions {
@@ -814,6 +834,7 @@ otherwise = [ { note = "low" } ]"#;
             names: vec!["y", "x"],
             values: vec![vec![0.0], vec![9.0]],
             lookups: Default::default(),
+            cvar_reads: 0,
         };
         let mut notes = Vec::new();
         let mut tick = |engine: &mut Engine, backend: &mut Positions, ms: u64| {
@@ -837,6 +858,7 @@ otherwise = [ { note = "low" } ]"#;
         }
         assert_eq!(backend.lookups.get(), 2);
         assert_eq!(notes, ["high", "low"]);
+        assert_eq!(backend.cvar_reads, 0);
     }
 
     #[test]
