@@ -197,7 +197,7 @@ fn write_table(out: &mut impl Write, r: &RankReplay, width: Option<usize>) -> io
         None => String::new(),
     };
     let library = head
-        .and_then(|h| h.library.as_deref())
+        .and_then(|h| h.library.as_ref())
         .map_or_else(String::new, |l| format!(", {l}"));
     writeln!(
         out,

@@ -15,21 +15,22 @@
 //! # Unknown values
 //!
 //! Fields with a closed set of values are enums serialised to their names
-//! in the log: a write's and a decision's [`Phase`], a decision's
-//! [`Branch`], an object's [`ObjectChange`], a collective tuning record's
-//! [`CollectiveEvent`], a steering answer's [`ControlKind`], the close
-//! record's [`CloseReason`], a write's [`Outcome`], a steering answer's
-//! [`ControlOutcome`]. Two kinds of tolerance, each as the readers had it
-//! when these fields were strings:
+//! in the log: the header's [`LibraryFamily`], a write's and a decision's
+//! [`Phase`], a decision's [`Branch`], an object's [`ObjectChange`], a
+//! collective tuning record's [`CollectiveEvent`], a steering answer's
+//! [`ControlKind`], the close record's [`CloseReason`], a write's
+//! [`Outcome`], a steering answer's [`ControlOutcome`]. Two kinds of
+//! tolerance, each as the readers had it when these fields were strings:
 //!
-//! - [`Phase`], [`Branch`], [`ObjectChange`], [`CollectiveEvent`],
-//!   [`ControlKind`] and [`CloseReason`] read any string: a value this
-//!   version does not know becomes their `Other` variant, written back
-//!   unchanged. Readers always passed these strings through (the report
-//!   shows a phase or an event as written, counts only `created` and
-//!   `freed` objects, folds only the collective events it knows and needs
-//!   only the close record's time), so a log of a newer writer with a new
-//!   phase still reads whole.
+//! - [`LibraryFamily`], [`Phase`], [`Branch`], [`ObjectChange`],
+//!   [`CollectiveEvent`], [`ControlKind`] and [`CloseReason`] read any
+//!   string: a value this version does not know becomes their `Other`
+//!   variant, written back unchanged. Readers always passed these strings
+//!   through (the report shows a library, a phase or an event as written,
+//!   counts only `created` and `freed` objects, folds only the collective
+//!   events it knows and needs only the close record's time; export and
+//!   tune say they do not know a library), so a log of a newer writer with
+//!   a new phase still reads whole.
 //! - [`Outcome`] and [`ControlOutcome`] have no such variant: a record
 //!   with an outcome this version does not know is a damaged line, as it
 //!   always was, because what a write did (applied or not) cannot be
@@ -221,9 +222,8 @@ pub struct Header {
     pub host: String,
     /// Process id.
     pub pid: u32,
-    /// Library family: `mpich`, `mvapich2`, `intelmpi`, `openmpi`,
-    /// `unknown`.
-    pub library: String,
+    /// Library family.
+    pub library: LibraryFamily,
     /// `MPI_Get_library_version`, or empty when the library would not say.
     pub library_version: String,
     /// The thread level MPI_T gave the tool (`MPI_THREAD_*` without prefix).
@@ -240,6 +240,35 @@ pub struct Header {
     /// The PVARs sampled.
     pub variables: Vec<SampledVariable>,
 }
+
+/// The MPI library family a run was made with, as a header, `summary.json`
+/// and a replay name it (`mpit::Library`'s names).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum LibraryFamily {
+    /// `mpich`: MPICH and derivatives not listed below.
+    Mpich,
+    /// `mvapich2`: MVAPICH2.
+    Mvapich2,
+    /// `intelmpi`: Intel MPI.
+    IntelMpi,
+    /// `openmpi`: Open MPI.
+    OpenMpi,
+    /// `unknown`: a library the tuner did not recognise.
+    Unknown,
+    /// A value this version does not know, kept as written (see
+    /// [unknown values](crate::record#unknown-values)).
+    #[serde(untagged)]
+    Other(String),
+}
+
+names!(LibraryFamily {
+    Mpich => "mpich",
+    Mvapich2 => "mvapich2",
+    IntelMpi => "intelmpi",
+    OpenMpi => "openmpi",
+    Unknown => "unknown",
+});
 
 /// The runtime's configuration, as a header records it (durations in
 /// seconds).
@@ -1088,7 +1117,7 @@ pub struct ReplayStart {
     /// Where the data came from (a log or a trace file).
     pub source: String,
     /// The library family of the log, if known.
-    pub library: Option<String>,
+    pub library: Option<LibraryFamily>,
     /// The policy file.
     pub policies: Option<String>,
     /// Samples replayed.
@@ -1237,6 +1266,7 @@ mod tests {
         check(CollectiveEvent::known());
         check(ControlKind::known());
         check(CloseReason::known());
+        check(LibraryFamily::known());
     }
 
     /// The abort is a field; a log of an older writer has only the message.

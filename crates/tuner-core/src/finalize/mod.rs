@@ -10,7 +10,7 @@ pub use summary::{
     local_quantities, reduce, signature, table, Summary, VariableStats, HISTOGRAM_BINS,
 };
 
-use crate::runtime::{serde_name, warning, HelperDone, Runtime};
+use crate::runtime::{warning, HelperDone, Runtime};
 use crate::sample::Snapshot;
 use mpit::collective::{Collectives, Verdict};
 use mpit::{Catalogue, MpiT, Object};
@@ -145,7 +145,7 @@ impl Runtime {
         let doc = vocab::summary::SummaryFile {
             version: record::FORMAT_VERSION,
             size: self.info.size,
-            library: serde_name(self.info.version.library),
+            library: self.info.version.library.into(),
             library_version: self.info.library_version.clone(),
             samples_rank0: snapshot.seq,
             duration_s: snapshot.t,

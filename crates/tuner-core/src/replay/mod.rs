@@ -208,7 +208,7 @@ pub struct RankTrace {
     /// Size of `MPI_COMM_WORLD`.
     pub size: u32,
     /// The MPI library family of a log (`mpich`, `openmpi`), if known.
-    pub library: Option<String>,
+    pub library: Option<record::LibraryFamily>,
     /// The samples, in time order.
     pub samples: Vec<Sample>,
     /// CVAR values before the first sample.
@@ -366,7 +366,7 @@ mod tests {
             size,
             host: "node".into(),
             pid: 1,
-            library: "openmpi".into(),
+            library: record::LibraryFamily::OpenMpi,
             library_version: String::new(),
             mpi_t_thread_level: "MULTIPLE".into(),
             concurrent_callers: false,

@@ -445,7 +445,7 @@ fn header(
         size: info.size,
         host: info.host.clone(),
         pid: info.pid,
-        library: serde_name(info.version.library),
+        library: info.version.library.into(),
         library_version: info.library_version.clone(),
         mpi_t_thread_level: serde_name(mpit.provided()),
         concurrent_callers: crate::sample::toolmetrics::concurrent_callers(),
