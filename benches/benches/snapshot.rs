@@ -1,7 +1,10 @@
-//! Publication of a sampler snapshot and its lock-free read, as the runtime
-//! does them: the helper thread clones its snapshot into a new `Arc` and
-//! stores it in an `ArcSwap` (`runtime::helper_loop`); readers take it with
-//! `load_full` (`Shared::snapshot`) or borrow it with `load`.
+//! Publication of a sampler snapshot and its lock-free read: the helper
+//! thread publishes its snapshot in an `ArcSwap` (`runtime::helper_loop`,
+//! which refills the one published before the last in place when no reader
+//! holds it, and swaps); readers take it with `load_full`
+//! (`Shared::snapshot`) or borrow it with `load`. The publish benchmarks
+//! here clone into a new `Arc`, the helper's path when a reader still
+//! holds the old snapshot.
 //!
 //! The snapshot is realistic for Open MPI with a few communicators: 40
 //! variables, half of them bound (4 elements), every metric filled.

@@ -7,7 +7,7 @@ use std::time::Duration;
 use tuner_core::decide::actuator::{CvarWrite, Outcome, Request, When};
 use tuner_core::decide::Backend;
 use tuner_core::sample::Metric;
-use tuner_core::sample::{SampledVar, Snapshot};
+use tuner_core::sample::{Layout, Snapshot, VarName};
 
 /// The thesis' VBUF policy (`examples/policies/thesis-vbuf.toml`).
 pub const THESIS_VBUF: &str = include_str!("../../examples/policies/thesis-vbuf.toml");
@@ -35,6 +35,8 @@ fn is_array(name: &str) -> bool {
 pub struct SyntheticValues {
     values: Vec<Vec<f64>>,
     names: Vec<String>,
+    /// The id of their positions (they never move).
+    layout: u64,
 }
 
 impl SyntheticValues {
@@ -45,7 +47,11 @@ impl SyntheticValues {
             .iter()
             .map(|n| vec![0.0; if is_array(n) { elements } else { 1 }])
             .collect();
-        let mut v = SyntheticValues { values, names };
+        let mut v = SyntheticValues {
+            values,
+            names,
+            layout: Layout::new_id(),
+        };
         v.advance(0);
         v
     }
@@ -74,10 +80,9 @@ impl SyntheticValues {
         }
     }
 
-    /// The value of the variable `name`, if the set names it.
-    pub fn get_named(&self, name: &str) -> Option<&[f64]> {
-        let i = self.names.iter().position(|n| n == name)?;
-        Some(&self.values[i])
+    /// The position of the variable `name`, if the set names it.
+    pub fn position(&self, name: &str) -> Option<usize> {
+        self.names.iter().position(|n| n == name)
     }
 }
 
@@ -119,7 +124,7 @@ pub fn snapshot(n: usize) -> Snapshot {
             let v2: Vec<f64> = v1.iter().map(|x| x * 2.0 + 1.0).collect();
             metric.update(&v1, 1.0);
             metric.update(&v2, 2.0);
-            SampledVar {
+            let name = VarName {
                 name: if bound {
                     format!("pml_ob1_var_{i}")
                 } else {
@@ -133,20 +138,16 @@ pub fn snapshot(n: usize) -> Snapshot {
                     }
                 }),
                 class,
-                metric,
-            }
+            };
+            (name, metric)
         })
         .collect();
-    Snapshot {
-        t: 2.0,
-        seq: 2,
-        vars,
-    }
+    Snapshot::new(2.0, 2, vars)
 }
 
 /// An engine backend that serves PVARs from fixed synthetic values, the
-/// way the runtime's backend serves them from its snapshot (by name), and
-/// records writes without performing them.
+/// way the runtime's backend serves them from its snapshot (by position,
+/// bound once by name), and records writes without performing them.
 #[derive(Debug)]
 pub struct FakeBackend {
     /// Where the values come from.
@@ -156,8 +157,16 @@ pub struct FakeBackend {
 }
 
 impl Backend for FakeBackend {
-    fn pvar(&self, name: &str) -> Option<&[f64]> {
-        self.values.get_named(name)
+    fn layout(&self) -> u64 {
+        self.values.layout
+    }
+
+    fn pvar_position(&self, name: &str) -> Option<usize> {
+        self.values.position(name)
+    }
+
+    fn pvar_at(&self, position: usize) -> Option<&[f64]> {
+        self.values.values.get(position).map(Vec::as_slice)
     }
 
     fn cvar(&mut self, _name: &str) -> Option<Vec<f64>> {

@@ -55,7 +55,7 @@ use std::time::{Duration, Instant};
 
 use mpit_tuner_benches::jobs::{self, Job};
 use tuner_core::collectives;
-use vocab::record::Record;
+use vocab::record::{CollectiveEvent, Record};
 
 const USAGE: &str = "\
 usage: collectives [--short] [--reps N] [--mpi mpich,openmpi] [--ranks 2,4]
@@ -444,10 +444,10 @@ fn read_tuned(dir: &Path, ranks: u32, colls: &[&str]) -> Result<Tuned, String> {
         match record {
             Record::Header(_) => header = true,
             Record::Close(_) => closed = true,
-            Record::Collective(c) => match c.event.as_str() {
-                "start" => started = true,
-                "off" => tuned.off = c.message,
-                "trial" | "decision" => {
+            Record::Collective(c) => match c.event {
+                CollectiveEvent::Start => started = true,
+                CollectiveEvent::Off => tuned.off = c.message,
+                CollectiveEvent::Trial | CollectiveEvent::Decision => {
                     let Some(coll) = c.collective.as_deref() else {
                         continue;
                     };
@@ -460,7 +460,7 @@ fn read_tuned(dir: &Path, ranks: u32, colls: &[&str]) -> Result<Tuned, String> {
                         .bin
                         .map_or_else(String::new, |(lo, hi)| collectives::bin_text(lo, hi));
                     let k = tuned.keys.entry(format!("{coll} {bin}")).or_default();
-                    if c.event == "trial" {
+                    if c.event == CollectiveEvent::Trial {
                         k.trial_calls += c.calls.unwrap_or(0);
                     } else {
                         k.searches += 1;

@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 use tuner_core::replay::{self, RankReplay};
+use vocab::record::{Branch, CvarWrite, Outcome, Phase, Record};
 
 const AFTER_HELP: &str = "\
 Inputs: per-rank logs of a run (rank-NNNNN.jsonl), run directories (every \
@@ -98,7 +99,8 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
 
 fn write_json(out: &mut impl Write, r: &RankReplay) -> Result<()> {
     for record in &r.records {
-        let mut record = record.clone();
+        // Through a JSON object, which orders the keys, with the rank added.
+        let mut record = serde_json::to_value(record).context("writing JSON")?;
         if let Json::Object(m) = &mut record {
             m.insert("rank".into(), r.rank.into());
         }
@@ -108,99 +110,94 @@ fn write_json(out: &mut impl Write, r: &RankReplay) -> Result<()> {
     Ok(())
 }
 
-fn text<'a>(record: &'a Json, key: &str) -> &'a str {
-    record.get(key).and_then(Json::as_str).unwrap_or("")
-}
-
-/// A logged value (`[1]`, `[60, 5, 2, 1]`, `"text"`) as the tables show
-/// values: `1`, `[60, 5, 2, 1]`, `"text"`; `?` when unknown.
-fn value(v: Option<&Json>) -> String {
-    match v.filter(|v| !v.is_null()) {
+/// A logged value as the tables show values: `1`, `[60, 5, 2, 1]`,
+/// `"text"`; `?` when unknown. A double that is not finite is `null` in
+/// the JSON records, and shown as they have it (`[null]`).
+fn value(v: Option<&Value>) -> String {
+    match v {
         None => "?".into(),
-        Some(v) => serde_json::from_value::<Value>(v.clone())
-            .map_or_else(|_| v.to_string(), |v| v.to_string()),
-    }
-}
-
-/// The CVAR a write record names, with its element.
-fn target(w: &Json) -> String {
-    match w.get("index").and_then(Json::as_u64) {
-        Some(i) => format!("{}[{i}]", text(w, "cvar")),
-        None => text(w, "cvar").to_string(),
-    }
-}
-
-/// The EVENT cell of a record, or `None` for records not shown in the
-/// table.
-fn event(r: &Json) -> Option<String> {
-    Some(match text(r, "type") {
-        "decision" if r["fired"] == true => {
-            let branch = text(r, "branch");
-            let why = match (r.get("condition").filter(|c| !c.is_null()), branch) {
-                (None, _) => String::new(),
-                (Some(_), "then") => " (condition holds)".into(),
-                (Some(_), _) => " (condition does not hold)".into(),
-            };
-            format!("fired {branch}{why}")
+        Some(v @ Value::Double(xs)) if xs.iter().any(|x| !x.is_finite()) => {
+            serde_json::to_string(v).unwrap_or_default()
         }
-        "decision" => format!("not fired: {}", text(r, "reason")),
-        "write" => {
-            let (old, new) = (value(r.get("old")), value(r.get("requested")));
-            match text(r, "outcome") {
-                "written" | "written_differs" | "written_unverified" => {
-                    format!("  set {}: {old} -> {new}", target(r))
+        Some(v) => v.to_string(),
+    }
+}
+
+/// The CVAR a write names, with its element.
+fn target(w: &CvarWrite) -> String {
+    match w.index {
+        Some(i) => format!("{}[{i}]", w.cvar),
+        None => w.cvar.clone(),
+    }
+}
+
+/// The table row of a record: its policy, its phase if it has one, and the
+/// EVENT cell; `None` for records not shown in the table.
+fn row<'a>(r: &'a Record<'_>) -> Option<(&'a str, Option<&'a Phase>, String)> {
+    Some(match r {
+        Record::Decision(d) => {
+            let event = if d.fired {
+                let branch = d.branch.as_ref().map_or("", Branch::as_str);
+                let why = match (&d.condition, d.branch.as_ref()) {
+                    (None, _) => "",
+                    (Some(_), Some(Branch::Then)) => " (condition holds)",
+                    (Some(_), _) => " (condition does not hold)",
+                };
+                format!("fired {branch}{why}")
+            } else {
+                format!("not fired: {}", d.reason.as_deref().unwrap_or(""))
+            };
+            (&d.policy, Some(&d.phase), event)
+        }
+        Record::Write(w) => {
+            let a = &w.attempt;
+            let (old, new) = (value(a.old.as_ref()), value(a.requested.as_ref()));
+            let event = match a.outcome {
+                Outcome::Written | Outcome::WrittenDiffers | Outcome::WrittenUnverified => {
+                    format!("  set {}: {old} -> {new}", target(a))
                 }
-                "dry_run" => format!("  would set {}: {old} -> {new} (dry run)", target(r)),
+                Outcome::DryRun => format!("  would set {}: {old} -> {new} (dry run)", target(a)),
                 outcome => format!(
                     "  {} {} ({}): {}",
-                    outcome.replace('_', " "),
-                    target(r),
+                    outcome.as_str().replace('_', " "),
+                    target(a),
                     if new == "?" {
-                        format!("value {}", text(r, "source"))
+                        format!("value {}", w.source)
                     } else {
                         format!("{old} -> {new}")
                     },
-                    text(r, "error")
+                    a.error.as_deref().unwrap_or("")
                 ),
-            }
-        }
-        "setenv" => {
-            let dry = if r["dry_run"] == true {
-                " (dry run)"
-            } else {
-                ""
             };
-            match r.get("error").and_then(Json::as_str) {
-                Some(e) => format!(
-                    "  refused setenv {}={}: {e}",
-                    text(r, "name"),
-                    text(r, "value")
-                ),
-                None => format!("  setenv {}={}{dry}", text(r, "name"), text(r, "value")),
-            }
+            (&w.policy, Some(&w.phase), event)
         }
-        "note" => format!("  note: {}", text(r, "text")),
-        "recommendation" => format!("  recommend: {}", text(r, "text")),
-        "policy_disabled" => format!("disabled: {}", text(r, "reason")),
+        Record::Setenv(e) => {
+            let dry = if e.dry_run { " (dry run)" } else { "" };
+            let event = match &e.error {
+                Some(why) => format!("  refused setenv {}={}: {why}", e.name, e.value),
+                None => format!("  setenv {}={}{dry}", e.name, e.value),
+            };
+            (&e.policy, Some(&e.phase), event)
+        }
+        Record::Note(n) => (&n.policy, None, format!("  note: {}", n.text)),
+        Record::Recommendation(n) => (&n.policy, None, format!("  recommend: {}", n.text)),
+        Record::PolicyDisabled(d) => (&d.policy, None, format!("disabled: {}", d.reason)),
         _ => return None,
     })
 }
 
 fn write_table(out: &mut impl Write, r: &RankReplay, width: Option<usize>) -> io::Result<()> {
-    let head = &r.records[0];
-    let samples = head["samples"].as_u64().unwrap_or(0);
-    let span = if samples > 0 {
-        format!(
-            ", {:.3} s to {:.3} s",
-            head["t"].as_f64().unwrap_or(0.0),
-            head["end"].as_f64().unwrap_or(0.0)
-        )
-    } else {
-        String::new()
+    let head = r.records.iter().find_map(|x| match x {
+        Record::Replay(h) => Some(h),
+        _ => None,
+    });
+    let samples = head.map_or(0, |h| h.samples);
+    let span = match head.filter(|_| samples > 0) {
+        Some(h) => format!(", {:.3} s to {:.3} s", h.t, h.end),
+        None => String::new(),
     };
     let library = head
-        .get("library")
-        .and_then(Json::as_str)
+        .and_then(|h| h.library.as_ref())
         .map_or_else(String::new, |l| format!(", {l}"));
     writeln!(
         out,
@@ -217,20 +214,19 @@ fn write_table(out: &mut impl Write, r: &RankReplay, width: Option<usize>) -> io
     // evaluation (the engine logs it again after each "not due").
     let mut last: HashMap<&str, (&str, String)> = HashMap::new();
     for record in &r.records {
-        let Some(event) = event(record) else {
+        let Some((policy, phase, event)) = row(record) else {
             continue;
         };
-        let policy = text(record, "policy");
         let entry = last.entry(policy).or_insert(("", String::new()));
-        if !text(record, "phase").is_empty() {
-            entry.0 = text(record, "phase");
+        if let Some(phase) = phase.map(Phase::as_str).filter(|p| !p.is_empty()) {
+            entry.0 = phase;
         }
         if event.starts_with("not fired") && entry.1 == event {
             continue;
         }
         entry.1.clone_from(&event);
         table.push(vec![
-            format!("{:.3}", record["t"].as_f64().unwrap_or(0.0)),
+            format!("{:.3}", record.t()),
             policy.to_string(),
             entry.0.to_string(),
             event,
@@ -238,27 +234,32 @@ fn write_table(out: &mut impl Write, r: &RankReplay, width: Option<usize>) -> io
     }
     table.write(out, width)?;
     writeln!(out)?;
-    for s in r.records.iter().filter(|x| x["type"] == "policy_summary") {
-        let line = match s.get("disabled").and_then(Json::as_str) {
-            Some(why) => format!("{}: disabled ({why})", text(s, "policy")),
+    for record in &r.records {
+        let Record::PolicySummary(s) = record else {
+            continue;
+        };
+        let line = match &s.disabled {
+            Some(why) => format!("{}: disabled ({why})", s.policy),
             None => format!(
                 "{}: fired {}, wrote {}, refused {}",
-                text(s, "policy"),
-                times(s["firings"].as_u64().unwrap_or(0)),
-                times(s["writes"].as_u64().unwrap_or(0)),
-                times(s["refused"].as_u64().unwrap_or(0)),
+                s.policy,
+                times(s.firings),
+                times(s.writes),
+                times(s.refused),
             ),
         };
         writeln!(out, "{}", table::one_line(&line))?;
     }
-    if let Some(close) = r.records.iter().find(|x| x["type"] == "replay_end") {
-        if let Some(cvars) = close["cvars"].as_object().filter(|c| !c.is_empty()) {
-            let values: Vec<String> = cvars
-                .iter()
-                .map(|(k, v)| format!("{k} = {}", value(Some(v))))
-                .collect();
-            writeln!(out, "final values: {}", values.join(", "))?;
-        }
+    let end = r.records.iter().find_map(|x| match x {
+        Record::ReplayEnd(e) => Some(e),
+        _ => None,
+    });
+    if let Some(cvars) = end.map(|e| &e.cvars).filter(|c| !c.is_empty()) {
+        let values: Vec<String> = cvars
+            .iter()
+            .map(|(k, v)| format!("{k} = {}", value(Some(v))))
+            .collect();
+        writeln!(out, "final values: {}", values.join(", "))?;
     }
     Ok(())
 }
@@ -270,31 +271,91 @@ fn times(n: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use vocab::record::{Decision, Write as WriteRecord};
+
+    fn write(
+        index: Option<u32>,
+        old: Option<Value>,
+        requested: Option<Value>,
+        outcome: Outcome,
+        error: Option<&str>,
+    ) -> Record<'static> {
+        Record::Write(WriteRecord {
+            t: 0.0,
+            policy: "p".into(),
+            phase: Phase::Periodic,
+            attempt: CvarWrite {
+                cvar: "C".into(),
+                index,
+                old,
+                requested,
+                readback: None,
+                outcome,
+                error: error.map(str::to_string),
+            },
+            source: "1".into(),
+            dry_run: outcome == Outcome::DryRun,
+        })
+    }
+
+    fn decision(fired: bool, branch: Option<Branch>, reason: Option<&str>) -> Record<'static> {
+        Record::Decision(Decision {
+            t: 0.0,
+            policy: "p".into(),
+            phase: Phase::Periodic,
+            fired,
+            reason: reason.map(str::to_string),
+            branch,
+            write: fired.then_some(true),
+            condition: fired.then(|| vec![0.0]),
+            inputs: None,
+        })
+    }
+
+    fn event(r: &Record<'_>) -> Option<String> {
+        row(r).map(|(_, _, e)| e)
+    }
 
     #[test]
     fn events_read_like_sentences() {
-        let w = json!({"type": "write", "cvar": "C", "old": [0], "requested": [1], "outcome": "written"});
+        let int = |v: &[i64]| Some(Value::Int(v.to_vec()));
+        let w = write(None, int(&[0]), int(&[1]), Outcome::Written, None);
         assert_eq!(event(&w).unwrap(), "  set C: 0 -> 1");
-        let w = json!({"type": "write", "cvar": "C", "index": 2, "old": null, "requested": [1, 2], "outcome": "dry_run"});
+        let w = write(Some(2), None, int(&[1, 2]), Outcome::DryRun, None);
         assert_eq!(
             event(&w).unwrap(),
             "  would set C[2]: ? -> [1, 2] (dry run)"
         );
-        let w = json!({"type": "write", "cvar": "C", "old": [0], "requested": null, "outcome": "refused",
-                       "source": "1", "error": "`C` has scope ALL_EQ: ..."});
+        let why = "`C` has scope ALL_EQ: ...";
+        let w = write(None, int(&[0]), None, Outcome::Refused, Some(why));
         assert_eq!(
             event(&w).unwrap(),
             "  refused C (value 1): `C` has scope ALL_EQ: ..."
         );
-        let d =
-            json!({"type": "decision", "fired": true, "branch": "otherwise", "condition": [0.0]});
+        let d = decision(true, Some(Branch::Otherwise), None);
         assert_eq!(
             event(&d).unwrap(),
             "fired otherwise (condition does not hold)"
         );
-        let d = json!({"type": "decision", "fired": false, "reason": "cooldown: 7000 ms left"});
+        let d = decision(false, None, Some("cooldown: 7000 ms left"));
         assert_eq!(event(&d).unwrap(), "not fired: cooldown: 7000 ms left");
-        assert!(event(&json!({"type": "policy_summary"})).is_none());
+        let summary = Record::PolicySummary(vocab::record::PolicySummary {
+            t: 0.0,
+            policy: "p".into(),
+            writes: 0,
+            refused: 0,
+            firings: 0,
+            disabled: None,
+        });
+        assert!(event(&summary).is_none());
+    }
+
+    /// A double that is not finite is shown as the JSON records have it.
+    #[test]
+    fn values_not_finite_are_shown_as_in_json() {
+        assert_eq!(value(Some(&Value::Double(vec![f64::NAN]))), "[null]");
+        assert_eq!(value(Some(&Value::Double(vec![1.5, 2.0]))), "[1.5, 2]");
+        assert_eq!(value(Some(&Value::Str("x".into()))), "\"x\"");
+        assert_eq!(value(None), "?");
     }
 }

@@ -21,7 +21,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use tuner_core::collectives::{self, Collective, COLLECTIVES};
-use vocab::record::Record;
+use vocab::record::{CollectiveEvent, LibraryFamily, Record};
 
 const AFTER_HELP: &str = "\
 Example: mpit-tuner tune --collectives allreduce,bcast -- mpiexec -n 4 ./app
@@ -131,7 +131,7 @@ struct Choice {
 
 #[derive(Debug, Serialize)]
 struct TuneJson<'a> {
-    library: String,
+    library: LibraryFamily,
     command: Vec<String>,
     margin: f64,
     runs: &'a [RunResult],
@@ -214,7 +214,7 @@ pub fn run(args: &TuneArgs) -> Result<ExitCode> {
     let mut plan: Vec<(Collective, String, (String, String))> = Vec::new();
     // Open MPI: what this version never runs right on every call is not
     // tried (a job whose types differ would get wrong data).
-    let open_mpi_version = if library == "openmpi" {
+    let open_mpi_version = if library == LibraryFamily::OpenMpi {
         mpit::quirks::LibraryVersion::parse(&version).major_minor()
     } else {
         None
@@ -401,13 +401,13 @@ fn combine(runs: &[RunResult]) -> Vec<RunResult> {
 fn export_choices(
     choices: &[Choice],
     variables: &BTreeMap<&'static str, Variable>,
-    library: &str,
+    library: &LibraryFamily,
     version: &str,
     dir: &Path,
 ) {
     let family = match library {
-        "mpich" => crate::export::Family::Mpich,
-        "openmpi" => crate::export::Family::OpenMpi,
+        LibraryFamily::Mpich => crate::export::Family::Mpich,
+        LibraryFamily::OpenMpi => crate::export::Family::OpenMpi,
         other => {
             println!(
                 "export: not written: the export formats know MPICH and Open MPI, not {other}"
@@ -491,15 +491,15 @@ fn parse_list(list: &str) -> Result<Vec<Collective>> {
 
 /// The environment variable and value that choose `name` before start.
 fn setting(
-    library: &str,
+    library: &LibraryFamily,
     open_mpi: bool,
     var: &Variable,
     name: &str,
     value: i64,
 ) -> (String, String) {
-    if open_mpi || library == "openmpi" {
+    if open_mpi || *library == LibraryFamily::OpenMpi {
         (format!("OMPI_MCA_{}", var.cvar), value.to_string())
-    } else if library == "mpich" {
+    } else if *library == LibraryFamily::Mpich {
         (var.cvar.clone(), name.to_string())
     } else {
         (var.cvar.clone(), value.to_string())
@@ -582,7 +582,7 @@ fn read_measured(dir: &Path) -> Result<Measured> {
             let Ok((_, Record::Collective(r))) = item else {
                 continue;
             };
-            if r.event != "measured" {
+            if r.event != CollectiveEvent::Measured {
                 continue;
             }
             let (Some(size), Some(coll), Some(bin), Some(us), Some(calls)) = (
@@ -614,12 +614,13 @@ fn read_measured(dir: &Path) -> Result<Measured> {
 
 /// The library and each collective's variable, from rank 0 of the
 /// default run.
-fn read_variables(dir: &Path) -> Result<(String, String, BTreeMap<&'static str, Variable>)> {
+fn read_variables(dir: &Path) -> Result<(LibraryFamily, String, BTreeMap<&'static str, Variable>)> {
     let files = vocab::read::rank_files(dir).with_context(|| format!("{}", dir.display()))?;
     let Some(first) = files.first() else {
         bail!("{}: no rank log: did the tuner start?", dir.display());
     };
-    let mut library = String::new();
+    // Nameless until the header says.
+    let mut library = LibraryFamily::Other(String::new());
     let mut version = String::new();
     let mut vars = BTreeMap::new();
     let mut why_off = None;
@@ -629,7 +630,7 @@ fn read_variables(dir: &Path) -> Result<(String, String, BTreeMap<&'static str, 
                 library = h.library.clone();
                 version = h.library_version.clone();
             }
-            Record::Collective(r) if r.event == "algorithms" => {
+            Record::Collective(r) if r.event == CollectiveEvent::Algorithms => {
                 let Some(c) = r.collective.as_deref().and_then(Collective::parse) else {
                     continue;
                 };
@@ -649,7 +650,7 @@ fn read_variables(dir: &Path) -> Result<(String, String, BTreeMap<&'static str, 
                     },
                 );
             }
-            Record::Collective(r) if r.event == "off" => why_off = r.message.clone(),
+            Record::Collective(r) if r.event == CollectiveEvent::Off => why_off = r.message.clone(),
             _ => {}
         }
     }
@@ -714,7 +715,7 @@ fn choose(runs: &[RunResult], vars: &BTreeMap<&'static str, Variable>, margin: f
 fn single_settings(
     runs: &[RunResult],
     vars: &BTreeMap<&'static str, Variable>,
-    library: &str,
+    library: &LibraryFamily,
     open_mpi: bool,
     margin: f64,
 ) -> Vec<(String, String)> {

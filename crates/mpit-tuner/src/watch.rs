@@ -21,7 +21,7 @@ use std::io::{IsTerminal, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
-use vocab::record::{ControlOutcome, Header};
+use vocab::record::{Branch, ControlOutcome, Header};
 use vocab::{Follow, Record};
 
 mod tui;
@@ -198,7 +198,11 @@ impl Watch {
                     Record::Close(_) => state.closed = true,
                     Record::Decision(d) if d.fired => events.push(event(
                         "decision",
-                        format!("{} fired {}", d.policy, d.branch.unwrap_or_default()),
+                        format!(
+                            "{} fired {}",
+                            d.policy,
+                            d.branch.as_ref().map_or("", Branch::as_str)
+                        ),
                     )),
                     Record::Write(w) => events.push(event(
                         if w.attempt.outcome.applied() {

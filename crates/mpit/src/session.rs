@@ -214,6 +214,35 @@ impl Library {
     }
 }
 
+impl From<Library> for vocab::record::LibraryFamily {
+    /// The family as logs and `summary.json` name it.
+    fn from(library: Library) -> vocab::record::LibraryFamily {
+        use vocab::record::LibraryFamily as F;
+        match library {
+            Library::Mpich => F::Mpich,
+            Library::Mvapich2 => F::Mvapich2,
+            Library::IntelMpi => F::IntelMpi,
+            Library::OpenMpi => F::OpenMpi,
+            Library::Unknown => F::Unknown,
+        }
+    }
+}
+
+impl From<&vocab::record::LibraryFamily> for Library {
+    /// The library a log names (one this version does not know is
+    /// [`Library::Unknown`]).
+    fn from(family: &vocab::record::LibraryFamily) -> Library {
+        use vocab::record::LibraryFamily as F;
+        match family {
+            F::Mpich => Library::Mpich,
+            F::Mvapich2 => Library::Mvapich2,
+            F::IntelMpi => Library::IntelMpi,
+            F::OpenMpi => Library::OpenMpi,
+            F::Unknown | F::Other(_) => Library::Unknown,
+        }
+    }
+}
+
 /// MPI itself, for programs that are not an intercepted application: the
 /// CLI and the tests. Initialises MPI (asking for `MPI_THREAD_MULTIPLE`)
 /// unless it already is, and finalises it on drop if it initialised it.

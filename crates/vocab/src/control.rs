@@ -16,6 +16,7 @@
 //! assert_eq!(r.describe(), "set X=4 on ranks 0-1");
 //! ```
 
+use crate::record::ControlKind;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -81,13 +82,13 @@ pub enum Action {
 }
 
 impl Action {
-    /// The request's `kind`.
-    pub fn kind(&self) -> &'static str {
+    /// The request's `kind`, as its answer records it.
+    pub fn kind(&self) -> ControlKind {
         match self {
-            Action::Set { .. } => "set",
-            Action::Pause { .. } => "pause",
-            Action::Resume { .. } => "resume",
-            Action::Reload { .. } => "reload",
+            Action::Set { .. } => ControlKind::Set,
+            Action::Pause { .. } => ControlKind::Pause,
+            Action::Resume { .. } => ControlKind::Resume,
+            Action::Reload { .. } => ControlKind::Reload,
         }
     }
 }
@@ -175,6 +176,29 @@ mod tests {
         assert_eq!(id_of_file_name(".tmp-x.json"), None);
         assert_eq!(id_of_file_name("x.toml"), None);
         assert_eq!(r.describe(), "reload p.toml on hosts node*");
+    }
+
+    /// The kind an answer records is the `kind` the request was sent with.
+    #[test]
+    fn answers_name_the_kind_of_the_request() {
+        for action in [
+            Action::Set {
+                cvar: "X".into(),
+                value: "1".into(),
+            },
+            Action::Pause { policy: None },
+            Action::Resume {
+                policy: Some("p".into()),
+            },
+            Action::Reload {
+                file: "f".into(),
+                source: String::new(),
+            },
+        ] {
+            let text = serde_json::to_string(&action).unwrap();
+            let kind = action.kind();
+            assert!(text.contains(&format!(r#""kind":"{kind}""#)), "{text}");
+        }
     }
 
     #[test]

@@ -15,16 +15,22 @@
 //! # Unknown values
 //!
 //! Fields with a closed set of values are enums serialised to their names
-//! in the log: a write's and a decision's [`Phase`], an object's
-//! [`ObjectChange`], a write's [`Outcome`], a steering answer's
-//! [`ControlOutcome`]. Two kinds of tolerance, each as the readers had it
-//! when these fields were strings:
+//! in the log: the header's [`LibraryFamily`], a write's and a decision's
+//! [`Phase`], a decision's [`Branch`], an object's [`ObjectChange`], a
+//! collective tuning record's [`CollectiveEvent`], a steering answer's
+//! [`ControlKind`], the close record's [`CloseReason`], a write's
+//! [`Outcome`], a steering answer's [`ControlOutcome`]. Two kinds of
+//! tolerance, each as the readers had it when these fields were strings:
 //!
-//! - [`Phase`] and [`ObjectChange`] read any string: a value this version
-//!   does not know becomes their `Other` variant, written back unchanged.
-//!   Readers always passed these strings through (the report shows a
-//!   phase as written and counts only `created` and `freed` objects), so a
-//!   log of a newer writer with a new phase still reads whole.
+//! - [`LibraryFamily`], [`Phase`], [`Branch`], [`ObjectChange`],
+//!   [`CollectiveEvent`], [`ControlKind`] and [`CloseReason`] read any
+//!   string: a value this version does not know becomes their `Other`
+//!   variant, written back unchanged. Readers always passed these strings
+//!   through (the report shows a library, a phase or an event as written,
+//!   counts only `created` and `freed` objects, folds only the collective
+//!   events it knows and needs only the close record's time; export and
+//!   tune say they do not know a library), so a log of a newer writer with
+//!   a new phase still reads whole.
 //! - [`Outcome`] and [`ControlOutcome`] have no such variant: a record
 //!   with an outcome this version does not know is a damaged line, as it
 //!   always was, because what a write did (applied or not) cannot be
@@ -41,6 +47,37 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+
+/// For an enum of the names a field of the log takes, with an
+/// `Other(String)` variant for the names this version does not know (see
+/// [unknown values](crate::record#unknown-values)): `as_str`, the name in
+/// the log (as serde writes it), and `Display`, which writes it.
+macro_rules! names {
+    ($t:ident { $($variant:ident => $name:literal),* $(,)? }) => {
+        impl $t {
+            /// The name in the log.
+            pub fn as_str(&self) -> &str {
+                match self {
+                    $($t::$variant => $name,)*
+                    $t::Other(s) => s,
+                }
+            }
+
+            /// Every variant but `Other`, for the tests that check the
+            /// names against serde's.
+            #[cfg(test)]
+            fn known() -> Vec<$t> {
+                vec![$($t::$variant),*]
+            }
+        }
+
+        impl std::fmt::Display for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
 
 /// The version of the log format, in every header. Readers check it.
 pub const FORMAT_VERSION: u32 = 1;
@@ -185,9 +222,8 @@ pub struct Header {
     pub host: String,
     /// Process id.
     pub pid: u32,
-    /// Library family: `mpich`, `mvapich2`, `intelmpi`, `openmpi`,
-    /// `unknown`.
-    pub library: String,
+    /// Library family.
+    pub library: LibraryFamily,
     /// `MPI_Get_library_version`, or empty when the library would not say.
     pub library_version: String,
     /// The thread level MPI_T gave the tool (`MPI_THREAD_*` without prefix).
@@ -204,6 +240,35 @@ pub struct Header {
     /// The PVARs sampled.
     pub variables: Vec<SampledVariable>,
 }
+
+/// The MPI library family a run was made with, as a header, `summary.json`
+/// and a replay name it (`mpit::Library`'s names).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum LibraryFamily {
+    /// `mpich`: MPICH and derivatives not listed below.
+    Mpich,
+    /// `mvapich2`: MVAPICH2.
+    Mvapich2,
+    /// `intelmpi`: Intel MPI.
+    IntelMpi,
+    /// `openmpi`: Open MPI.
+    OpenMpi,
+    /// `unknown`: a library the tuner did not recognise.
+    Unknown,
+    /// A value this version does not know, kept as written (see
+    /// [unknown values](crate::record#unknown-values)).
+    #[serde(untagged)]
+    Other(String),
+}
+
+names!(LibraryFamily {
+    Mpich => "mpich",
+    Mvapich2 => "mvapich2",
+    IntelMpi => "intelmpi",
+    OpenMpi => "openmpi",
+    Unknown => "unknown",
+});
 
 /// The runtime's configuration, as a header records it (durations in
 /// seconds).
@@ -391,16 +456,10 @@ pub enum ObjectChange {
     Other(String),
 }
 
-impl ObjectChange {
-    /// The name in the log (`created`).
-    pub fn as_str(&self) -> &str {
-        match self {
-            ObjectChange::Created => "created",
-            ObjectChange::Freed => "freed",
-            ObjectChange::Other(s) => s,
-        }
-    }
-}
+names!(ObjectChange {
+    Created => "created",
+    Freed => "freed",
+});
 
 /// A warning.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -459,9 +518,9 @@ pub struct Decision {
     /// Why it did not fire.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
-    /// The branch that ran (`then` or `else`), when it fired.
+    /// The branch that ran, when it fired.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub branch: Option<String>,
+    pub branch: Option<Branch>,
     /// Whether its writes were real (false: dry run), when it fired.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write: Option<bool>,
@@ -483,6 +542,25 @@ pub struct Decision {
     #[schemars(with = "Option<BTreeMap<String, Option<Vec<Option<f64>>>>>")]
     pub inputs: Option<BTreeMap<String, Option<Vec<f64>>>>,
 }
+
+/// The branch of a policy that ran, in [`Decision::branch`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Branch {
+    /// `then`: the condition held, or the policy has none.
+    Then,
+    /// `otherwise`: the condition did not hold.
+    Otherwise,
+    /// A value this version does not know, kept as written (see
+    /// [unknown values](crate::record#unknown-values)).
+    #[serde(untagged)]
+    Other(String),
+}
+
+names!(Branch {
+    Then => "then",
+    Otherwise => "otherwise",
+});
 
 /// The phase of a policy's decision, write or environment setting, as
 /// policy files name it; readers that show a user's `mpit-tuner set`
@@ -509,25 +587,13 @@ pub enum Phase {
     Other(String),
 }
 
-impl Phase {
-    /// The name in the log (`pre-init`).
-    pub fn as_str(&self) -> &str {
-        match self {
-            Phase::PreInit => "pre-init",
-            Phase::Init => "init",
-            Phase::Periodic => "periodic",
-            Phase::Finalize => "finalize",
-            Phase::Steering => "steering",
-            Phase::Other(s) => s,
-        }
-    }
-}
-
-impl std::fmt::Display for Phase {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+names!(Phase {
+    PreInit => "pre-init",
+    Init => "init",
+    Periodic => "periodic",
+    Finalize => "finalize",
+    Steering => "steering",
+});
 
 /// How a write attempt ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -726,26 +792,9 @@ pub struct CatalogueGrowth {
 pub struct CollectiveTuning {
     /// Seconds since start.
     pub t: f64,
-    /// `start` (what is tuned, once per rank), `trial` (a candidate's
-    /// window: each candidate's first, then a second for those within the
-    /// margin of the fastest, and the default's confirming window in a
-    /// search that would leave it; `calls` is that window's, `time_us`
-    /// the candidate's time over all its windows so far, for the default
-    /// after its confirming window the smaller of its two measurements),
-    /// `decision`,
-    /// `recheck`, `stopped`, `setup_failed`, `reduction_failed`,
-    /// `write_failed`, `application_wrote` (the application wrote a
-    /// variable the tuner writes: left to it), `concurrent`, `off` (why
-    /// nothing is tuned),
-    /// `pinned` (a user's request, `request`, pinned the algorithm at this
-    /// agreed point: `calls` before it; searching stops), `held` (the
-    /// first agreed point after a pin: the pinned algorithm ran `calls`
-    /// calls since, at `time_us` per call); in
-    /// measure mode (`MPIT_TUNER_COLLECTIVES=measure`) `algorithms` (once
-    /// per collective: the algorithm set at start and every one the
-    /// variable has) and `measured` (per communicator, collective and bin,
-    /// at the end: the agreed time per call).
-    pub event: String,
+    /// What happened (see each [`CollectiveEvent`] for the fields it
+    /// fills).
+    pub event: CollectiveEvent,
     /// The communicator: a label the same on all its ranks (`c<world rank
     /// of its rank 0>.<n>`), empty for events of the process.
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -795,6 +844,114 @@ pub struct CollectiveTuning {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request: Option<String>,
 }
+
+impl CollectiveTuning {
+    /// A record of `event` at `t` with no other field set: writers fill in
+    /// those that apply.
+    pub fn new(t: f64, event: CollectiveEvent) -> CollectiveTuning {
+        CollectiveTuning {
+            t,
+            event,
+            comm: String::new(),
+            comm_size: None,
+            collective: None,
+            bin: None,
+            algorithm: None,
+            value: None,
+            time_us: None,
+            default_us: None,
+            calls: None,
+            dropped: false,
+            cost_us: None,
+            message: None,
+            algorithms: Vec::new(),
+            request: None,
+        }
+    }
+}
+
+/// What a `collective` record tells, in [`CollectiveTuning::event`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CollectiveEvent {
+    /// `start`: what is tuned (once per rank, with a message).
+    Start,
+    /// `off`: why nothing is tuned.
+    Off,
+    /// `skipped`: a collective or an algorithm left out at start, and why.
+    Skipped,
+    /// `algorithms`, in measure mode (`MPIT_TUNER_COLLECTIVES=measure`),
+    /// once per collective: the algorithm set at start (`algorithm`,
+    /// `value`) and every one the variable has (`algorithms`; the variable
+    /// in `message`).
+    Algorithms,
+    /// `trial`: a candidate's window: each candidate's first, then a second
+    /// for those within the margin of the fastest, and the default's
+    /// confirming window in a search that would leave it. `calls` is that
+    /// window's, `time_us` the candidate's time over all its windows so
+    /// far (for the default after its confirming window, the smaller of
+    /// its two measurements).
+    Trial,
+    /// `decision`: a search ended: the algorithm kept, its time and the
+    /// default's, what the search cost.
+    Decision,
+    /// `recheck`: a decision searched again, and why.
+    Recheck,
+    /// `measured`, in measure mode, per communicator, collective and bin,
+    /// at the end: the agreed time per call.
+    Measured,
+    /// `pinned`: a user's request (`request`) pinned the algorithm at this
+    /// agreed point (`calls` before it); searching stops.
+    Pinned,
+    /// `held`: the first agreed point after a pin: the pinned algorithm ran
+    /// `calls` calls since, at `time_us` per call.
+    Held,
+    /// `stopped`: a rank stopped tuning: the library's default from now
+    /// on.
+    Stopped,
+    /// `setup_failed`: a communicator could not be set up for tuning.
+    SetupFailed,
+    /// `reduction_failed`: this rank's reduction at an agreed point failed.
+    ReductionFailed,
+    /// `write_failed`: the library refused a write of the algorithm
+    /// variable.
+    WriteFailed,
+    /// `application_wrote`: the application wrote a variable the tuner
+    /// writes: left to it.
+    ApplicationWrote,
+    /// `excluded`: a candidate not tried on a communicator, and why.
+    Excluded,
+    /// `call_failed`: a call on a candidate communicator failed: tuning
+    /// stops on this rank.
+    CallFailed,
+    /// `concurrent`: collectives were called from two threads at once.
+    Concurrent,
+    /// A value this version does not know, kept as written (see
+    /// [unknown values](crate::record#unknown-values)).
+    #[serde(untagged)]
+    Other(String),
+}
+
+names!(CollectiveEvent {
+    Start => "start",
+    Off => "off",
+    Skipped => "skipped",
+    Algorithms => "algorithms",
+    Trial => "trial",
+    Decision => "decision",
+    Recheck => "recheck",
+    Measured => "measured",
+    Pinned => "pinned",
+    Held => "held",
+    Stopped => "stopped",
+    SetupFailed => "setup_failed",
+    ReductionFailed => "reduction_failed",
+    WriteFailed => "write_failed",
+    ApplicationWrote => "application_wrote",
+    Excluded => "excluded",
+    CallFailed => "call_failed",
+    Concurrent => "concurrent",
+});
 
 /// One algorithm of a library's algorithm variable.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -855,9 +1012,8 @@ pub struct ControlAnswer {
     /// The request's id (its file name without `.json` when the file is
     /// not a request).
     pub id: String,
-    /// `set`, `pause`, `resume`, `reload`, or empty when the file is not
-    /// a request.
-    pub kind: String,
+    /// What the request asked.
+    pub kind: ControlKind,
     /// The request in words (`set X=4 on ranks 0-1`).
     pub request: String,
     /// How it ended.
@@ -869,6 +1025,36 @@ pub struct ControlAnswer {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write: Option<ControlWrite>,
 }
+
+/// What a steering request asked, in [`ControlAnswer::kind`]: the `kind`
+/// of the request ([`crate::control::Action`]).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ControlKind {
+    /// `set`: write a CVAR.
+    Set,
+    /// `pause`: stop evaluating a policy, or all.
+    Pause,
+    /// `resume`: evaluate a paused policy again, or all.
+    Resume,
+    /// `reload`: replace the running policies.
+    Reload,
+    /// `""` (empty): the file is not a request, so it asks nothing.
+    #[serde(rename = "")]
+    NotARequest,
+    /// A value this version does not know, kept as written (see
+    /// [unknown values](crate::record#unknown-values)).
+    #[serde(untagged)]
+    Other(String),
+}
+
+names!(ControlKind {
+    Set => "set",
+    Pause => "pause",
+    Resume => "resume",
+    Reload => "reload",
+    NotARequest => "",
+});
 
 /// The CVAR write of a `set` request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -890,8 +1076,8 @@ pub struct ControlWrite {
 pub struct Close {
     /// Seconds since start.
     pub t: f64,
-    /// `finalize`, or `disabled` when the tuner could not start.
-    pub reason: String,
+    /// Why the log ends.
+    pub reason: CloseReason,
     /// Samples taken.
     pub samples: u64,
     /// Communicators and windows not tracked (the table was full).
@@ -899,6 +1085,25 @@ pub struct Close {
     /// Communicators and windows freed before the sampler saw them.
     pub objects_short_lived: u64,
 }
+
+/// Why a rank's log ends, in [`Close::reason`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CloseReason {
+    /// `finalize`: the application called `MPI_Finalize`.
+    Finalize,
+    /// `disabled`: the tuner could not start on this rank.
+    Disabled,
+    /// A value this version does not know, kept as written (see
+    /// [unknown values](crate::record#unknown-values)).
+    #[serde(untagged)]
+    Other(String),
+}
+
+names!(CloseReason {
+    Finalize => "finalize",
+    Disabled => "disabled",
+});
 
 /// The start of a replayed rank.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -912,7 +1117,7 @@ pub struct ReplayStart {
     /// Where the data came from (a log or a trace file).
     pub source: String,
     /// The library family of the log, if known.
-    pub library: Option<String>,
+    pub library: Option<LibraryFamily>,
     /// The policy file.
     pub policies: Option<String>,
     /// Samples replayed.
@@ -979,6 +1184,13 @@ mod tests {
             r#"{"type":"object","t":0.1,"event":"created","object":"comm3","handles":4}"#,
             r#"{"type":"object","t":0.1,"event":"freed","object":"comm3","handles":0}"#,
             r#"{"type":"warning","t":0.2,"message":"m"}"#,
+            r#"{"type":"collective","t":0.3,"event":"decision","comm":"c0.1","comm_size":2,"collective":"allreduce","bin":[0,256],"algorithm":"smp","value":3,"time_us":4.5,"default_us":6.0,"cost_us":1.5}"#,
+            r#"{"type":"collective","t":0.0,"event":"setup_failed","message":"m"}"#,
+            r#"{"type":"decision","t":2.0,"policy":"p","phase":"periodic","fired":true,"branch":"otherwise","write":false,"condition":[0.0],"inputs":{"x":[1.0]}}"#,
+            r#"{"type":"control","t":3.0,"id":"a1","kind":"set","request":"set X=4","outcome":"applied","write":{"cvar":"X","old":[1],"requested":[4],"readback":[4],"outcome":"written"}}"#,
+            r#"{"type":"control","t":3.0,"id":"junk","kind":"","request":"","outcome":"error","message":"m"}"#,
+            r#"{"type":"close","t":4.0,"reason":"finalize","samples":3,"objects_untracked":0,"objects_short_lived":1}"#,
+            r#"{"type":"close","t":0.5,"reason":"disabled","samples":0,"objects_untracked":0,"objects_short_lived":0}"#,
         ];
         for line in lines {
             let record: Record<'static> = serde_json::from_str(line).unwrap();
@@ -1000,11 +1212,23 @@ mod tests {
         for line in [
             r#"{"type":"decision","t":2.0,"policy":"p","phase":"someday","fired":false}"#,
             r#"{"type":"object","t":0.1,"event":"moved","object":"win1","handles":0}"#,
+            r#"{"type":"collective","t":0.1,"event":"teleported"}"#,
+            r#"{"type":"decision","t":2.0,"policy":"p","phase":"init","fired":true,"branch":"maybe"}"#,
+            r#"{"type":"control","t":3.0,"id":"a1","kind":"rewind","request":"r","outcome":"refused"}"#,
+            r#"{"type":"close","t":4.0,"reason":"killed","samples":3,"objects_untracked":0,"objects_short_lived":0}"#,
         ] {
             let record: Record<'static> = serde_json::from_str(line).unwrap();
             match &record {
+                Record::Decision(d) if d.branch.is_some() => {
+                    assert_eq!(d.branch, Some(Branch::Other("maybe".into())))
+                }
                 Record::Decision(d) => assert_eq!(d.phase, Phase::Other("someday".into())),
                 Record::Object(o) => assert_eq!(o.event, ObjectChange::Other("moved".into())),
+                Record::Collective(c) => {
+                    assert_eq!(c.event, CollectiveEvent::Other("teleported".into()))
+                }
+                Record::Control(c) => assert_eq!(c.kind, ControlKind::Other("rewind".into())),
+                Record::Close(c) => assert_eq!(c.reason, CloseReason::Other("killed".into())),
                 other => panic!("{other:?}"),
             }
             assert_eq!(serde_json::to_string(&record).unwrap(), line);
@@ -1016,6 +1240,33 @@ mod tests {
         // An outcome this version does not know is a damaged line.
         let line = r#"{"type":"write","t":1,"policy":"p","phase":"init","cvar":"C","old":null,"requested":null,"readback":null,"outcome":"teleported","source":"1","dry_run":false}"#;
         assert!(serde_json::from_str::<Record<'static>>(line).is_err());
+    }
+
+    /// Each name as `as_str` gives it is the one serde writes and reads.
+    #[test]
+    fn names_are_serde_names() {
+        fn check<T>(known: Vec<T>)
+        where
+            T: Serialize
+                + for<'de> Deserialize<'de>
+                + PartialEq
+                + std::fmt::Debug
+                + std::fmt::Display,
+        {
+            assert!(!known.is_empty());
+            for v in known {
+                let json = serde_json::to_string(&v).unwrap();
+                assert_eq!(json, format!("\"{v}\""));
+                assert_eq!(serde_json::from_str::<T>(&json).unwrap(), v);
+            }
+        }
+        check(Phase::known());
+        check(Branch::known());
+        check(ObjectChange::known());
+        check(CollectiveEvent::known());
+        check(ControlKind::known());
+        check(CloseReason::known());
+        check(LibraryFamily::known());
     }
 
     /// The abort is a field; a log of an older writer has only the message.

@@ -12,7 +12,7 @@ pub struct SummaryFile {
     /// Ranks in the job.
     pub size: i32,
     /// Library family (as in the log header).
-    pub library: String,
+    pub library: crate::record::LibraryFamily,
     /// `MPI_Get_library_version`.
     pub library_version: String,
     /// Samples rank 0 took.

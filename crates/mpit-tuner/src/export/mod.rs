@@ -21,6 +21,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use tuner_core::collectives::bin_text;
 use vocab::collective::Collective;
+use vocab::record::{CollectiveEvent, LibraryFamily};
 
 /// `mpit-tuner export`.
 #[derive(Debug, clap::Args)]
@@ -159,7 +160,7 @@ impl Learned {
         let mut last: BTreeMap<(String, String, u64), (u32, &vocab::record::CollectiveTuning)> =
             BTreeMap::new();
         for (rank, r) in records {
-            if r.event != "decision" {
+            if r.event != CollectiveEvent::Decision {
                 continue;
             }
             let (Some(coll), Some(bin)) = (&r.collective, r.bin) else {
@@ -375,24 +376,26 @@ fn learned_from_run(run: &Run) -> Result<Learned> {
             missing.join("; ")
         );
     }
+    // By the library's name ("" without a header), with the library, its
+    // version and the ranks.
     let mut families = BTreeMap::new();
     for log in &run.ranks {
         let h = log.header.as_ref();
-        let lib = h.map(|h| h.library.clone()).unwrap_or_default();
+        let lib = h.map(|h| &h.library);
         let version = h.map(|h| h.library_version.clone()).unwrap_or_default();
         families
-            .entry(lib)
-            .or_insert_with(|| (version, Vec::new()))
-            .1
+            .entry(lib.map_or("", LibraryFamily::as_str))
+            .or_insert_with(|| (lib, version, Vec::new()))
+            .2
             .push(log.rank);
     }
     if families.len() > 1 {
         let list: Vec<String> = families
             .iter()
-            .map(|(lib, (_, ranks))| {
+            .map(|(name, (_, _, ranks))| {
                 format!(
                     "{} on ranks {}",
-                    if lib.is_empty() { "unknown" } else { lib },
+                    if name.is_empty() { "unknown" } else { name },
                     tuner_core::decide::format_ranks(ranks)
                 )
             })
@@ -402,7 +405,7 @@ fn learned_from_run(run: &Run) -> Result<Learned> {
             list.join(", ")
         );
     }
-    let (lib, (version, _)) = families.into_iter().next().expect("at least one rank");
+    let (name, (lib, version, _)) = families.into_iter().next().expect("at least one rank");
     let first_line = version.lines().next().unwrap_or("").trim().to_string();
     if run.ranks.iter().all(|r| r.collectives.is_empty()) {
         bail!(
@@ -410,12 +413,12 @@ fn learned_from_run(run: &Run) -> Result<Learned> {
              (`mpit-tuner run --tune-collectives`, or MPIT_TUNER_COLLECTIVES=tune): nothing to export"
         );
     }
-    let family = match lib.as_str() {
-        "mpich" => Family::Mpich,
-        "openmpi" => Family::OpenMpi,
-        other => bail!(
+    let family = match lib {
+        Some(LibraryFamily::Mpich) => Family::Mpich,
+        Some(LibraryFamily::OpenMpi) => Family::OpenMpi,
+        _ => bail!(
             "{dir} was made with {} ({first_line}): export knows the algorithm names of MPICH and Open MPI only",
-            if other.is_empty() { "an unknown library" } else { other }
+            if name.is_empty() { "an unknown library" } else { name }
         ),
     };
     let records = run
@@ -429,13 +432,11 @@ fn learned_from_run(run: &Run) -> Result<Learned> {
         let mut why: Vec<String> = Vec::new();
         for log in &run.ranks {
             for r in &log.collectives {
-                if matches!(
-                    r.event.as_str(),
-                    "off" | "stopped" | "setup_failed" | "skipped"
-                ) {
+                use CollectiveEvent::{Off, SetupFailed, Skipped, Stopped};
+                if matches!(r.event, Off | Stopped | SetupFailed | Skipped) {
                     let text = match &r.message {
                         Some(m) => format!("{}: {m}", r.event),
-                        None => r.event.clone(),
+                        None => r.event.to_string(),
                     };
                     if !why.contains(&text) {
                         why.push(text);
@@ -469,8 +470,6 @@ mod tests {
         time: f64,
     ) -> CollectiveTuning {
         CollectiveTuning {
-            t: 1.0,
-            event: "decision".into(),
             comm: comm.into(),
             comm_size: Some(size),
             collective: Some(coll.into()),
@@ -480,11 +479,8 @@ mod tests {
             time_us: Some(time),
             default_us: Some(100.0),
             calls: Some(10),
-            dropped: false,
             cost_us: Some(5.0),
-            message: None,
-            algorithms: Vec::new(),
-            request: None,
+            ..CollectiveTuning::new(1.0, CollectiveEvent::Decision)
         }
     }
 

@@ -93,6 +93,16 @@ pub enum Branch {
     Otherwise,
 }
 
+impl From<Branch> for vocab::record::Branch {
+    /// The branch as the log records it.
+    fn from(branch: Branch) -> vocab::record::Branch {
+        match branch {
+            Branch::Then => vocab::record::Branch::Then,
+            Branch::Otherwise => vocab::record::Branch::Otherwise,
+        }
+    }
+}
+
 impl fmt::Display for Branch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {

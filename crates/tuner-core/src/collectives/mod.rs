@@ -98,7 +98,7 @@ pub use tuner::{
 
 use std::collections::BTreeMap;
 use std::sync::{Mutex, OnceLock};
-use vocab::record::{CollectiveTuning, Record};
+use vocab::record::{CollectiveEvent, CollectiveTuning, Record};
 use vocab::summary::{CandidateTime, CollectiveOutcome};
 
 /// What this process logged so far, folded (for summary.json).
@@ -135,7 +135,8 @@ impl Outcomes {
     /// Folds one record in (records other than trials, decisions and
     /// pins are ignored).
     pub fn add(&mut self, r: &CollectiveTuning) {
-        if !matches!(r.event.as_str(), "trial" | "decision" | "pinned" | "held") {
+        use CollectiveEvent::{Decision, Held, Pinned, Trial};
+        if !matches!(r.event, Trial | Decision | Pinned | Held) {
             return;
         }
         let Some(collective) = &r.collective else {
@@ -161,12 +162,12 @@ impl Outcomes {
                 pinned_by: None,
             });
         let algorithm = r.algorithm.clone().unwrap_or_default();
-        if r.event == "pinned" || r.event == "held" {
+        if matches!(r.event, Pinned | Held) {
             // The user's choice, not a search result: `chosen` keeps what
             // the last search found.
             o.pinned = Some(algorithm);
             o.pinned_by = r.request.clone();
-        } else if r.event == "trial" {
+        } else if r.event == Trial {
             // A search measures the default first.
             o.default.get_or_insert_with(|| algorithm.clone());
             match o.candidates.iter_mut().find(|c| c.algorithm == algorithm) {
@@ -217,77 +218,79 @@ pub fn record(event: &TuneEvent) -> Record<'static> {
     r
 }
 
+/// The record's event for `what`.
+fn kind(what: &What) -> CollectiveEvent {
+    match what {
+        What::Search(Event::Trial { .. }) => CollectiveEvent::Trial,
+        What::Search(Event::Decision { .. }) => CollectiveEvent::Decision,
+        What::Search(Event::Recheck { .. }) => CollectiveEvent::Recheck,
+        What::Search(Event::Measured { .. }) => CollectiveEvent::Measured,
+        What::Search(Event::Pinned { .. }) => CollectiveEvent::Pinned,
+        What::Search(Event::Held { .. }) => CollectiveEvent::Held,
+        What::Search(Event::Stopped) => CollectiveEvent::Stopped,
+        What::SetupFailed(_) => CollectiveEvent::SetupFailed,
+        What::ReductionFailed(_) => CollectiveEvent::ReductionFailed,
+        What::WriteFailed(_) => CollectiveEvent::WriteFailed,
+        What::ApplicationWrote(_) => CollectiveEvent::ApplicationWrote,
+        What::Excluded(_) => CollectiveEvent::Excluded,
+        What::CallFailed(_) => CollectiveEvent::CallFailed,
+        What::Concurrent => CollectiveEvent::Concurrent,
+    }
+}
+
 fn make_record(event: &TuneEvent) -> Record<'static> {
     let t = started();
-    let name = |i: usize| {
-        event
-            .collective
-            .and_then(|c| t.and_then(|t| t.candidate_name(c, i)))
-            .map(str::to_string)
+    let mut r = CollectiveTuning::new(event.t, kind(&event.what));
+    if event.comm_size != 0 {
+        r.comm = format!("c{}.{}", event.comm >> 32, event.comm & 0xffff_ffff);
+        r.comm_size = Some(event.comm_size);
+    }
+    r.collective = event.collective.map(|c| c.name().to_string());
+    r.bin = match (event.collective, &event.what) {
+        (Some(_), What::Search(_) | What::ReductionFailed(_)) => {
+            t.map(|t| t.bins().range(event.bin))
+        }
+        _ => None,
     };
-    let value = |i: usize| {
-        event.collective.and_then(|c| {
-            t.and_then(|t| t.tuned().find(|x| x.collective == c))
-                .and_then(|x| x.candidates.get(i))
-                .map(|(_, v)| *v)
-        })
+    // The algorithm the event names: its name and its variable's value.
+    let candidate = match &event.what {
+        What::Search(
+            Event::Trial { candidate, .. }
+            | Event::Decision { candidate, .. }
+            | Event::Pinned { candidate, .. }
+            | Event::Held { candidate, .. },
+        ) => Some(*candidate),
+        // Measure mode measures the algorithm set at start.
+        What::Search(Event::Measured { .. }) => Some(0),
+        _ => None,
     };
-    let mut r = CollectiveTuning {
-        t: event.t,
-        event: String::new(),
-        comm: if event.comm_size == 0 {
-            String::new()
-        } else {
-            format!("c{}.{}", event.comm >> 32, event.comm & 0xffff_ffff)
-        },
-        comm_size: (event.comm_size != 0).then_some(event.comm_size),
-        collective: event.collective.map(|c| c.name().to_string()),
-        bin: match (event.collective, &event.what) {
-            (Some(_), What::Search(_) | What::ReductionFailed(_)) => {
-                t.map(|t| t.bins().range(event.bin))
-            }
-            _ => None,
-        },
-        algorithm: None,
-        value: None,
-        time_us: None,
-        default_us: None,
-        calls: None,
-        dropped: false,
-        cost_us: None,
-        message: None,
-        algorithms: Vec::new(),
-        request: None,
-    };
+    if let (Some(i), Some(c)) = (candidate, event.collective) {
+        r.algorithm = t.and_then(|t| t.candidate_name(c, i)).map(str::to_string);
+        r.value = t
+            .and_then(|t| t.tuned().find(|x| x.collective == c))
+            .and_then(|x| x.candidates.get(i))
+            .map(|(_, v)| *v);
+    }
+    let request = |key: u64| t.and_then(|t| t.request_id(key));
     match &event.what {
         What::Search(Event::Trial {
-            candidate,
-            ns,
-            calls,
-            dropped,
+            ns, calls, dropped, ..
         }) => {
-            r.event = "trial".into();
-            r.algorithm = name(*candidate);
-            r.value = value(*candidate);
             r.time_us = Some(ns / 1e3);
             r.calls = Some(*calls);
             r.dropped = *dropped;
         }
         What::Search(Event::Decision {
-            candidate,
             default_ns,
             chosen_ns,
             cost_ns,
+            ..
         }) => {
-            r.event = "decision".into();
-            r.algorithm = name(*candidate);
-            r.value = value(*candidate);
             r.time_us = Some(chosen_ns / 1e3);
             r.default_us = Some(default_ns / 1e3);
             r.cost_us = Some(cost_ns / 1e3);
         }
         What::Search(Event::Recheck { why, ns }) => {
-            r.event = "recheck".into();
             r.time_us = Some(ns / 1e3);
             r.message = Some(
                 match why {
@@ -300,76 +303,47 @@ fn make_record(event: &TuneEvent) -> Record<'static> {
             );
         }
         What::Search(Event::Measured { ns, calls }) => {
-            r.event = "measured".into();
-            r.algorithm = name(0);
-            r.value = value(0);
             r.time_us = Some(ns / 1e3);
             r.calls = Some(*calls);
         }
         What::Search(Event::Pinned {
-            candidate,
             calls,
-            request,
+            request: key,
+            ..
         }) => {
-            let id = t.and_then(|t| t.request_id(*request));
-            r.event = "pinned".into();
-            r.algorithm = name(*candidate);
-            r.value = value(*candidate);
+            let id = request(*key);
             r.calls = Some(*calls);
             r.message = Some(format!(
                 "user request {}: {} from the next call on, on every rank of the communicator; searching stops",
                 id.as_deref().unwrap_or("?"),
-                r.algorithm.as_deref().unwrap_or("?")
+                r.algorithm.as_deref().unwrap_or("?"),
             ));
             r.request = id;
         }
         What::Search(Event::Held {
-            candidate,
             ns,
             calls,
-            request,
+            request: key,
+            ..
         }) => {
-            r.event = "held".into();
-            r.algorithm = name(*candidate);
-            r.value = value(*candidate);
             r.calls = Some(*calls);
             r.time_us = (*ns > 0.0).then_some(ns / 1e3);
             r.message = Some(format!(
                 "the pinned {} ran every one of the {calls} calls since the pin",
-                r.algorithm.as_deref().unwrap_or("?")
+                r.algorithm.as_deref().unwrap_or("?"),
             ));
-            r.request = t.and_then(|t| t.request_id(*request));
+            r.request = request(*key);
         }
         What::Search(Event::Stopped) => {
-            r.event = "stopped".into();
             r.message = Some("a rank stopped tuning: the library's default from now on".into());
         }
-        What::SetupFailed(why) => {
-            r.event = "setup_failed".into();
-            r.message = Some(why.clone());
-        }
-        What::ReductionFailed(why) => {
-            r.event = "reduction_failed".into();
-            r.message = Some(why.clone());
-        }
-        What::WriteFailed(why) => {
-            r.event = "write_failed".into();
-            r.message = Some(why.clone());
-        }
-        What::ApplicationWrote(what) => {
-            r.event = "application_wrote".into();
-            r.message = Some(what.clone());
-        }
-        What::Excluded(why) => {
-            r.event = "excluded".into();
-            r.message = Some(why.clone());
-        }
-        What::CallFailed(why) => {
-            r.event = "call_failed".into();
-            r.message = Some(why.clone());
-        }
+        What::SetupFailed(why)
+        | What::ReductionFailed(why)
+        | What::WriteFailed(why)
+        | What::ApplicationWrote(why)
+        | What::Excluded(why)
+        | What::CallFailed(why) => r.message = Some(why.clone()),
         What::Concurrent => {
-            r.event = "concurrent".into();
             r.message = Some(
                 "collectives were called from two threads at once: tuning stops on every rank at the next agreed point"
                     .into(),
@@ -382,7 +356,8 @@ fn make_record(event: &TuneEvent) -> Record<'static> {
 /// Measure mode's record of a collective: the algorithm set at start
 /// (`algorithm`, `value`) and every one its variable has.
 pub fn algorithms_record(target: &Target, all: &[(String, i64)]) -> Record<'static> {
-    let mut r = blank(0.0, "algorithms", Some(target.cvar.name.clone()));
+    let mut r = CollectiveTuning::new(0.0, CollectiveEvent::Algorithms);
+    r.message = Some(target.cvar.name.clone());
     r.collective = Some(target.collective.name().to_string());
     r.algorithm = target.candidates.first().map(|(n, _)| n.clone());
     r.value = target.candidates.first().map(|(_, v)| *v);
@@ -396,28 +371,9 @@ pub fn algorithms_record(target: &Target, all: &[(String, i64)]) -> Record<'stat
     Record::Collective(r)
 }
 
-/// A record of the process (`start`, `off`) with a message.
-pub fn note(t: f64, event: &str, message: String) -> Record<'static> {
-    Record::Collective(blank(t, event, Some(message)))
-}
-
-fn blank(t: f64, event: &str, message: Option<String>) -> CollectiveTuning {
-    CollectiveTuning {
-        t,
-        event: event.into(),
-        comm: String::new(),
-        comm_size: None,
-        collective: None,
-        bin: None,
-        algorithm: None,
-        value: None,
-        time_us: None,
-        default_us: None,
-        calls: None,
-        dropped: false,
-        cost_us: None,
-        message,
-        algorithms: Vec::new(),
-        request: None,
-    }
+/// A record of the process (`start`, `off`, `skipped`) with a message.
+pub fn note(t: f64, event: CollectiveEvent, message: String) -> Record<'static> {
+    let mut r = CollectiveTuning::new(t, event);
+    r.message = Some(message);
+    Record::Collective(r)
 }

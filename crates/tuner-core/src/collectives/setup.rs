@@ -9,6 +9,7 @@ use crate::runtime::serde_name;
 use crate::runtime::{Config, RunInfo};
 use mpit::collective::{Collectives, Verdict};
 use mpit::{Catalogue, MpiT, Object, Result};
+use vocab::record::CollectiveEvent;
 
 /// Starts online collective tuning if this library allows it, on every
 /// rank or on none: the ranks agree that they tune the same collectives
@@ -95,7 +96,7 @@ pub(crate) fn start(
                     let (c, cvar) = match tune::algorithms(catalogue, info.version, *c) {
                         Ok((cvar, _)) => (*c, cvar),
                         Err(e) => {
-                            log.record(&tune::note(0.0, "skipped", e));
+                            log.record(&tune::note(0.0, CollectiveEvent::Skipped, e));
                             continue;
                         }
                     };
@@ -106,7 +107,7 @@ pub(crate) fn start(
                     let Some(start_value) = start_value else {
                         log.record(&tune::note(
                             0.0,
-                            "skipped",
+                            CollectiveEvent::Skipped,
                             format!("{}: its value cannot be read", cvar.name),
                         ));
                         continue;
@@ -116,7 +117,7 @@ pub(crate) fn start(
                             log.record(&tune::algorithms_record(&t, &all));
                             targets.push(t);
                         }
-                        Err(e) => log.record(&tune::note(0.0, "skipped", e)),
+                        Err(e) => log.record(&tune::note(0.0, CollectiveEvent::Skipped, e)),
                     }
                 }
                 mpit_ref = Some(own);
@@ -137,7 +138,7 @@ pub(crate) fn start(
                             } else {
                                 log.record(&tune::note(
                                     0.0,
-                                    "skipped",
+                                    CollectiveEvent::Skipped,
                                     format!(
                                         "{}: `{n}` is not one of its algorithms ({}); the policy file names it for {library}",
                                         tune::mpich_cvar(c),
@@ -195,7 +196,7 @@ pub(crate) fn start(
                                 // every call: one record at start.
                                 let version = by.version();
                                 for m in t.leave_out(|n| tune::open_mpi_left_out(version, *c, n)) {
-                                    log.record(&tune::note(0.0, "skipped", m));
+                                    log.record(&tune::note(0.0, CollectiveEvent::Skipped, m));
                                 }
                                 targets.push(t);
                             }
@@ -217,7 +218,7 @@ pub(crate) fn start(
     if let Some(own) = mpit_ref {
         let (tuner, messages) = tune::prepare(own, targets, fallback, by_comms, bins, params, rank);
         for m in messages {
-            log.record(&tune::note(0.0, "skipped", m));
+            log.record(&tune::note(0.0, CollectiveEvent::Skipped, m));
         }
         if tuner.is_none() && why_not.is_none() {
             why_not = Some(if wanted {
@@ -253,7 +254,7 @@ pub(crate) fn start(
                 });
                 log.record(&tune::note(
                     0.0,
-                    "start",
+                    CollectiveEvent::Start,
                     format!("{verb} {what}; window {} calls{fallback}", params.window),
                 ));
                 if rank == 0 {
@@ -267,7 +268,7 @@ pub(crate) fn start(
         (_, false, _) => "the ranks differ in what they could tune (library, variables or settings); collective tuning is off on all ranks".into(),
         (_, true, None) => why_not.unwrap_or_else(|| "nothing to tune".into()),
     };
-    log.record(&tune::note(0.0, "off", why_not.clone()));
+    log.record(&tune::note(0.0, CollectiveEvent::Off, why_not.clone()));
     tune::set_off_reason(why_not.clone());
     if rank == 0 {
         mpit::say!("mpit-tuner: collective tuning is off: {why_not}");
@@ -296,7 +297,7 @@ fn target_at_start(
         .and_then(|v| v.as_i64())
         .unwrap_or(0);
     tune::Target::find(catalogue, info.version, c, default, wanted)
-        .map_err(|e| log.record(&tune::note(0.0, "skipped", e)))
+        .map_err(|e| log.record(&tune::note(0.0, CollectiveEvent::Skipped, e)))
         .ok()
 }
 
@@ -387,7 +388,7 @@ fn drop_refused(
             if refused[row] == 0 {
                 log.record(&tune::note(
                     0.0,
-                    "skipped",
+                    CollectiveEvent::Skipped,
                     format!(
                         "{}: not tuned: rank {} cannot tune it (its log says why)",
                         t.cvar.name,
@@ -403,7 +404,7 @@ fn drop_refused(
             if !keep {
                 log.record(&tune::note(
                     0.0,
-                    "skipped",
+                    CollectiveEvent::Skipped,
                     format!(
                         "{}: `{name}` ({value}) dropped: refused on rank {}",
                         t.cvar.name,
@@ -436,7 +437,11 @@ fn try_candidates(
     let cvar = match mpit::Cvar::open(own, &t.cvar, Object::None) {
         Ok(c) => c,
         Err(e) => {
-            log.record(&tune::note(0.0, "skipped", format!("{}: {e}", t.cvar.name)));
+            log.record(&tune::note(
+                0.0,
+                CollectiveEvent::Skipped,
+                format!("{}: {e}", t.cvar.name),
+            ));
             return (None, None);
         }
     };
@@ -447,7 +452,7 @@ fn try_candidates(
             Ok(()) => row[i] = 0,
             Err(why) => log.record(&tune::note(
                 0.0,
-                "skipped",
+                CollectiveEvent::Skipped,
                 format!("{}: `{name}` ({value}) {why}", t.cvar.name),
             )),
         }
@@ -457,7 +462,7 @@ fn try_candidates(
             row[0] = no;
             log.record(&tune::note(
                 0.0,
-                "skipped",
+                CollectiveEvent::Skipped,
                 format!("{}: writing the default back failed: {e}", t.cvar.name),
             ));
         }
@@ -497,7 +502,7 @@ fn follow_stuck(
     match written {
         Ok(()) => log.record(&tune::note(
             0.0,
-            "skipped",
+            CollectiveEvent::Skipped,
             format!(
                 "{what}: every rank keeps `{name}` for the rest of the job, so that all run the \
                  same algorithm"
@@ -509,7 +514,7 @@ fn follow_stuck(
                  different algorithms for this collective"
             );
             mpit::say!("mpit-tuner[rank {rank}]: {message}");
-            log.record(&tune::note(0.0, "skipped", message));
+            log.record(&tune::note(0.0, CollectiveEvent::Skipped, message));
         }
     }
 }

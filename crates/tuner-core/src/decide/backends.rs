@@ -21,8 +21,16 @@ pub struct MpiBackend<'a> {
 }
 
 impl Backend for MpiBackend<'_> {
-    fn pvar(&self, name: &str) -> Option<&[f64]> {
-        self.snapshot.get(name).map(|v| v.metric.value.as_slice())
+    fn layout(&self) -> u64 {
+        self.snapshot.layout().id()
+    }
+
+    fn pvar_position(&self, name: &str) -> Option<usize> {
+        self.snapshot.layout().position(name)
+    }
+
+    fn pvar_at(&self, position: usize) -> Option<&[f64]> {
+        self.snapshot.value(position)
     }
 
     fn cvar(&mut self, name: &str) -> Option<Vec<f64>> {
@@ -66,7 +74,16 @@ impl Backend for MpiBackend<'_> {
 pub struct EnvBackend;
 
 impl Backend for EnvBackend {
-    fn pvar(&self, _name: &str) -> Option<&[f64]> {
+    fn layout(&self) -> u64 {
+        // The empty layout's id: there is no PVAR before MPI_T.
+        0
+    }
+
+    fn pvar_position(&self, _name: &str) -> Option<usize> {
+        None
+    }
+
+    fn pvar_at(&self, _position: usize) -> Option<&[f64]> {
         None
     }
 

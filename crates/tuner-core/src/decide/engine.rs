@@ -27,10 +27,27 @@ pub const DEFAULT_POLICIES: &str =
     include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../policies.toml"));
 
 /// Where values come from and where writes go.
+///
+/// Performance variables are served by position: the engine asks where
+/// each PVAR its policies read is ([`Backend::pvar_position`]) once per
+/// [`Backend::layout`], and on every evaluation reads the value at that
+/// position, with no lookup by name.
 pub trait Backend {
-    /// The latest value of a performance variable (unbound, or bound to
-    /// `MPI_COMM_WORLD`), element-wise.
-    fn pvar(&self, name: &str) -> Option<&[f64]>;
+    /// The id of the current positions of the PVARs: it changes whenever a
+    /// name may have moved or appeared, and ids of different positions
+    /// differ within the process (take new ones from
+    /// [`Layout::new_id`](crate::sample::Layout::new_id)).
+    fn layout(&self) -> u64;
+    /// The position of the performance variable `name` (unbound, or bound
+    /// to `MPI_COMM_WORLD`) in the current layout.
+    fn pvar_position(&self, name: &str) -> Option<usize>;
+    /// The latest value of the performance variable at `position`,
+    /// element-wise.
+    fn pvar_at(&self, position: usize) -> Option<&[f64]>;
+    /// The latest value of the performance variable `name`, found by name.
+    fn pvar(&self, name: &str) -> Option<&[f64]> {
+        self.pvar_at(self.pvar_position(name)?)
+    }
     /// The current value of a numeric control variable.
     fn cvar(&mut self, name: &str) -> Option<Vec<f64>>;
     /// Writes a control variable and reports what happened.
@@ -102,6 +119,14 @@ pub struct Engine {
     paused: Vec<bool>,
     /// Which slots read PVARs (true) or CVARs (false), decided at bind time.
     slot_is_pvar: Vec<bool>,
+    /// Which slots an expression reads: a variable the policies only write
+    /// is not gathered (its value would go unused, and reading a CVAR opens
+    /// a handle through MPI_T).
+    slot_is_read: Vec<bool>,
+    /// Where the backend serves each PVAR slot's values, for the backend
+    /// layout `positions_of` (see [`Engine::bind_positions`]).
+    positions: Vec<Option<usize>>,
+    positions_of: Option<u64>,
     /// Slot values gathered for the current evaluation.
     values: Vec<Vec<f64>>,
     present: Vec<bool>,
@@ -123,6 +148,13 @@ impl Engine {
             other_host: vec![false; n],
             paused: vec![false; n],
             slot_is_pvar: vec![false; slots],
+            slot_is_read: set
+                .variables()
+                .iter()
+                .map(|v| v.uses.read || v.uses.delta || v.uses.rate || v.uses.changes)
+                .collect(),
+            positions: vec![None; slots],
+            positions_of: None,
             values: vec![Vec::new(); slots],
             present: vec![false; slots],
             last_skip: vec![None; n],
@@ -208,6 +240,8 @@ impl Engine {
         catalogue: &dyn VariableLookup,
         phases: &[Phase],
     ) -> Vec<(usize, String, bool)> {
+        // Which slots are PVARs may change: positions are bound again.
+        self.positions_of = None;
         for (i, var) in self.set.variables().iter().enumerate() {
             self.slot_is_pvar[i] = match var.kind {
                 VarKind::Pvar => true,
@@ -265,6 +299,7 @@ impl Engine {
             Phase::PreInit | Phase::Init => When::Collective,
             Phase::Periodic | Phase::Finalize => When::RankLocal,
         };
+        self.bind_positions(backend);
         for i in 0..self.policies.len() {
             if self.policies[i].phase() != phase
                 || self.disabled[i].is_some()
@@ -318,7 +353,7 @@ impl Engine {
                         phase: phase.into(),
                         fired: true,
                         reason: None,
-                        branch: Some(branch.to_string()),
+                        branch: Some(branch.into()),
                         write: Some(write),
                         condition: policy.condition_value().map(|v| v.as_slice().to_vec()),
                         inputs: Some(inputs),
@@ -387,18 +422,34 @@ impl Engine {
         }
     }
 
+    /// Finds where `backend` serves each PVAR the policies read, once per
+    /// layout of the backend: when policies are bound (a new engine after
+    /// a reload starts unbound), and when the sampler's variables change.
+    fn bind_positions(&mut self, backend: &dyn Backend) {
+        let layout = backend.layout();
+        if self.positions_of == Some(layout) {
+            return;
+        }
+        for (i, var) in self.set.variables().iter().enumerate() {
+            self.positions[i] = if self.slot_is_pvar[i] {
+                backend.pvar_position(&var.name)
+            } else {
+                None
+            };
+        }
+        self.positions_of = Some(layout);
+    }
+
     /// Fills the slot values policy `i` reads.
     fn gather(&mut self, i: usize, backend: &mut dyn Backend) {
         for &slot in self.policies[i].slots() {
             let s = slot.index();
-            let name = match self.set.variables().get(s) {
-                Some(v) => v.name.as_str(),
-                None => continue,
+            let Some(buf) = self.values.get_mut(s).filter(|_| self.slot_is_read[s]) else {
+                continue;
             };
-            let buf = &mut self.values[s];
             buf.clear();
             self.present[s] = if self.slot_is_pvar[s] {
-                match backend.pvar(name) {
+                match self.positions[s].and_then(|p| backend.pvar_at(p)) {
                     Some(v) => {
                         buf.extend_from_slice(v);
                         true
@@ -406,6 +457,7 @@ impl Engine {
                     None => false,
                 }
             } else {
+                let name = &self.set.variables()[s].name;
                 match backend.cvar(name) {
                     Some(v) => {
                         buf.extend_from_slice(&v);
@@ -709,6 +761,104 @@ then    = [ { setenv = "C", value = "1" } ]
         assert_eq!(names("node07.cluster"), ["A", "C"]);
         assert_eq!(names("GPU-3"), ["B", "C"]);
         assert_eq!(names("other"), ["C"]);
+    }
+
+    /// PVARs by position, counting the lookups by name and the CVAR reads;
+    /// no CVAR (as before MPI_T: [`EnvBackend`]).
+    struct Positions {
+        layout: u64,
+        names: Vec<&'static str>,
+        values: Vec<Vec<f64>>,
+        lookups: std::cell::Cell<usize>,
+        cvar_reads: usize,
+    }
+
+    impl Backend for Positions {
+        fn layout(&self) -> u64 {
+            self.layout
+        }
+        fn pvar_position(&self, name: &str) -> Option<usize> {
+            self.lookups.set(self.lookups.get() + 1);
+            self.names.iter().position(|n| *n == name)
+        }
+        fn pvar_at(&self, position: usize) -> Option<&[f64]> {
+            self.values.get(position).map(Vec::as_slice)
+        }
+        fn cvar(&mut self, name: &str) -> Option<Vec<f64>> {
+            self.cvar_reads += 1;
+            EnvBackend.cvar(name)
+        }
+        fn write(&mut self, n: &str, i: Option<u32>, r: &Request, w: When, d: bool) -> CvarWrite {
+            EnvBackend.write(n, i, r, w, d)
+        }
+        fn setenv(&mut self, n: &str, v: &str, d: bool) -> Result<(), SetenvError> {
+            EnvBackend.setenv(n, v, d)
+        }
+        fn time(&self) -> f64 {
+            EnvBackend.time()
+        }
+    }
+
+    /// Positions are looked up once per layout, and again when the layout
+    /// changes (a variable moved): the values read follow the move. A CVAR
+    /// the policies only write is never read.
+    #[test]
+    fn pvars_are_bound_to_positions_once_per_layout() {
+        let policy = r#"[[policy]]
+name = "watch"
+every = "1ms"
+when = "x > 5"
+then = [ { note = "high" }, { set = "C", value = 1 } ]
+otherwise = [ { note = "low" } ]"#;
+        let set = PolicySet::parse(policy, "t.toml").unwrap();
+        let mut catalogue = policies::MemoryCatalogue::default();
+        catalogue.add_pvar(
+            "x",
+            PvarInfo {
+                class: PvarClass::Level,
+                count: 1,
+            },
+        );
+        catalogue.add_cvar(
+            "C",
+            CvarInfo {
+                scope: Scope::Local,
+                count: 1,
+                ty: CvarType::Int,
+            },
+        );
+        let mut engine = Engine::new(set);
+        assert!(engine.bind(&catalogue, RUNTIME_PHASES).is_empty());
+        let mut backend = Positions {
+            layout: 1,
+            names: vec!["y", "x"],
+            values: vec![vec![0.0], vec![9.0]],
+            lookups: Default::default(),
+            cvar_reads: 0,
+        };
+        let mut notes = Vec::new();
+        let mut tick = |engine: &mut Engine, backend: &mut Positions, ms: u64| {
+            let env = Env::new(0, 1, Duration::from_millis(ms));
+            engine.run(Phase::Periodic, backend, &env, &mut |r| {
+                if let Record::Note(n) = r {
+                    notes.push(n.text);
+                }
+            });
+        };
+        for ms in [0, 10, 20] {
+            tick(&mut engine, &mut backend, ms);
+        }
+        assert_eq!(backend.lookups.get(), 1);
+        // The sampler's variables change: `x` moves, with another value.
+        backend.layout = 2;
+        backend.names = vec!["x", "y"];
+        backend.values = vec![vec![1.0], vec![9.0]];
+        for ms in [30, 40] {
+            tick(&mut engine, &mut backend, ms);
+        }
+        assert_eq!(backend.lookups.get(), 2);
+        assert_eq!(notes, ["high", "low"]);
+        assert_eq!(backend.cvar_reads, 0);
     }
 
     #[test]

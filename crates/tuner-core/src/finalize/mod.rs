@@ -10,7 +10,7 @@ pub use summary::{
     local_quantities, reduce, signature, table, Summary, VariableStats, HISTOGRAM_BINS,
 };
 
-use crate::runtime::{serde_name, warning, HelperDone, Runtime};
+use crate::runtime::{warning, HelperDone, Runtime};
 use crate::sample::Snapshot;
 use crate::services::{Service, Tick};
 use mpit::collective::{Collectives, Verdict};
@@ -138,7 +138,7 @@ impl Runtime {
         }
         done.log.record(&Record::Close(record::Close {
             t: snapshot.t,
-            reason: "finalize".into(),
+            reason: record::CloseReason::Finalize,
             samples: snapshot.seq,
             objects_untracked: self.shared.objects.dropped(),
             objects_short_lived: self.shared.objects.short_lived(),
@@ -172,7 +172,7 @@ impl Runtime {
         let mut doc = vocab::summary::SummaryFile {
             version: record::FORMAT_VERSION,
             size: self.info.size,
-            library: serde_name(self.info.version.library),
+            library: self.info.version.library.into(),
             library_version: self.info.library_version.clone(),
             samples_rank0: snapshot.seq,
             duration_s: snapshot.t,

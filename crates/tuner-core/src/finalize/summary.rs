@@ -42,14 +42,13 @@ pub struct Summary {
 pub fn local_quantities(snapshot: &Snapshot) -> Vec<(String, &'static str, f64)> {
     let mut out = Vec::new();
     for v in snapshot
-        .vars
-        .iter()
-        .filter(|v| v.object.as_deref().is_none_or(|o| o == "world"))
+        .vars()
+        .filter(|v| v.object.is_none_or(|o| o == "world"))
         .filter(|v| !v.name.ends_with(".hist"))
     {
-        let name = match &v.object {
+        let name = match v.object {
             Some(o) => format!("{}@{o}", v.name),
-            None => v.name.clone(),
+            None => v.name.to_string(),
         };
         let value: f64 = v.metric.headline().iter().sum();
         out.push((name.clone(), v.metric.headline_kind(), value));

@@ -165,7 +165,11 @@ impl VariableLookup for ReplayCatalogue {
 #[derive(Debug, Clone)]
 pub struct ReplayBackend {
     pub(super) catalogue: ReplayCatalogue,
-    pub(super) pvars: HashMap<String, Vec<f64>>,
+    /// Every PVAR some sample gives, in one layout for the whole replay,
+    /// with its latest value (none before a sample gave it).
+    layout: u64,
+    positions: HashMap<String, usize>,
+    pvars: Vec<Option<Vec<f64>>>,
     pub(super) cvars: BTreeMap<String, Value>,
     pub(super) environment: BTreeMap<String, String>,
     /// Whether PVAR values are visible (not in pre-init and init).
@@ -183,9 +187,18 @@ impl ReplayBackend {
         if let Some(first) = trace.samples.first() {
             cvars.extend(first.cvars.iter().cloned());
         }
+        let catalogue = ReplayCatalogue::new(trace, set);
+        let positions: HashMap<String, usize> = catalogue
+            .observed
+            .keys()
+            .enumerate()
+            .map(|(i, name)| (name.clone(), i))
+            .collect();
         ReplayBackend {
-            catalogue: ReplayCatalogue::new(trace, set),
-            pvars: HashMap::new(),
+            layout: crate::sample::Layout::new_id(),
+            pvars: vec![None; positions.len()],
+            positions,
+            catalogue,
             cvars,
             environment: BTreeMap::new(),
             sampling: false,
@@ -199,7 +212,10 @@ impl ReplayBackend {
         self.sampling = true;
         self.now = sample.t;
         for (name, v) in &sample.pvars {
-            self.pvars.insert(name.clone(), v.clone());
+            // Every name of a sample is in the layout (made from them all).
+            if let Some(&i) = self.positions.get(name) {
+                self.pvars[i] = Some(v.clone());
+            }
         }
         for (name, v) in &sample.cvars {
             self.cvars.insert(name.clone(), v.clone());
@@ -223,11 +239,19 @@ impl ReplayBackend {
 }
 
 impl Backend for ReplayBackend {
-    fn pvar(&self, name: &str) -> Option<&[f64]> {
+    fn layout(&self) -> u64 {
+        self.layout
+    }
+
+    fn pvar_position(&self, name: &str) -> Option<usize> {
+        self.positions.get(name).copied()
+    }
+
+    fn pvar_at(&self, position: usize) -> Option<&[f64]> {
         if !self.sampling {
             return None;
         }
-        self.pvars.get(name).map(Vec::as_slice)
+        self.pvars.get(position)?.as_deref()
     }
 
     fn cvar(&mut self, name: &str) -> Option<Vec<f64>> {

@@ -73,8 +73,11 @@
 //! "#, "p.toml").unwrap();
 //! let traces = parse_trace(r#"{"t": 0, "pvars": {"queue": 20}, "cvars": {"POLL_FREQ": 32}}"#, "t.jsonl").unwrap();
 //! let out = replay(&set, &traces);
-//! let write = out[0].records.iter().find(|r| r["type"] == "write").unwrap();
-//! assert_eq!((write["old"].clone(), write["readback"].clone()), (serde_json::json!([32]), serde_json::json!([8])));
+//! let write = out[0].records.iter().find_map(|r| match r {
+//!     vocab::Record::Write(w) => Some(&w.attempt),
+//!     _ => None,
+//! }).unwrap();
+//! assert_eq!((&write.old, &write.readback), (&Some(vocab::Value::Int(vec![32])), &Some(vocab::Value::Int(vec![8]))));
 //! ```
 
 use crate::decide::actuator::{self, CvarWrite, Outcome, Request, When};
@@ -205,7 +208,7 @@ pub struct RankTrace {
     /// Size of `MPI_COMM_WORLD`.
     pub size: u32,
     /// The MPI library family of a log (`mpich`, `openmpi`), if known.
-    pub library: Option<String>,
+    pub library: Option<record::LibraryFamily>,
     /// The samples, in time order.
     pub samples: Vec<Sample>,
     /// CVAR values before the first sample.
@@ -225,11 +228,12 @@ pub struct RankReplay {
     pub size: u32,
     /// The input file.
     pub source: String,
-    /// The records, in order: a `replay` header, then `policy_disabled`,
-    /// `decision`, `write`, `setenv`, `note`, `recommendation` records as
-    /// in a live log, `policy_summary` per policy, and a closing `close`
-    /// record with the simulated values of the CVARs written.
-    pub records: Vec<Json>,
+    /// The records, in order: a `replay` record first, then
+    /// `policy_disabled`, `decision`, `write`, `setenv`, `note`,
+    /// `recommendation` records as in a live log, `policy_summary` per
+    /// policy, and a closing `replay_end` record with the simulated values
+    /// of the CVARs written and the environment set.
+    pub records: Vec<Record<'static>>,
 }
 
 /// Every phase, for binding.
@@ -252,7 +256,7 @@ fn replay_rank(set: &PolicySet, trace: &RankTrace) -> RankReplay {
     let last = trace.samples.last().map_or(t0, |s| s.t);
     let end = trace.end.map_or(last, |e| e.max(last));
     let (rank, size) = (trace.rank, trace.size.max(trace.rank + 1));
-    let mut push = |r: Record<'_>| records.push(serde_json::to_value(&r).unwrap_or(Json::Null));
+    let mut push = |r: Record<'static>| records.push(r);
     push(Record::Replay(record::ReplayStart {
         t: t0,
         rank,
@@ -282,7 +286,7 @@ fn replay_rank(set: &PolicySet, trace: &RankTrace) -> RankReplay {
         disabled[i] = Some(reason);
     }
 
-    let mut out = |r: Record<'static>| push(r);
+    let mut out = |r| push(r);
     let env = engine::env(rank, size, t0);
     engine.run(Phase::PreInit, &mut backend, &env, &mut out);
     engine.run(Phase::Init, &mut backend, &env, &mut out);
@@ -362,7 +366,7 @@ mod tests {
             size,
             host: "node".into(),
             pid: 1,
-            library: "openmpi".into(),
+            library: record::LibraryFamily::OpenMpi,
             library_version: String::new(),
             mpi_t_thread_level: "MULTIPLE".into(),
             concurrent_callers: false,
@@ -424,33 +428,36 @@ otherwise = [ {{ set = "MPIR_CVAR_VBUF_POOL_CONTROL", value = 0 }} ]
     const WASTEFUL: [u32; 4] = [60, 5, 2, 1];
     const BUSY: [u32; 4] = [60, 30, 28, 14];
 
-    fn of_type<'a>(r: &'a RankReplay, kind: &'a str) -> impl Iterator<Item = &'a Json> + 'a {
-        r.records.iter().filter(move |x| x["type"] == kind)
+    /// The records of a replay that are of one variant of [`Record`]:
+    /// `of!(r, Write)`.
+    macro_rules! of {
+        ($r:expr, $variant:ident) => {
+            $r.records.iter().filter_map(|x| match x {
+                Record::$variant(v) => Some(v),
+                _ => None,
+            })
+        };
+    }
+
+    fn ints(v: &[i64]) -> Value {
+        Value::Int(v.to_vec())
     }
 
     /// (time, CVAR, written value) of every successful write.
-    fn writes(r: &RankReplay) -> Vec<(f64, String, Json)> {
-        of_type(r, "write")
+    fn writes(r: &RankReplay) -> Vec<(f64, String, Value)> {
+        of!(r, Write)
             .map(|w| {
-                assert_eq!(w["outcome"], "written", "{w}");
-                (
-                    w["t"].as_f64().unwrap(),
-                    w["cvar"].as_str().unwrap().to_string(),
-                    w["readback"].clone(),
-                )
+                assert_eq!(w.attempt.outcome, Outcome::Written, "{w:?}");
+                let readback = w.attempt.readback.clone().unwrap();
+                (w.t, w.attempt.cvar.clone(), readback)
             })
             .collect()
     }
 
     fn reasons(r: &RankReplay) -> Vec<(f64, String)> {
-        of_type(r, "decision")
-            .filter(|d| d["fired"] == false)
-            .map(|d| {
-                (
-                    d["t"].as_f64().unwrap(),
-                    d["reason"].as_str().unwrap().to_string(),
-                )
-            })
+        of!(r, Decision)
+            .filter(|d| !d.fired)
+            .map(|d| (d.t, d.reason.clone().unwrap()))
             .collect()
     }
 
@@ -467,34 +474,31 @@ otherwise = [ {{ set = "MPIR_CVAR_VBUF_POOL_CONTROL", value = 0 }} ]
         assert_eq!(
             writes(r),
             vec![
-                (0.0, CONTROL.into(), json!([1])),
-                (0.0, REDUCED.into(), json!([60, 5, 2, 1])),
-                (3.0, CONTROL.into(), json!([0])),
+                (0.0, CONTROL.into(), ints(&[1])),
+                (0.0, REDUCED.into(), ints(&[60, 5, 2, 1])),
+                (3.0, CONTROL.into(), ints(&[0])),
             ]
         );
         // The audit records carry the old values and the decision's inputs.
-        let first = of_type(r, "write").next().unwrap();
-        assert_eq!(first["old"], json!([0]));
-        assert_eq!(first["requested"], json!([1]));
-        let reduced = of_type(r, "write").nth(1).unwrap();
-        assert_eq!(reduced["old"], json!([64, 32, 32, 16]));
-        let decision = of_type(r, "decision").find(|d| d["fired"] == true).unwrap();
-        assert_eq!(decision["branch"], "then");
+        let first = &of!(r, Write).next().unwrap().attempt;
+        assert_eq!(first.old, Some(ints(&[0])));
+        assert_eq!(first.requested, Some(ints(&[1])));
+        let reduced = &of!(r, Write).nth(1).unwrap().attempt;
+        assert_eq!(reduced.old, Some(ints(&[64, 32, 32, 16])));
+        let decision = of!(r, Decision).find(|d| d.fired).unwrap();
+        assert_eq!(decision.branch, Some(record::Branch::Then));
         assert_eq!(
-            decision["inputs"]["mv2_vbuf_max_use_array"],
-            json!([60.0, 5.0, 2.0, 1.0])
+            decision.inputs.as_ref().unwrap()["mv2_vbuf_max_use_array"],
+            Some(vec![60.0, 5.0, 2.0, 1.0])
         );
         // In between, nothing new to write.
         let steady = "already in effect".to_string();
         assert_eq!(reasons(r), vec![(1.0, steady.clone()), (4.0, steady)]);
-        let close = of_type(r, "replay_end").next().unwrap();
-        assert_eq!(close["cvars"][CONTROL], json!([0]));
-        assert_eq!(close["cvars"][REDUCED], json!([60, 5, 2, 1]));
-        let summary = of_type(r, "policy_summary").next().unwrap();
-        assert_eq!(
-            (summary["writes"].clone(), summary["firings"].clone()),
-            (json!(3), json!(2))
-        );
+        let close = of!(r, ReplayEnd).next().unwrap();
+        assert_eq!(close.cvars[CONTROL], ints(&[0]));
+        assert_eq!(close.cvars[REDUCED], ints(&[60, 5, 2, 1]));
+        let summary = of!(r, PolicySummary).next().unwrap();
+        assert_eq!((summary.writes, summary.firings), (3, 2));
     }
 
     #[test]
@@ -506,8 +510,8 @@ otherwise = [ {{ set = "MPIR_CVAR_VBUF_POOL_CONTROL", value = 0 }} ]
         assert_eq!(
             writes(&out[0])[2..],
             [
-                (2.0, CONTROL.to_string(), json!([1])),
-                (2.0, REDUCED.to_string(), json!([60, 9, 2, 1]))
+                (2.0, CONTROL.to_string(), ints(&[1])),
+                (2.0, REDUCED.to_string(), ints(&[60, 9, 2, 1]))
             ]
         );
     }
@@ -515,7 +519,7 @@ otherwise = [ {{ set = "MPIR_CVAR_VBUF_POOL_CONTROL", value = 0 }} ]
     #[test]
     fn no_waste_means_pool_control_off_from_the_start() {
         let out = replay(&vbuf_policy(""), &trace(&[BUSY, BUSY]));
-        assert_eq!(writes(&out[0]), vec![(0.0, CONTROL.into(), json!([0]))]);
+        assert_eq!(writes(&out[0]), vec![(0.0, CONTROL.into(), ints(&[0]))]);
     }
 
     #[test]
@@ -532,9 +536,9 @@ otherwise = [ {{ set = "MPIR_CVAR_VBUF_POOL_CONTROL", value = 0 }} ]
         assert_eq!(
             writes(r),
             vec![
-                (2.0, CONTROL.into(), json!([1])),
-                (2.0, REDUCED.into(), json!([60, 5, 2, 1])),
-                (7.0, CONTROL.into(), json!([0])),
+                (2.0, CONTROL.into(), ints(&[1])),
+                (2.0, REDUCED.into(), ints(&[60, 5, 2, 1])),
+                (7.0, CONTROL.into(), ints(&[0])),
             ],
             "{:#?}",
             r.records
@@ -571,9 +575,9 @@ otherwise = [ {{ set = "MPIR_CVAR_VBUF_POOL_CONTROL", value = 0 }} ]
         assert_eq!(
             writes(r),
             vec![
-                (0.0, CONTROL.into(), json!([1])),
-                (0.0, REDUCED.into(), json!([60, 5, 2, 1])),
-                (10.0, CONTROL.into(), json!([0])),
+                (0.0, CONTROL.into(), ints(&[1])),
+                (0.0, REDUCED.into(), ints(&[60, 5, 2, 1])),
+                (10.0, CONTROL.into(), ints(&[0])),
             ]
         );
         // The refusal is logged once when it starts, with the time left.
@@ -601,8 +605,8 @@ otherwise = [ {{ set = "MPIR_CVAR_VBUF_POOL_CONTROL", value = 0 }} ]
         // Waste stops at 1.5 s; the next due evaluation is at 2 s.
         assert_eq!(times, vec![0.0, 0.0, 2.0]);
         // CVAR values were unknown: the first write has no old value.
-        let first = of_type(&out[0], "write").next().unwrap();
-        assert!(first["old"].is_null());
+        let first = of!(&out[0], Write).next().unwrap();
+        assert!(first.attempt.old.is_none());
     }
 
     #[test]
@@ -654,8 +658,8 @@ then = [ { set = "LOCAL_ONE", value = 3 } ]
         assert_eq!((out[1].rank, out[1].size), (1, 2));
         // init writes ALL_EQ at the same point on every rank: allowed.
         let w = writes(&out[0]);
-        assert_eq!(w[0], (0.0, "ALGO".into(), json!([2])));
-        assert_eq!(w[1], (0.0, "LOCAL_ONE".into(), json!([3])));
+        assert_eq!(w[0], (0.0, "ALGO".into(), ints(&[2])));
+        assert_eq!(w[1], (0.0, "LOCAL_ONE".into(), ints(&[3])));
         assert_eq!(writes(&out[1]).len(), 1);
 
         // A periodic write of an ALL_EQ CVAR is disabled at bind time, as in
@@ -666,12 +670,9 @@ then = [ { set = "LOCAL_ONE", value = 3 } ]
         )
         .unwrap();
         let out = replay(&set, &parse_trace(text, "scopes.jsonl").unwrap());
-        let disabled = of_type(&out[0], "policy_disabled").next().unwrap();
-        assert!(
-            disabled["reason"].as_str().unwrap().contains("ALL_EQ"),
-            "{disabled}"
-        );
-        assert_eq!(of_type(&out[0], "write").count(), 0);
+        let disabled = of!(&out[0], PolicyDisabled).next().unwrap();
+        assert!(disabled.reason.contains("ALL_EQ"), "{disabled:?}");
+        assert_eq!(of!(&out[0], Write).count(), 0);
     }
 
     #[test]
@@ -737,8 +738,7 @@ then = [ { set = "LOCAL_ONE", value = 3 } ]
         )
         .unwrap();
         let out = replay(&set, &trace(&[WASTEFUL]));
-        let d = of_type(&out[0], "policy_disabled").next().unwrap();
-        let reason = d["reason"].as_str().unwrap();
+        let reason = &of!(&out[0], PolicyDisabled).next().unwrap().reason;
         assert!(
             reason.contains("`mv2_vbuf_alocated_array` is not in the replayed data")
                 && reason.contains("closest known names: mv2_vbuf_allocated_array"),
@@ -771,24 +771,17 @@ then = [ { recommend = "queue was busy" } ]
         let text = "{\"t\": 1, \"pvars\": {\"q\": 3}}\n{\"t\": 2, \"pvars\": {\"q\": 4}}\n";
         let out = replay(&set, &parse_trace(text, "t.jsonl").unwrap());
         let r = &out[0];
-        let kinds: Vec<&str> = r
-            .records
-            .iter()
-            .map(|x| x["type"].as_str().unwrap())
-            .collect();
+        let kinds: Vec<&str> = r.records.iter().map(Record::kind).collect();
         assert_eq!(kinds[0], "replay");
-        let setenv = of_type(r, "setenv").next().unwrap();
-        assert_eq!(
-            (setenv["t"].as_f64(), setenv["error"].clone()),
-            (Some(1.0), Json::Null)
-        );
+        let setenv = of!(r, Setenv).next().unwrap();
+        assert_eq!((setenv.t, setenv.error.clone()), (1.0, None));
         assert!(reasons(r)
             .iter()
             .any(|(t, why)| *t == 1.0 && why.starts_with("no value")));
-        let rec = of_type(r, "recommendation").next().unwrap();
-        assert_eq!(rec["t"].as_f64(), Some(2.0));
-        let close = of_type(r, "replay_end").next().unwrap();
-        assert_eq!(close["environment"]["UCX_RNDV_THRESH"], "64K");
+        let rec = of!(r, Recommendation).next().unwrap();
+        assert_eq!(rec.t, 2.0);
+        let close = of!(r, ReplayEnd).next().unwrap();
+        assert_eq!(close.environment["UCX_RNDV_THRESH"], "64K");
     }
 
     #[test]

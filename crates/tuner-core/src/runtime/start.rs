@@ -456,7 +456,7 @@ fn header(
         size: info.size,
         host: info.host.clone(),
         pid: info.pid,
-        library: serde_name(info.version.library),
+        library: info.version.library.into(),
         library_version: info.library_version.clone(),
         mpi_t_thread_level: serde_name(mpit.provided()),
         concurrent_callers: crate::sample::toolmetrics::concurrent_callers(),
@@ -478,7 +478,7 @@ fn close_disabled(log: &mut LogWriter, start: Instant, message: &str) {
     log.record(&warning(0.0, message));
     log.record(&Record::Close(record::Close {
         t: start.elapsed().as_secs_f64(),
-        reason: "disabled".into(),
+        reason: record::CloseReason::Disabled,
         samples: 0,
         objects_untracked: 0,
         objects_short_lived: 0,

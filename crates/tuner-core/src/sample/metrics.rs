@@ -15,7 +15,7 @@ use mpit::meta::PvarClass;
 use serde::Serialize;
 
 /// Running metrics of one variable on one object.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Serialize)]
 pub struct Metric {
     /// The class that decides which metrics are meaningful.
     pub class: PvarClass,
@@ -41,6 +41,32 @@ pub struct Metric {
     /// Number of samples taken.
     pub samples: u64,
     last_time: f64,
+}
+
+impl Clone for Metric {
+    fn clone(&self) -> Metric {
+        let mut m = Metric::new(self.class);
+        m.clone_from(self);
+        m
+    }
+
+    /// Copies `source` into the buffers this metric already has (a
+    /// snapshot's metrics are refilled so on every tick, without
+    /// allocating while the element count stays the same).
+    fn clone_from(&mut self, source: &Metric) {
+        self.class = source.class;
+        self.value.clone_from(&source.value);
+        self.delta.clone_from(&source.delta);
+        self.rate.clone_from(&source.rate);
+        self.first.clone_from(&source.first);
+        self.changes.clone_from(&source.changes);
+        self.change_total.clone_from(&source.change_total);
+        self.min.clone_from(&source.min);
+        self.max.clone_from(&source.max);
+        self.sum.clone_from(&source.sum);
+        self.samples = source.samples;
+        self.last_time = source.last_time;
+    }
 }
 
 impl Metric {

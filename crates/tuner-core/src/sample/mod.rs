@@ -2,7 +2,9 @@
 //! interposer, and what it keeps of it.
 //!
 //! - [`Sampler`] (`sampler.rs`): one owned PVAR session, the unbound PVARs
-//!   read every tick into a [`Snapshot`] published lock-free;
+//!   read every tick into a [`Snapshot`] published lock-free: the names of
+//!   its variables in a [`Layout`] shared by every snapshot until they
+//!   change, its metrics refilled in place;
 //! - [`Metric`] (`metrics.rs`): class-aware values (rates of counters,
 //!   levels of levels, high watermarks);
 //! - [`objects`]: the lock-free table of live communicators and windows
@@ -17,4 +19,4 @@ pub mod toolmetrics;
 
 pub use metrics::Metric;
 pub use objects::{ObjectTable, Tracked};
-pub use sampler::{SampledVar, Sampler, Snapshot};
+pub use sampler::{Layout, SampledVar, Sampler, Snapshot, VarName};

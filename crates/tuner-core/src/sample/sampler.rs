@@ -7,6 +7,7 @@
 
 use crate::runtime::Config;
 use crate::sample::objects::{ObjectTable, Tracked, MAX_HANDLES_PER_OBJECT};
+use crate::sample::toolmetrics::{self, Family};
 use crate::sample::Metric;
 use mpit::meta::{Binding, PvarClass};
 use mpit::value::Value;
@@ -17,35 +18,100 @@ use mpit::{Object, OwnedPvarSession, PvarHandle, PvarReader, SessionHandle};
 use serde::Serialize;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
 use vocab::record::{ObjectChange, SampleVar, SampledVariable};
 
-/// One variable in a snapshot: the latest value and derived metrics.
-///
-/// In the log it is written compactly, with the fields that mean something
-/// for its class: `value` always; `delta` and `rate` for counters,
-/// aggregates and timers; `changes` and `change_total` for watermarks;
-/// `min`, `max` and `mean` for the others.
-#[derive(Debug, Clone)]
-pub struct SampledVar {
-    /// The PVAR's name.
+/// What names one variable of a snapshot: the PVAR (or tool metric), the
+/// object it is bound to, its class.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VarName {
+    /// The PVAR's name, or a tool metric's (`tool.allreduce.calls`).
     pub name: String,
     /// The object it is bound to (`world`, `comm3`, `win1`), if bound.
     pub object: Option<String>,
     /// Its class.
     pub class: PvarClass,
-    /// The metrics.
-    pub metric: Metric,
 }
 
-impl SampledVar {
+/// The variables of a snapshot, in their order: the part of a snapshot
+/// that changes only when the sampler's list of variables does (a
+/// variable's first sample, a communicator tracked or freed, PVARs added by
+/// a refresh, a tool metric's first call). Every snapshot of the same list
+/// shares one layout (`Arc`), so a tick copies no name; a new list is a new
+/// layout with a new [`Layout::id`], which tells readers that bound
+/// variables to positions to bind them again.
+#[derive(Debug, Default)]
+pub struct Layout {
+    id: u64,
+    vars: Vec<VarName>,
+}
+
+/// The last layout id handed out (0 is the empty default layout's).
+static LAYOUT_IDS: AtomicU64 = AtomicU64::new(0);
+
+impl Layout {
+    /// A layout of `vars`, with a new id.
+    pub fn new(vars: Vec<VarName>) -> Layout {
+        Layout {
+            id: Layout::new_id(),
+            vars,
+        }
+    }
+
+    /// An id no layout of this process has had, for any list of values by
+    /// position (the replay's PVARs, a benchmark's).
+    pub fn new_id() -> u64 {
+        LAYOUT_IDS.fetch_add(1, Relaxed) + 1
+    }
+
+    /// The id: two layouts of this process have the same id only if they
+    /// are the same layout (0 for [`Layout::default`], which is empty).
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The variables, in order.
+    pub fn vars(&self) -> &[VarName] {
+        &self.vars
+    }
+
+    /// The position of the variable `name`: unbound, or bound to `world`.
+    pub fn position(&self, name: &str) -> Option<usize> {
+        self.vars
+            .iter()
+            .position(|v| v.name == name && v.object.as_deref().is_none_or(|o| o == "world"))
+    }
+}
+
+/// One variable of a snapshot: its name, object and class (from the
+/// layout) and its metrics.
+///
+/// In the log it is written compactly, with the fields that mean something
+/// for its class: `value` always; `delta` and `rate` for counters,
+/// aggregates and timers; `changes` and `change_total` for watermarks;
+/// `min`, `max` and `mean` for the others.
+#[derive(Debug, Clone, Copy)]
+pub struct SampledVar<'a> {
+    /// The PVAR's name.
+    pub name: &'a str,
+    /// The object it is bound to (`world`, `comm3`, `win1`), if bound.
+    pub object: Option<&'a str>,
+    /// Its class.
+    pub class: PvarClass,
+    /// The metrics.
+    pub metric: &'a Metric,
+}
+
+impl<'a> SampledVar<'a> {
     /// The sample entry of the log (borrowed: no copy of the values).
-    pub fn record(&self) -> SampleVar<'_> {
-        let m = &self.metric;
+    pub fn record(&self) -> SampleVar<'a> {
+        let m = self.metric;
         let (acc, wm) = (self.class.is_accumulating(), self.class.is_watermark());
         let other = !acc && !wm;
         SampleVar {
-            name: Cow::Borrowed(&self.name),
-            object: self.object.as_deref().map(Cow::Borrowed),
+            name: Cow::Borrowed(self.name),
+            object: self.object.map(Cow::Borrowed),
             class: self.class,
             value: Cow::Borrowed(&m.value),
             delta: acc.then_some(Cow::Borrowed(&m.delta[..])),
@@ -59,30 +125,61 @@ impl SampledVar {
     }
 }
 
-impl Serialize for SampledVar {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        self.record().serialize(s)
-    }
-}
-
 /// Everything the sampler knows at one tick, published lock-free for other
-/// readers (policies, tests).
-#[derive(Debug, Clone, Default, Serialize)]
+/// readers (policies, tests): the time, the [`Layout`] (shared with the
+/// other snapshots of the same variables) and one [`Metric`] per variable
+/// of the layout. [`Sampler::snapshot_into`] refills a snapshot in place.
+#[derive(Debug, Clone, Default)]
 pub struct Snapshot {
     /// Seconds since the tuner started.
     pub t: f64,
     /// Sample number (0 before the first sample).
     pub seq: u64,
-    /// The variables, in a stable order.
-    pub vars: Vec<SampledVar>,
+    layout: Arc<Layout>,
+    metrics: Vec<Metric>,
 }
 
 impl Snapshot {
-    /// The variable named `name` (unbound, or bound to `world`).
-    pub fn get(&self, name: &str) -> Option<&SampledVar> {
-        self.vars
+    /// A snapshot of `vars` (a new layout), for tests and benchmarks.
+    pub fn new(t: f64, seq: u64, vars: Vec<(VarName, Metric)>) -> Snapshot {
+        let (names, metrics) = vars.into_iter().unzip();
+        Snapshot {
+            t,
+            seq,
+            layout: Arc::new(Layout::new(names)),
+            metrics,
+        }
+    }
+
+    /// The variables' names, objects and classes.
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// The variables, in the layout's order.
+    pub fn vars(&self) -> impl ExactSizeIterator<Item = SampledVar<'_>> + '_ {
+        self.layout
+            .vars
             .iter()
-            .find(|v| v.name == name && v.object.as_deref().is_none_or(|o| o == "world"))
+            .zip(&self.metrics)
+            .map(|(v, metric)| SampledVar {
+                name: &v.name,
+                object: v.object.as_deref(),
+                class: v.class,
+                metric,
+            })
+    }
+
+    /// The latest value of the variable at `position` in the layout.
+    pub fn value(&self, position: usize) -> Option<&[f64]> {
+        self.metrics.get(position).map(|m| m.value.as_slice())
+    }
+
+    /// The variable named `name` (unbound, or bound to `world`), found by
+    /// name: for the cold paths; the engine binds positions instead.
+    pub fn get(&self, name: &str) -> Option<SampledVar<'_>> {
+        let i = self.layout.position(name)?;
+        self.vars().nth(i)
     }
 }
 
@@ -132,6 +229,14 @@ pub struct Sampler {
     tool: BTreeMap<String, (PvarClass, Metric)>,
     /// Variables whose read failed and was reported.
     read_failures: HashSet<String>,
+    /// The variables of the snapshots, until they change.
+    layout: Arc<Layout>,
+    /// Whether the variables changed since `layout` was made.
+    layout_stale: bool,
+    /// Buffers of `sample`, kept from tick to tick: one variable's values,
+    /// the objects whose handles are read.
+    values: Vec<f64>,
+    active: Vec<Tracked>,
 }
 
 impl Sampler {
@@ -151,6 +256,10 @@ impl Sampler {
             reaped: Vec::new(),
             tool: BTreeMap::new(),
             read_failures: HashSet::new(),
+            layout: Arc::default(),
+            layout_stale: true,
+            values: Vec::new(),
+            active: Vec::new(),
         };
         sampler.adopt_new_variables(config);
         Ok(sampler)
@@ -354,16 +463,21 @@ impl Sampler {
                 self.objects.insert(tracked.id, ObjectVars { label, vars });
             }
         }
+        // Bound variables came or went.
+        self.layout_stale |= !events.is_empty();
         events
     }
 
     /// Reads every handle and updates the metrics; `time` is seconds since
-    /// start.
+    /// start. Allocates nothing once every variable has had its first
+    /// sample (the buffers are kept from tick to tick).
     pub fn sample(&mut self, table: &ObjectTable, time: f64) {
         let reader = &self.reader;
         let session = self.session.handle();
-        let mut values = Vec::new();
+        let values = &mut self.values;
         let mut failed = Vec::new();
+        // A variable's first sample puts it in the snapshots.
+        let mut first = false;
         for u in &mut self.unbound {
             if read(
                 reader,
@@ -372,20 +486,22 @@ impl Sampler {
                 &u.info,
                 u.count,
                 &mut self.buf,
-                &mut values,
+                values,
                 &mut failed,
             ) {
-                u.metric.update(&values, time);
+                first |= u.metric.samples == 0;
+                u.metric.update(values, time);
             }
         }
-        let active: Vec<Tracked> = table.active_objects().collect();
-        for tracked in active {
+        self.active.clear();
+        self.active.extend(table.active_objects());
+        for tracked in &self.active {
             let Some(obj) = self.objects.get_mut(&tracked.id) else {
                 continue;
             };
             let bound = &self.bound;
             let buf = &mut self.buf;
-            table.with_handles(tracked, |session, handles| {
+            table.with_handles(*tracked, |session, handles| {
                 for ((i, count, metric), handle) in obj.vars.iter_mut().zip(handles) {
                     if read(
                         reader,
@@ -394,14 +510,16 @@ impl Sampler {
                         &bound[*i],
                         *count,
                         buf,
-                        &mut values,
+                        values,
                         &mut failed,
                     ) {
-                        metric.update(&values, time);
+                        first |= metric.samples == 0;
+                        metric.update(values, time);
                     }
                 }
             });
         }
+        self.layout_stale |= first;
         for (name, error) in failed {
             if self.read_failures.insert(name.clone()) {
                 self.warnings.push(format!(
@@ -415,13 +533,17 @@ impl Sampler {
     pub fn sample_tool_metrics(&mut self, time: f64) {
         let mut mpi_time = 0.0;
         let mut any = false;
-        for f in crate::sample::toolmetrics::snapshot() {
+        for family in Family::ALL {
+            let f = toolmetrics::family_snapshot(family);
             if f.calls == 0 {
                 continue;
             }
             any = true;
             mpi_time += f.seconds;
-            let hist: Vec<f64> = f.hist.iter().map(|&n| n as f64).collect();
+            let mut hist = [0.0; toolmetrics::BUCKETS];
+            for (h, &n) in hist.iter_mut().zip(&f.hist) {
+                *h = n as f64;
+            }
             let entries: [(&str, PvarClass, &[f64]); 6] = [
                 ("calls", PvarClass::Counter, &[f.calls as f64]),
                 ("bytes", PvarClass::Counter, &[f.bytes as f64]),
@@ -438,7 +560,7 @@ impl Sampler {
                 ),
                 ("hist", PvarClass::Counter, &hist),
             ];
-            let names = crate::sample::toolmetrics::family_metric_names(f.family);
+            let names = toolmetrics::family_metric_names(f.family);
             for ((metric, class, values), key) in entries.into_iter().zip(names) {
                 debug_assert!(key.ends_with(metric));
                 // Names are formatted once per process, not on every tick.
@@ -455,55 +577,94 @@ impl Sampler {
                 }
                 m.update(values, time);
                 self.tool.insert(key.clone(), (class, m));
+                self.layout_stale = true;
             }
         }
         if any {
-            self.tool
-                .entry("tool.mpi.time".into())
-                .or_insert_with(|| {
-                    let mut m = Metric::new(PvarClass::Timer);
-                    m.update(&[0.0], 0.0);
-                    (PvarClass::Timer, m)
-                })
-                .1
-                .update(&[mpi_time], time);
+            const MPI_TIME: &str = "tool.mpi.time";
+            if let Some((_, m)) = self.tool.get_mut(MPI_TIME) {
+                m.update(&[mpi_time], time);
+            } else {
+                let mut m = Metric::new(PvarClass::Timer);
+                m.update(&[0.0], 0.0);
+                m.update(&[mpi_time], time);
+                self.tool.insert(MPI_TIME.into(), (PvarClass::Timer, m));
+                self.layout_stale = true;
+            }
         }
     }
 
-    /// The current metrics as a snapshot.
-    pub fn snapshot(&self, time: f64, seq: u64) -> Snapshot {
-        let mut vars: Vec<SampledVar> = self
+    /// The variables a snapshot holds, in order, with their metrics:
+    /// unbound PVARs, bound ones per tracked object, tool metrics; only
+    /// those sampled at least once.
+    fn entries(&self) -> impl Iterator<Item = ((&str, Option<&str>, PvarClass), &Metric)> + '_ {
+        let unbound = self
             .unbound
             .iter()
             .filter(|u| u.metric.samples > 0)
-            .map(|u| SampledVar {
-                name: u.info.name.clone(),
-                object: None,
-                class: u.info.class,
-                metric: u.metric.clone(),
-            })
-            .collect();
-        for obj in self.objects.values() {
-            for (i, _, metric) in &obj.vars {
-                if metric.samples > 0 {
-                    vars.push(SampledVar {
-                        name: self.bound[*i].name.clone(),
-                        object: Some(obj.label.clone()),
-                        class: self.bound[*i].class,
-                        metric: metric.clone(),
-                    });
-                }
+            .map(|u| ((u.info.name.as_str(), None, u.info.class), &u.metric));
+        let bound = self.objects.values().flat_map(move |obj| {
+            obj.vars
+                .iter()
+                .filter(|(_, _, metric)| metric.samples > 0)
+                .map(move |(i, _, metric)| {
+                    let info = &self.bound[*i];
+                    (
+                        (info.name.as_str(), Some(obj.label.as_str()), info.class),
+                        metric,
+                    )
+                })
+        });
+        let tool = self
+            .tool
+            .iter()
+            .map(|(name, (class, metric))| ((name.as_str(), None, *class), metric));
+        unbound.chain(bound).chain(tool)
+    }
+
+    /// The current metrics as a new snapshot.
+    pub fn snapshot(&mut self, time: f64, seq: u64) -> Snapshot {
+        let mut snapshot = Snapshot::default();
+        self.snapshot_into(&mut snapshot, time, seq);
+        snapshot
+    }
+
+    /// Refills `snapshot` with the current metrics. Its layout is the
+    /// sampler's (shared, made again only when the variables changed); its
+    /// metrics are copied into the buffers it already has, so a tick whose
+    /// variables and element counts did not change allocates nothing.
+    pub fn snapshot_into(&mut self, snapshot: &mut Snapshot, time: f64, seq: u64) {
+        if self.layout_stale {
+            let names = self
+                .entries()
+                .map(|((name, object, class), _)| VarName {
+                    name: name.to_string(),
+                    object: object.map(str::to_string),
+                    class,
+                })
+                .collect();
+            self.layout = Arc::new(Layout::new(names));
+            self.layout_stale = false;
+        }
+        if !Arc::ptr_eq(&snapshot.layout, &self.layout) {
+            snapshot.layout = Arc::clone(&self.layout);
+        }
+        snapshot.t = time;
+        snapshot.seq = seq;
+        let n = self.layout.vars.len();
+        snapshot.metrics.truncate(n);
+        let metrics = &mut snapshot.metrics;
+        for (i, (_, metric)) in self.entries().enumerate() {
+            match metrics.get_mut(i) {
+                Some(m) => m.clone_from(metric),
+                None => metrics.push(metric.clone()),
             }
         }
-        for (name, (class, metric)) in &self.tool {
-            vars.push(SampledVar {
-                name: name.clone(),
-                object: None,
-                class: *class,
-                metric: metric.clone(),
-            });
-        }
-        Snapshot { t: time, seq, vars }
+        debug_assert_eq!(
+            metrics.len(),
+            n,
+            "the sampler's variables changed without a new layout"
+        );
     }
 
     /// Stops and frees the unbound handles and the session. Bound handles

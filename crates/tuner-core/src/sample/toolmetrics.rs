@@ -320,30 +320,31 @@ impl FamilySnapshot {
 
 /// Reads every family's counters.
 pub fn snapshot() -> Vec<FamilySnapshot> {
-    Family::ALL
-        .iter()
-        .map(|&family| {
-            let c = &COUNTERS[family as usize];
-            let calls = c.calls.load(Relaxed);
-            let seconds = estimated_seconds(
-                calls,
-                c.exact_nanos.load(Relaxed),
-                c.sampled_calls.load(Relaxed),
-                c.sampled_nanos.load(Relaxed),
-            );
-            let mut hist = [0u64; BUCKETS];
-            for (h, a) in hist.iter_mut().zip(&c.hist) {
-                *h = a.load(Relaxed);
-            }
-            FamilySnapshot {
-                family,
-                calls,
-                bytes: c.bytes.load(Relaxed),
-                seconds,
-                hist,
-            }
-        })
-        .collect()
+    Family::ALL.iter().map(|&f| family_snapshot(f)).collect()
+}
+
+/// Reads one family's counters (no allocation: the sampler does this for
+/// every family on every tick).
+pub fn family_snapshot(family: Family) -> FamilySnapshot {
+    let c = &COUNTERS[family as usize];
+    let calls = c.calls.load(Relaxed);
+    let seconds = estimated_seconds(
+        calls,
+        c.exact_nanos.load(Relaxed),
+        c.sampled_calls.load(Relaxed),
+        c.sampled_nanos.load(Relaxed),
+    );
+    let mut hist = [0u64; BUCKETS];
+    for (h, a) in hist.iter_mut().zip(&c.hist) {
+        *h = a.load(Relaxed);
+    }
+    FamilySnapshot {
+        family,
+        calls,
+        bytes: c.bytes.load(Relaxed),
+        seconds,
+        hist,
+    }
 }
 
 /// The metrics each family publishes (`tool.<family>.<metric>`), in the

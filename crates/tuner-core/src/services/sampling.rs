@@ -7,7 +7,7 @@
 use super::{Open, Peers, Service, Tick};
 use crate::runtime::log::LogWriter;
 use crate::runtime::warning;
-use crate::sample::{SampledVar, Sampler};
+use crate::sample::{Sampler, Snapshot};
 use std::borrow::Cow;
 use std::sync::Arc;
 use vocab::record::{self, Record};
@@ -18,6 +18,11 @@ pub struct Sampling {
     sampler: Option<Sampler>,
     /// Samples taken.
     seq: u64,
+    /// This tick's snapshot, kept to be refilled two ticks on.
+    last: Option<Arc<Snapshot>>,
+    /// The snapshot before it: the runtime has published a newer one, so
+    /// only a reader that still holds it makes refilling it copy.
+    spare: Option<Arc<Snapshot>>,
 }
 
 impl Service for Sampling {
@@ -55,15 +60,18 @@ impl Service for Sampling {
         sampler.sample(tick.objects, t);
         sampler.sample_tool_metrics(t);
         self.seq += 1;
-        let snapshot = Arc::new(sampler.snapshot(t, self.seq));
+        // Refilled in place, unless a reader still holds it (then a copy).
+        let mut snapshot = self.spare.take().unwrap_or_default();
+        sampler.snapshot_into(Arc::make_mut(&mut snapshot), t, self.seq);
         tick.log.record(&Record::Sample(record::Sample {
             t,
             seq: self.seq,
-            vars: Cow::Owned(snapshot.vars.iter().map(SampledVar::record).collect()),
+            vars: Cow::Owned(snapshot.vars().map(|v| v.record()).collect()),
         }));
         for w in sampler.take_warnings() {
             tick.log.record(&warning(t, &w));
         }
+        self.spare = self.last.replace(Arc::clone(&snapshot));
         tick.snapshot = snapshot;
     }
 

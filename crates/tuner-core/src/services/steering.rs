@@ -32,7 +32,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use vocab::control::{self, Action, Request, CONTROL_DIR, MAX_REQUEST_BYTES};
-use vocab::record::{self, ControlAnswer, ControlOutcome, ControlWrite, Record};
+use vocab::record::{self, ControlAnswer, ControlKind, ControlOutcome, ControlWrite, Record};
 
 /// The shortest time between two listings of the control directory (one
 /// `readdir` per rank: on a shared file system, thousands of ranks list it).
@@ -135,12 +135,12 @@ impl State {
         let t = tick.t;
         let path = self.dir.join(name);
         let id = control::id_of_file_name(name).unwrap_or(name).to_string();
-        let answer = |log: &mut LogWriter, kind: &str, request: String, answer: Answer| {
+        let answer = |log: &mut LogWriter, kind: ControlKind, request: String, answer: Answer| {
             let (outcome, message, write) = answer;
             log.record(&Record::Control(ControlAnswer {
                 t,
                 id: id.clone(),
-                kind: kind.to_string(),
+                kind,
                 request,
                 outcome,
                 message,
@@ -159,7 +159,7 @@ impl State {
             }
             Read::Failed(why) => {
                 let a = (ControlOutcome::Error, Some(why), None);
-                return answer(tick.log, "", String::new(), a);
+                return answer(tick.log, ControlKind::NotARequest, String::new(), a);
             }
         };
         let request = match Request::parse(&bytes) {
@@ -168,14 +168,14 @@ impl State {
                 let why = format!("the request's id {:?} is not its file's name", r.id);
                 return answer(
                     tick.log,
-                    "",
+                    ControlKind::NotARequest,
                     String::new(),
                     (ControlOutcome::Error, Some(why), None),
                 );
             }
             Err(e) => {
                 let a = (ControlOutcome::Error, Some(format!("{name}: {e}")), None);
-                return answer(tick.log, "", String::new(), a);
+                return answer(tick.log, ControlKind::NotARequest, String::new(), a);
             }
         };
         // A variable every rank must hold the same value of: for every

@@ -52,7 +52,7 @@ pub fn facts(run: &Run) -> Facts {
     let first = headers.first().map(|(_, h)| *h);
     let library = summary
         .and_then(|s| s.library.clone())
-        .or_else(|| first.map(|h| h.library.clone()))
+        .or_else(|| first.map(|h| h.library.to_string()))
         .unwrap_or_else(|| "unknown".into());
     let library_version = summary
         .and_then(|s| s.library_version.clone())

@@ -191,13 +191,7 @@ pub fn recompute_advice(
 ) -> Vec<Advice> {
     let header = run.ranks.iter().find_map(|r| r.header.as_ref());
     let library = header.map(|h| match Library::from_version(&h.library_version) {
-        Library::Unknown => match h.library.as_str() {
-            "mpich" => Library::Mpich,
-            "openmpi" => Library::OpenMpi,
-            "mvapich2" => Library::Mvapich2,
-            "intelmpi" => Library::IntelMpi,
-            _ => Library::Unknown,
-        },
+        Library::Unknown => Library::from(&h.library),
         l => l,
     });
     let summary = Summary {

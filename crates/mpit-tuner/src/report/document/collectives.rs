@@ -8,7 +8,7 @@ use crate::report::reading::Run;
 use crate::report::tables::{Block, Section};
 use std::collections::BTreeMap;
 use tuner_core::collectives::{self, OutcomeKey, Outcomes};
-use vocab::record::CollectiveTuning;
+use vocab::record::{CollectiveEvent, CollectiveTuning};
 use vocab::summary::CollectiveOutcome;
 
 /// What the searches found, per (communicator, collective, bin), from the
@@ -58,21 +58,21 @@ pub(super) fn collectives(run: &Run) -> Option<Section> {
                     r.bin.map_or(0, |b| b.0),
                 )
             };
-            match r.event.as_str() {
-                "pinned" => {
+            match r.event {
+                CollectiveEvent::Pinned => {
                     let entry = pinned.entry(key()).or_insert((r, None, log.rank));
                     if entry.2 == log.rank {
                         *entry = (r, None, log.rank);
                     }
                 }
-                "held" => {
+                CollectiveEvent::Held => {
                     if let Some(entry) = pinned.get_mut(&key()) {
                         if entry.2 == log.rank && entry.0.request == r.request {
                             entry.1 = r.time_us;
                         }
                     }
                 }
-                "decision" => {
+                CollectiveEvent::Decision => {
                     let key = (
                         r.comm.clone(),
                         r.collective.clone().unwrap_or_default(),
@@ -86,12 +86,19 @@ pub(super) fn collectives(run: &Run) -> Option<Section> {
                         entry.1 += r.cost_us.unwrap_or(0.0);
                     }
                 }
-                "start" | "off" | "skipped" | "stopped" | "setup_failed" | "reduction_failed"
-                | "write_failed" | "application_wrote" | "concurrent" => {
+                CollectiveEvent::Start
+                | CollectiveEvent::Off
+                | CollectiveEvent::Skipped
+                | CollectiveEvent::Stopped
+                | CollectiveEvent::SetupFailed
+                | CollectiveEvent::ReductionFailed
+                | CollectiveEvent::WriteFailed
+                | CollectiveEvent::ApplicationWrote
+                | CollectiveEvent::Concurrent => {
                     let text = match (&r.message, r.collective.as_deref()) {
                         (Some(m), Some(c)) => format!("{} {c}: {m}", r.event),
                         (Some(m), None) => format!("{}: {m}", r.event),
-                        (None, _) => r.event.clone(),
+                        (None, _) => r.event.to_string(),
                     };
                     messages.entry(text).or_default().push(log.rank);
                 }

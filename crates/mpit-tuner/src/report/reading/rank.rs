@@ -56,7 +56,7 @@ pub struct RankLog {
     /// The `t` of the last record.
     pub last_t: f64,
     /// The close record: (`t`, `reason`, `samples`).
-    pub close: Option<(f64, String, u64)>,
+    pub close: Option<(f64, record::CloseReason, u64)>,
     /// Per variable, in order of appearance.
     pub vars: Vec<VarAgg>,
     /// Time series of the variables asked for (key -> points).
