@@ -523,11 +523,7 @@ impl VariableLookup for CatalogueView<'_> {
         } else {
             1
         };
-        Some(CvarInfo {
-            scope: convert_scope(c.scope)?,
-            count: count.max(1),
-            ty: cvar_type(c),
-        })
+        Some(cvar_info(c, convert_scope(c.scope)?, count))
     }
 
     fn names(&self) -> Vec<String> {
@@ -545,6 +541,16 @@ impl VariableLookup for CatalogueView<'_> {
         crate::sample::toolmetrics::metric_names()
             .iter()
             .any(|n| n == name)
+    }
+}
+
+/// What the policies know of a library CVAR of `scope` and `count`
+/// elements (a string's count is its maximum length).
+pub(crate) fn cvar_info(info: &mpit::CvarInfo, scope: Scope, count: usize) -> CvarInfo {
+    CvarInfo {
+        scope,
+        count: count.max(1),
+        ty: cvar_type(info),
     }
 }
 

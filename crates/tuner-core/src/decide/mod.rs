@@ -18,5 +18,5 @@ pub use engine::{
     convert_class, convert_scope, env, format_ranks, load, refused, Backend, CatalogueView, Engine,
     LoadError, DEFAULT_POLICIES, RUNTIME_PHASES,
 };
-pub(crate) use engine::{cvar_type, WriteCounts};
+pub(crate) use engine::{cvar_info, WriteCounts};
 pub use hooks::PolicyHooks;

@@ -127,16 +127,15 @@ impl VariableLookup for ReplayCatalogue {
             .or_else(|| self.known.get(name).map(Value::len))
             .or_else(|| self.written.get(name).map(|w| w.count))
             .unwrap_or(1);
-        Some(CvarInfo {
-            // UNKNOWN cannot be declared (Scope::parse does not accept it).
-            scope: convert_scope(info.scope).unwrap_or(policies::Scope::Local),
-            count: if info.datatype == Datatype::Char {
-                count.max(4096)
-            } else {
-                count.max(1)
-            },
-            ty: crate::decide::cvar_type(&info),
-        })
+        // A string's length is unknown offline: room for any value.
+        let count = if info.datatype == Datatype::Char {
+            count.max(4096)
+        } else {
+            count
+        };
+        // UNKNOWN cannot be declared (Scope::parse does not accept it).
+        let scope = convert_scope(info.scope).unwrap_or(policies::Scope::Local);
+        Some(crate::decide::cvar_info(&info, scope, count))
     }
 
     fn names(&self) -> Vec<String> {
