@@ -35,7 +35,7 @@ mod replay;
 mod report;
 mod run;
 mod schema;
-mod steer;
+mod steering;
 mod table;
 mod tune;
 mod watch;
@@ -126,20 +126,20 @@ enum Command {
     /// are refused. Any other ALL_EQ or GROUP_EQ variable, or any while
     /// online tuning is off (for example Open MPI 4.1 started without its
     /// dynamic rules), is refused with what is missing.
-    Set(steer::SetArgs),
+    Set(steering::SetArgs),
 
     /// Pause one policy (or all) of a running job.
-    Pause(steer::PauseArgs),
+    Pause(steering::PauseArgs),
 
     /// Resume one paused policy (or all) of a running job.
-    Resume(steer::PauseArgs),
+    Resume(steering::PauseArgs),
 
     /// Replace the policies of a running job by a policy file.
     ///
     /// Every rank compiles and checks the file before it replaces its
     /// policies; a file with errors changes nothing and each rank's answer
     /// names the line and column.
-    Reload(steer::ReloadArgs),
+    Reload(steering::ReloadArgs),
     /// Measure what the MPI library supports: variables before and after
     /// MPI_Init, sampling, bound handles, CVAR writes before and after
     /// MPI_Init, environment settings, collective tuning.
@@ -190,10 +190,10 @@ fn run() -> Result<ExitCode> {
         Command::Schema(args) => schema::run(&args),
         Command::Export(args) => export::run(&args).map(|()| ExitCode::SUCCESS),
         Command::Watch(args) => watch::run(&args),
-        Command::Set(args) => steer::set(&args),
-        Command::Pause(args) => steer::pause(&args, true),
-        Command::Resume(args) => steer::pause(&args, false),
-        Command::Reload(args) => steer::reload(&args),
+        Command::Set(args) => steering::set(&args),
+        Command::Pause(args) => steering::pause(&args, true),
+        Command::Resume(args) => steering::pause(&args, false),
+        Command::Reload(args) => steering::reload(&args),
         Command::Probe(args) => probe::run(&args),
     }
 }

@@ -1,7 +1,7 @@
 //! `mpit-tuner set`, `pause`, `resume` and `reload`: steering a running job
 //! through its run directory.
 //!
-//! The command writes one request ([`vocab::control::Request`]) into
+//! The command writes one request ([`vocab::steering::Request`]) into
 //! `RUN_DIR/control/` (a temporary file renamed into place, so no rank
 //! reads half of it), then follows every rank's log from its current end
 //! until each rank has answered with a `control` record, finished, or the
@@ -18,8 +18,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 use tuner_core::decide::format_ranks;
-use vocab::control::{Action, Request, CONTROL_DIR};
-use vocab::record::{ControlAnswer, ControlOutcome};
+use vocab::record::{SteeringAnswer, SteeringOutcome};
+use vocab::steering::{Action, Request, CONTROL_DIR};
 use vocab::{Follow, Record};
 
 /// Which ranks a request is for, and how long to wait for their answers.
@@ -228,7 +228,7 @@ fn write_request(dir: &Path, request: &Request) -> Result<PathBuf> {
 /// What became of the request on one rank.
 #[derive(Debug, Clone, PartialEq)]
 enum Heard {
-    Answer(Box<ControlAnswer>),
+    Answer(Box<SteeringAnswer>),
     /// The rank finished before it answered.
     Finished,
 }
@@ -242,7 +242,7 @@ fn wait(logs: &mut [Follow], id: &str, timeout: Duration) -> BTreeMap<u32, Heard
             let rank = rank as u32;
             for (_, record) in log.poll().into_iter().flatten() {
                 match record {
-                    Record::Control(a) if a.id == id => {
+                    Record::Steering(a) if a.id == id => {
                         heard.insert(rank, Heard::Answer(Box::new(a)));
                     }
                     Record::Close(_) => {
@@ -269,11 +269,11 @@ fn print_answers(job: &Job, heard: &BTreeMap<u32, Heard>, timeout: Duration) -> 
             Some(Heard::Answer(a)) => {
                 ok &= matches!(
                     a.outcome,
-                    ControlOutcome::Applied | ControlOutcome::NotForThisRank
+                    SteeringOutcome::Applied | SteeringOutcome::NotForThisRank
                 );
                 let order = match a.outcome {
-                    ControlOutcome::Applied => 0,
-                    ControlOutcome::NotForThisRank => 1,
+                    SteeringOutcome::Applied => 0,
+                    SteeringOutcome::NotForThisRank => 1,
                     _ => 2,
                 };
                 let text = match &a.message {

@@ -21,7 +21,7 @@ use std::io::{IsTerminal, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
-use vocab::record::{Branch, ControlOutcome, Header};
+use vocab::record::{Branch, Header, SteeringOutcome};
 use vocab::{Follow, Record};
 
 mod tui;
@@ -218,7 +218,7 @@ impl Watch {
                             show(w.attempt.readback.as_ref().or(w.attempt.requested.as_ref()))
                         ),
                     )),
-                    Record::Control(c) => events.push(event(
+                    Record::Steering(c) => events.push(event(
                         "control",
                         format!(
                             "{}: {}{}",
@@ -229,7 +229,7 @@ impl Watch {
                             },
                             c.outcome.as_str(),
                             match (&c.message, c.outcome) {
-                                (_, ControlOutcome::NotForThisRank) | (None, _) => String::new(),
+                                (_, SteeringOutcome::NotForThisRank) | (None, _) => String::new(),
                                 (Some(m), _) => format!(" ({})", first_line(m)),
                             }
                         ),

@@ -10,11 +10,11 @@
 #![forbid(unsafe_code)]
 
 pub mod collective;
-pub mod control;
 pub mod meta;
 pub mod nan;
 pub mod read;
 pub mod record;
+pub mod steering;
 pub mod summary;
 pub mod value;
 

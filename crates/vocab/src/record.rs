@@ -18,12 +18,12 @@
 //! in the log: the header's [`LibraryFamily`], a write's and a decision's
 //! [`Phase`], a decision's [`Branch`], an object's [`ObjectChange`], a
 //! collective tuning record's [`CollectiveEvent`], a steering answer's
-//! [`ControlKind`], the close record's [`CloseReason`], a write's
-//! [`Outcome`], a steering answer's [`ControlOutcome`]. Two kinds of
+//! [`SteeringKind`], the close record's [`CloseReason`], a write's
+//! [`Outcome`], a steering answer's [`SteeringOutcome`]. Two kinds of
 //! tolerance, each as the readers had it when these fields were strings:
 //!
 //! - [`LibraryFamily`], [`Phase`], [`Branch`], [`ObjectChange`],
-//!   [`CollectiveEvent`], [`ControlKind`] and [`CloseReason`] read any
+//!   [`CollectiveEvent`], [`SteeringKind`] and [`CloseReason`] read any
 //!   string: a value this version does not know becomes their `Other`
 //!   variant, written back unchanged. Readers always passed these strings
 //!   through (the report shows a library, a phase or an event as written,
@@ -31,7 +31,7 @@
 //!   events it knows and needs only the close record's time; export and
 //!   tune say they do not know a library), so a log of a newer writer with
 //!   a new phase still reads whole.
-//! - [`Outcome`] and [`ControlOutcome`] have no such variant: a record
+//! - [`Outcome`] and [`SteeringOutcome`] have no such variant: a record
 //!   with an outcome this version does not know is a damaged line, as it
 //!   always was, because what a write did (applied or not) cannot be
 //!   guessed from an unknown name.
@@ -130,8 +130,10 @@ pub enum Record<'a> {
     /// rank of the communicator but for `t`.
     Collective(CollectiveTuning),
     /// A rank's answer to a steering request (`mpit-tuner set`, `pause`,
-    /// `resume`, `reload`): the audit record.
-    Control(ControlAnswer),
+    /// `resume`, `reload`): the audit record. Its type in the log is
+    /// `control`, the name of the directory requests arrive in.
+    #[serde(rename = "control")]
+    Steering(SteeringAnswer),
     /// The last record of a rank that finished (or whose tuner was off).
     Close(Close),
     /// `mpit-tuner replay` output: the first record of a replayed rank.
@@ -179,7 +181,7 @@ impl Record<'_> {
             Record::PolicySummary(_) => "policy_summary",
             Record::Catalogue(_) => "catalogue",
             Record::Collective(_) => "collective",
-            Record::Control(_) => "control",
+            Record::Steering(_) => "control",
             Record::Close(_) => "close",
             Record::Replay(_) => "replay",
             Record::ReplayEnd(_) => "replay_end",
@@ -201,7 +203,7 @@ impl Record<'_> {
             Record::PolicySummary(r) => r.t,
             Record::Catalogue(r) => r.t,
             Record::Collective(r) => r.t,
-            Record::Control(r) => r.t,
+            Record::Steering(r) => r.t,
             Record::Close(r) => r.t,
             Record::Replay(r) => r.t,
             Record::ReplayEnd(r) => r.t,
@@ -965,7 +967,7 @@ pub struct Algorithm {
 /// How a rank answered a steering request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum ControlOutcome {
+pub enum SteeringOutcome {
     /// Done (a CVAR written and read back, policies paused, resumed or
     /// replaced).
     Applied,
@@ -978,23 +980,23 @@ pub enum ControlOutcome {
     Error,
 }
 
-impl ControlOutcome {
+impl SteeringOutcome {
     /// The name in the log (`not_for_this_rank`).
     pub fn as_str(self) -> &'static str {
         match self {
-            ControlOutcome::Applied => "applied",
-            ControlOutcome::Refused => "refused",
-            ControlOutcome::NotForThisRank => "not_for_this_rank",
-            ControlOutcome::Error => "error",
+            SteeringOutcome::Applied => "applied",
+            SteeringOutcome::Refused => "refused",
+            SteeringOutcome::NotForThisRank => "not_for_this_rank",
+            SteeringOutcome::Error => "error",
         }
     }
 }
 
-impl From<CvarWrite> for ControlWrite {
+impl From<CvarWrite> for SteeringWrite {
     /// The parts of a write attempt a steering answer records (its `error`
     /// goes to the answer's `message`).
-    fn from(w: CvarWrite) -> ControlWrite {
-        ControlWrite {
+    fn from(w: CvarWrite) -> SteeringWrite {
+        SteeringWrite {
             cvar: w.cvar,
             old: w.old,
             requested: w.requested,
@@ -1006,31 +1008,31 @@ impl From<CvarWrite> for ControlWrite {
 
 /// A rank's answer to a steering request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct ControlAnswer {
+pub struct SteeringAnswer {
     /// Seconds since start.
     pub t: f64,
     /// The request's id (its file name without `.json` when the file is
     /// not a request).
     pub id: String,
     /// What the request asked.
-    pub kind: ControlKind,
+    pub kind: SteeringKind,
     /// The request in words (`set X=4 on ranks 0-1`).
     pub request: String,
     /// How it ended.
-    pub outcome: ControlOutcome,
+    pub outcome: SteeringOutcome,
     /// Why it was refused or failed; what was done otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     /// `set`: the CVAR written, with its write outcome and values.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub write: Option<ControlWrite>,
+    pub write: Option<SteeringWrite>,
 }
 
-/// What a steering request asked, in [`ControlAnswer::kind`]: the `kind`
-/// of the request ([`crate::control::Action`]).
+/// What a steering request asked, in [`SteeringAnswer::kind`]: the `kind`
+/// of the request ([`crate::steering::Action`]).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum ControlKind {
+pub enum SteeringKind {
     /// `set`: write a CVAR.
     Set,
     /// `pause`: stop evaluating a policy, or all.
@@ -1048,7 +1050,7 @@ pub enum ControlKind {
     Other(String),
 }
 
-names!(ControlKind {
+names!(SteeringKind {
     Set => "set",
     Pause => "pause",
     Resume => "resume",
@@ -1058,7 +1060,7 @@ names!(ControlKind {
 
 /// The CVAR write of a `set` request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct ControlWrite {
+pub struct SteeringWrite {
     /// The CVAR.
     pub cvar: String,
     /// Its value before.
@@ -1227,7 +1229,7 @@ mod tests {
                 Record::Collective(c) => {
                     assert_eq!(c.event, CollectiveEvent::Other("teleported".into()))
                 }
-                Record::Control(c) => assert_eq!(c.kind, ControlKind::Other("rewind".into())),
+                Record::Steering(c) => assert_eq!(c.kind, SteeringKind::Other("rewind".into())),
                 Record::Close(c) => assert_eq!(c.reason, CloseReason::Other("killed".into())),
                 other => panic!("{other:?}"),
             }
@@ -1264,7 +1266,7 @@ mod tests {
         check(Branch::known());
         check(ObjectChange::known());
         check(CollectiveEvent::known());
-        check(ControlKind::known());
+        check(SteeringKind::known());
         check(CloseReason::known());
         check(LibraryFamily::known());
     }

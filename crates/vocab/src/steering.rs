@@ -6,17 +6,17 @@
 //! under a temporary name starting with `.` and renames it, so a helper
 //! thread never sees half a request. Every rank's helper thread lists the
 //! directory on its tick, handles each request once and answers with a
-//! `control` record in its own log ([`crate::record::ControlAnswer`]).
+//! `control` record in its own log ([`crate::record::SteeringAnswer`]).
 //!
 //! ```
-//! use vocab::control::{Action, Request};
+//! use vocab::steering::{Action, Request};
 //! let r = Request::parse(br#"{"id":"a1","kind":"set","cvar":"X","value":"4","ranks":"0-1"}"#)
 //!     .unwrap();
 //! assert_eq!(r.action, Action::Set { cvar: "X".into(), value: "4".into() });
 //! assert_eq!(r.describe(), "set X=4 on ranks 0-1");
 //! ```
 
-use crate::record::ControlKind;
+use crate::record::SteeringKind;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -83,12 +83,12 @@ pub enum Action {
 
 impl Action {
     /// The request's `kind`, as its answer records it.
-    pub fn kind(&self) -> ControlKind {
+    pub fn kind(&self) -> SteeringKind {
         match self {
-            Action::Set { .. } => ControlKind::Set,
-            Action::Pause { .. } => ControlKind::Pause,
-            Action::Resume { .. } => ControlKind::Resume,
-            Action::Reload { .. } => ControlKind::Reload,
+            Action::Set { .. } => SteeringKind::Set,
+            Action::Pause { .. } => SteeringKind::Pause,
+            Action::Resume { .. } => SteeringKind::Resume,
+            Action::Reload { .. } => SteeringKind::Reload,
         }
     }
 }

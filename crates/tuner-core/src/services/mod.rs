@@ -37,8 +37,8 @@ use mpit::collective::Collectives;
 use mpit::{Catalogue, MpiT};
 use std::path::Path;
 use std::sync::Arc;
-use vocab::control::Action;
 use vocab::record;
+use vocab::steering::Action;
 use vocab::summary::SummaryFile;
 
 /// One part of a rank's tuner, driven by the runtime at the moments of the

@@ -9,7 +9,7 @@ use crate::decide::PolicyHooks;
 use crate::runtime::{Config, LaunchEnv};
 use mpit::{Catalogue, MpiT};
 use policies::{CollectiveSpec, PolicySet};
-use vocab::control::Action;
+use vocab::steering::Action;
 
 /// The answer to a request for policies in a job that runs none.
 const NO_POLICIES: &str =

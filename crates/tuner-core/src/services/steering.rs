@@ -3,7 +3,7 @@
 //!
 //! No socket and no thread of its own: on its tick (at most every
 //! `POLL_EVERY`) the helper lists `RUN_DIR/control/`, handles each new
-//! request file once ([`vocab::control`] defines them) and answers with a
+//! request file once ([`vocab::steering`] defines them) and answers with a
 //! `control` record, flushed at once so the command sees it. Only files the
 //! job's user owns, that nobody else may write, are read; anything else is
 //! ignored with a warning in the log. A file that is not a request gets an
@@ -31,8 +31,8 @@ use std::collections::HashSet;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use vocab::control::{self, Action, Request, CONTROL_DIR, MAX_REQUEST_BYTES};
-use vocab::record::{self, ControlAnswer, ControlKind, ControlOutcome, ControlWrite, Record};
+use vocab::record::{self, Record, SteeringAnswer, SteeringKind, SteeringOutcome, SteeringWrite};
+use vocab::steering::{self, Action, Request, CONTROL_DIR, MAX_REQUEST_BYTES};
 
 /// The shortest time between two listings of the control directory (one
 /// `readdir` per rank: on a shared file system, thousands of ranks list it).
@@ -80,7 +80,7 @@ struct State {
 }
 
 /// What a handler decided.
-type Answer = (ControlOutcome, Option<String>, Option<ControlWrite>);
+type Answer = (SteeringOutcome, Option<String>, Option<SteeringWrite>);
 
 impl State {
     /// Steering for a rank with a run directory and a log file (which tells
@@ -111,7 +111,7 @@ impl State {
         };
         let present: HashSet<String> = entries
             .filter_map(|e| e.ok()?.file_name().into_string().ok())
-            .filter(|n| control::id_of_file_name(n).is_some())
+            .filter(|n| steering::id_of_file_name(n).is_some())
             .collect();
         // Requests the command removed (every rank answered) are
         // forgotten: the set stays as small as the directory.
@@ -134,10 +134,10 @@ impl State {
     fn handle(&self, name: &str, tick: &mut Tick<'_>, peers: &mut Peers<'_>) {
         let t = tick.t;
         let path = self.dir.join(name);
-        let id = control::id_of_file_name(name).unwrap_or(name).to_string();
-        let answer = |log: &mut LogWriter, kind: ControlKind, request: String, answer: Answer| {
+        let id = steering::id_of_file_name(name).unwrap_or(name).to_string();
+        let answer = |log: &mut LogWriter, kind: SteeringKind, request: String, answer: Answer| {
             let (outcome, message, write) = answer;
-            log.record(&Record::Control(ControlAnswer {
+            log.record(&Record::Steering(SteeringAnswer {
                 t,
                 id: id.clone(),
                 kind,
@@ -158,8 +158,8 @@ impl State {
                     .record(&Record::Warning(record::Warning::new(t, message)));
             }
             Read::Failed(why) => {
-                let a = (ControlOutcome::Error, Some(why), None);
-                return answer(tick.log, ControlKind::NotARequest, String::new(), a);
+                let a = (SteeringOutcome::Error, Some(why), None);
+                return answer(tick.log, SteeringKind::NotARequest, String::new(), a);
             }
         };
         let request = match Request::parse(&bytes) {
@@ -168,14 +168,14 @@ impl State {
                 let why = format!("the request's id {:?} is not its file's name", r.id);
                 return answer(
                     tick.log,
-                    ControlKind::NotARequest,
+                    SteeringKind::NotARequest,
                     String::new(),
-                    (ControlOutcome::Error, Some(why), None),
+                    (SteeringOutcome::Error, Some(why), None),
                 );
             }
             Err(e) => {
-                let a = (ControlOutcome::Error, Some(format!("{name}: {e}")), None);
-                return answer(tick.log, ControlKind::NotARequest, String::new(), a);
+                let a = (SteeringOutcome::Error, Some(format!("{name}: {e}")), None);
+                return answer(tick.log, SteeringKind::NotARequest, String::new(), a);
             }
         };
         // A variable every rank must hold the same value of: for every
@@ -188,8 +188,8 @@ impl State {
         };
         let result = match (equal, self.selects(&request)) {
             (Some(answer), _) => answer,
-            (None, Err(why)) => (ControlOutcome::Refused, Some(why), None),
-            (None, Ok(false)) => (ControlOutcome::NotForThisRank, None, None),
+            (None, Err(why)) => (SteeringOutcome::Refused, Some(why), None),
+            (None, Ok(false)) => (SteeringOutcome::NotForThisRank, None, None),
             (None, Ok(true)) => apply(&request.action, tick, peers),
         };
         answer(tick.log, request.action.kind(), request.describe(), result);
@@ -266,8 +266,8 @@ fn apply(action: &Action, tick: &mut Tick<'_>, peers: &mut Peers<'_>) -> Answer 
         }),
     };
     match answer {
-        Ok(said) => (ControlOutcome::Applied, Some(said), None),
-        Err(why) => (ControlOutcome::Refused, Some(why), None),
+        Ok(said) => (SteeringOutcome::Applied, Some(said), None),
+        Err(why) => (SteeringOutcome::Refused, Some(why), None),
     }
 }
 
@@ -308,7 +308,7 @@ fn set_equal(
         return None;
     }
     let scope = info.scope;
-    let refuse = |why: String| Some((ControlOutcome::Refused, Some(why), None));
+    let refuse = |why: String| Some((SteeringOutcome::Refused, Some(why), None));
     if request.ranks.is_some() || !request.hosts.is_empty() {
         let label = if matches!(scope, Scope::GroupEq) {
             "GROUP_EQ"
@@ -391,7 +391,7 @@ fn set_equal(
     let (name, number) = &target.candidates[candidate];
     let coll = collective.name();
     Some((
-        ControlOutcome::Applied,
+        SteeringOutcome::Applied,
         Some(format!(
             "applied at the next agreed point: {coll} pinned to {name} ({cvar} = {number}) on \
              every communicator, at its next agreed point once every rank holds this request; \
@@ -419,7 +419,7 @@ fn set(mpit: &MpiT, catalogue: &Catalogue, cvar: &str, value: &str) -> Answer {
                     let integral = !matches!(datatype, Some((Datatype::Double, _)));
                     if integral && xs.iter().any(|x| x.fract() != 0.0) {
                         let why = format!("`{cvar}` takes integers, not {value}");
-                        return (ControlOutcome::Refused, Some(why), None);
+                        return (SteeringOutcome::Refused, Some(why), None);
                     }
                     if xs.len() == 1 {
                         WriteRequest::Number(xs[0])
@@ -441,9 +441,9 @@ fn set(mpit: &MpiT, catalogue: &Catalogue, cvar: &str, value: &str) -> Answer {
         false,
     );
     let outcome = if w.outcome.applied() {
-        ControlOutcome::Applied
+        SteeringOutcome::Applied
     } else {
-        ControlOutcome::Refused
+        SteeringOutcome::Refused
     };
     let message = w.error.clone().or_else(|| {
         Some(format!(
@@ -453,7 +453,7 @@ fn set(mpit: &MpiT, catalogue: &Catalogue, cvar: &str, value: &str) -> Answer {
             show(w.readback.as_ref())
         ))
     });
-    (outcome, message, Some(ControlWrite::from(w)))
+    (outcome, message, Some(SteeringWrite::from(w)))
 }
 
 /// A value in a message (`4`, `[1, 2]`, `"text"`).

@@ -311,7 +311,7 @@ impl<'w> RankReader<'w> {
             // samples are read before.
             // A user's `mpit-tuner set`: a write of its own kind (phase
             // `steering`), apart from the policies' in the timeline.
-            Record::Control(c) => {
+            Record::Steering(c) => {
                 if let Some(w) = c.write {
                     let record = record::Write {
                         t,
