@@ -217,6 +217,7 @@ pub fn recompute_advice(
             })
             .collect(),
         classes: Vec::new(),
+        hosts: Vec::new(),
         size_histograms: sizes.clone(),
     };
     let ctx = recommend::Context {
