@@ -18,9 +18,15 @@ nodes: each node is a network namespace with a UTS namespace of its own
 (iproute2) and `unshare` (util-linux).
 
 Commands:
-  up N [--link RATE] [--owner PID]
+  up N [--link RATE] [--share-boot-id] [--owner PID]
         Creates N nodes (1 to 250), replacing a cluster of the same name.
         --link shapes every node's link with tbf, both ways (1gbit, 100mbit).
+        Each node shows a boot id of its own, since UCX tells machines apart
+        by it (with one, ranks on two nodes would share memory);
+        --share-boot-id keeps the machine's on every node: UCX then moves
+        data between nodes through shared memory, and no data crosses the
+        links (Debian's MPICH 4.0.2 on UCX 1.13 hangs now and then in
+        MPI_Finalize when its ranks talk over TCP: openucx/ucx#8738).
         --owner: the cluster belongs to the process PID; `down --stale` (run
         by every `up`) removes it once that process is gone. Prints the
         cluster's settings (as `env` does).
@@ -43,7 +49,8 @@ Commands:
         PATTERNS (default 'LD_PRELOAD MPIT_*'; Hydra forwards every
         variable, Open MPI only OMPI_* and what -x names), then ARG...
   env   Prints the settings of the cluster as KEY=VALUE lines:
-        MPIT_CLUSTER_NAME, _DIR, _NODES, _HOSTS, _SUBNET, _AGENT, _IFACE.
+        MPIT_CLUSTER_NAME, _DIR, _NODES, _HOSTS, _SUBNET, _AGENT, _IFACE,
+        _LINK, _BOOT_ID.
   status
         Says whether the cluster is up, and lists its namespaces.
 
@@ -195,9 +202,10 @@ rate_bits() {
 }
 
 up() {
-  local nodes="" link="" owner=""
+  local nodes="" link="" owner="" share_boot_id=""
   while [ $# -gt 0 ]; do
     case "$1" in
+      --share-boot-id) share_boot_id=1; shift ;;
       --link) [ $# -ge 2 ] || usage_error "--link needs a rate"; link="$2"; shift 2 ;;
       --owner) [ $# -ge 2 ] || usage_error "--owner needs a pid"; owner="$2"; shift 2 ;;
       -*) usage_error "up: unknown option $1" ;;
@@ -236,7 +244,7 @@ up() {
   local i node ns addr
   for i in head $(seq "$nodes"); do
     if [ "$i" = head ]; then node=head; addr="$head_addr"; else node="node$i"; addr="$prefix.$i"; fi
-    cat /proc/sys/kernel/random/uuid >"$dir/boot_id-$node"
+    [ -n "$share_boot_id" ] || cat /proc/sys/kernel/random/uuid >"$dir/boot_id-$node"
     ns="$(ns_of "$name" "$node")"
     ip netns add "$ns" 2>/dev/null || die "\`ip netns add $ns\` failed"
     ipn "$ns" link set lo up
@@ -252,25 +260,26 @@ up() {
     fi
   done
   wait_forwarding $((nodes + 1))
-  write_helpers "$nodes" "$link"
+  write_helpers "$nodes" "$link" "$share_boot_id"
   print_env
 }
 
 # The state directory's programs: `enter` (a command inside a node) and
 # `agent` (the ssh stand-in), with the cluster's name in them.
 write_helpers() {
-  local nodes="$1" link="$2" hosts_list
+  local nodes="$1" link="$2" share_boot_id="$3" hosts_list
   cat >"$dir/enter" <<EOF
 #!/bin/sh
 # enter NODE CMD [ARG...]: runs CMD inside NODE of the emulated cluster
 # $name (scripts/cluster.sh): its network namespace, a UTS namespace of
 # its own named NODE, and, in the mount namespace \`ip netns exec\` makes
-# (so only there), the cluster's hosts file over /etc/hosts and the node's
-# own boot id over the kernel's (libraries such as UCX tell machines apart
-# by it: with the machine's, ranks on two nodes would share memory).
+# (so only there), the cluster's hosts file over /etc/hosts and, unless the
+# cluster shares the machine's, the node's own boot id over the kernel's
+# (libraries such as UCX tell machines apart by it: with the machine's,
+# ranks on two nodes would share memory).
 node="\$1"; shift
 grep -q " \$node\\\$" "$dir/hosts" || { echo "cluster $name has no node \$node" >&2; exit 255; }
-exec ip netns exec "$name-\$node" unshare --uts -- sh -c 'mount --bind "\$0/hosts" /etc/hosts && mount --bind "\$0/boot_id-\$1" /proc/sys/kernel/random/boot_id && hostname "\$1" && shift && exec "\$@"' "$dir" "\$node" "\$@"
+exec ip netns exec "$name-\$node" unshare --uts -- sh -c 'mount --bind "\$0/hosts" /etc/hosts && { [ ! -f "\$0/boot_id-\$1" ] || mount --bind "\$0/boot_id-\$1" /proc/sys/kernel/random/boot_id; } && hostname "\$1" && shift && exec "\$@"' "$dir" "\$node" "\$@"
 EOF
   cat >"$dir/agent" <<EOF
 #!/bin/sh
@@ -304,6 +313,7 @@ MPIT_CLUSTER_SUBNET=$subnet
 MPIT_CLUSTER_AGENT=$dir/agent
 MPIT_CLUSTER_IFACE=eth0
 MPIT_CLUSTER_LINK=${link:-unshaped}
+MPIT_CLUSTER_BOOT_ID=$([ -n "$share_boot_id" ] && echo shared || echo per-node)
 EOF
 }
 
