@@ -360,6 +360,8 @@ args() {
   kind="$(launcher_kind "$launcher")"
   hosts="$(for i in $(seq "$count"); do printf 'node%s:%s,' "$i" "$per"; done)"
   hosts="${hosts%,}"
+  # K ranks on each node, whatever default mapping the environment sets
+  # (PRRTE packs every rank on the first node under `:oversubscribe`).
   case "$kind" in
     hydra)
       # -iface: the address of eth0, not the host name, in what the
@@ -368,11 +370,13 @@ args() {
       ;;
     ompi4)
       printf '%s\n' --mca plm_rsh_agent "$dir/agent" --mca btl self,vader,tcp \
-        --mca btl_tcp_if_include "$subnet" --mca oob_tcp_if_include "$subnet" --host "$hosts"
+        --mca btl_tcp_if_include "$subnet" --mca oob_tcp_if_include "$subnet" --host "$hosts" \
+        --map-by "ppr:$per:node"
       ;;
     ompi5)
       printf '%s\n' --prtemca plm_ssh_agent "$dir/agent" --mca btl self,sm,tcp \
-        --mca btl_tcp_if_include "$subnet" --prtemca oob_tcp_if_include "$subnet" --host "$hosts"
+        --mca btl_tcp_if_include "$subnet" --prtemca oob_tcp_if_include "$subnet" --host "$hosts" \
+        --map-by "ppr:$per:node"
       ;;
   esac
 }
