@@ -30,7 +30,7 @@ fn a_job_on_two_nodes_is_told_apart_by_host() {
     // A policy for node2 only, and a watch of the variable `set` changes:
     // fires `then` when it holds `value`, with the value read in `inputs`.
     let policy = format!(
-        "[[policy]]\nname = \"node2-only\"\nhosts = \"node2\"\nevery = \"50ms\"\n\
+        "[[policy]]\nname = \"node2-only\"\nhosts = [\"node2\"]\nevery = \"50ms\"\n\
          when = \"time >= 0\"\nthen = [ {{ note = \"on node2\" }} ]\n\n\
          [[policy]]\nname = \"watch\"\nevery = \"50ms\"\nwhen = \"cvar:{local} == {value}\"\n\
          then = [ {{ note = \"changed\" }} ]\notherwise = [ {{ note = \"default\" }} ]\n"
