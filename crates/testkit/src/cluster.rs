@@ -33,7 +33,7 @@ use crate::{launcher_env, mpiexec_path, repo_root, timeout};
 use std::ffi::OsStr;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{ChildStdin, Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, OnceLock};
 
 /// An emulated cluster this test process brought up.
@@ -43,8 +43,9 @@ pub struct Cluster {
     nodes: u32,
     /// Its state directory (`enter`, `agent`, `hosts`).
     dir: PathBuf,
-    /// The reaper's standard input, closed only when this process ends.
-    _reaper: Mutex<ChildStdin>,
+    /// The reaper, whose standard input (a pipe from this process) closes
+    /// only when this process ends; never waited for: it outlives it.
+    _reaper: Mutex<Child>,
 }
 
 /// `bash scripts/cluster.sh --name NAME ARGS...`.
@@ -114,15 +115,14 @@ impl Cluster {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .process_group(0);
-        let mut reaper = reap
+        let reaper = reap
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {reap:?}: {e}"));
-        let stdin = reaper.stdin.take().expect("the reaper's standard input");
         Ok(Cluster {
             name,
             nodes,
             dir,
-            _reaper: Mutex::new(stdin),
+            _reaper: Mutex::new(reaper),
         })
     }
 
