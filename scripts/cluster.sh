@@ -20,9 +20,11 @@ nodes: each node is a network namespace with a UTS namespace of its own
 Commands:
   up N [--link RATE] [--share-boot-id] [--owner PID]
         Creates N nodes (1 to 250), replacing a cluster of the same name.
-        --link shapes every node's link with tbf, both ways (1gbit, 100mbit).
+        --link shapes every node's link with tbf on both ends of its veth
+        pair, so both ways (1gbit, 100mbit; a burst of 4 ms at that rate).
         Each node shows a boot id of its own, since UCX tells machines apart
-        by it (with one, ranks on two nodes would share memory);
+        by it (with the machine's on every node, ranks on two nodes would
+        share memory);
         --share-boot-id keeps the machine's on every node: UCX then moves
         data between nodes through shared memory, and no data crosses the
         links (Debian's MPICH 4.0.2 on UCX 1.13 hangs now and then in
