@@ -8,7 +8,11 @@
 #      exchange and bursts of small allreduces, watched live while it runs
 #      (`mpit-tuner watch`: full screen on a terminal, `q` leaves the view
 #      and the job goes on; plain frames every 4 s otherwise), then
-#      `mpit-tuner report` with its plots of what moved.
+#      `mpit-tuner report` with its plots of what moved;
+#   3. where the machine can make network namespaces (root, iproute2):
+#      examples/c/coll_bench on 2 ranks on each of 2 emulated nodes
+#      (scripts/cluster.sh), its allreduce tuned online, then the report's
+#      hosts and collective tuning; otherwise one line says why not.
 #
 #   bash scripts/demo.sh            # MPICH (default)
 #   MPI=openmpi bash scripts/demo.sh
@@ -78,3 +82,45 @@ echo
 echo "== mpit-tuner report $watched (plots in $watched/report/)"
 "$bin/mpit-tuner" report "$watched"
 ls "$watched/report/"over-time-*.png
+
+# The several-nodes part: 2 nodes of the emulated cluster, the job started
+# from its head node as from a login node.
+echo
+echo "== examples/c/coll_bench on 2 emulated nodes x 2 ranks (scripts/cluster.sh), allreduce tuned online"
+cluster="mpit-demo"
+# Debian's MPICH on UCX 1.13 hangs now and then in MPI_Finalize over TCP
+# (docs/testing.md#the-emulated-cluster): its nodes keep the machine's boot
+# id, and UCX moves their data through shared memory.
+share=()
+[ "$flavor" = mpich ] && share=(--share-boot-id)
+up=0
+why="$(bash scripts/cluster.sh --name "$cluster" up 2 "${share[@]}" 2>&1 >/dev/null)" || up=$?
+if [ "$up" -ne 0 ] && [ "$up" -ne 3 ]; then
+  echo "demo: bringing up the emulated cluster failed: $why" >&2
+  exit "$up"
+fi
+if [ "$up" -eq 0 ]; then
+  trap 'bash scripts/cluster.sh --name "$cluster" down' EXIT
+  make -s -C examples MPI="$flavor" OUT="$examples" FORTRAN=no "$examples/coll_bench"
+  nodes="demo-nodes-${flavor}"
+  rm -rf "$nodes"
+  mapfile -t options < <(bash scripts/cluster.sh --name "$cluster" args "mpiexec.${flavor}" --per-node 2)
+  bash scripts/cluster.sh --name "$cluster" exec head -- \
+    "$PWD/$bin/mpit-tuner" run --dir "$PWD/$nodes" --tune-collectives=allreduce --quiet -- \
+    "mpiexec.${flavor}" "${options[@]}" -n 4 "$examples/coll_bench" allreduce 65536 400
+  echo
+  echo "== mpit-tuner report $nodes: its hosts and collective tuning"
+  # The sections asked for: a title, a line of dashes, up to the next title.
+  "$bin/mpit-tuner" report "$nodes" | awk '
+    { line[NR] = $0 }
+    END {
+      for (i = 1; i <= NR; i++) {
+        if (line[i + 1] ~ /^-+$/ && length(line[i + 1]) == length(line[i])) {
+          show = (line[i] == "Hosts" || line[i] == "Collective tuning")
+        }
+        if (show || line[i] ~ /^  hosts /) print line[i]
+      }
+    }'
+else
+  echo "demo: no several-nodes part here: ${why##*: }"
+fi

@@ -3,7 +3,8 @@
 # libraries (MPICH and Open MPI, with their compilers and launchers),
 # libclang for bindgen, gfortran for the Fortran example, patchelf for the
 # relinking test, a font for the PNG plots of `mpit-tuner report`, tmux
-# for the test of the full-screen `mpit-tuner watch`; then MPICH 5 and Open
+# for the test of the full-screen `mpit-tuner watch`, iproute2 for the
+# emulated cluster of scripts/cluster.sh; then MPICH 5 and Open
 # MPI 5 from the Python package registry into a cached virtual environment
 # (scripts/mpi-wheels.sh; python3-venv for that).
 # Idempotent; installs only what is missing. Needs root (or
@@ -12,7 +13,7 @@ set -euo pipefail
 
 need=()
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-for pkg in libmpich-dev mpich libopenmpi-dev openmpi-bin libclang-dev clang gfortran patchelf pkg-config make binutils procps fonts-dejavu-core tmux python3 python3-venv; do
+for pkg in libmpich-dev mpich libopenmpi-dev openmpi-bin libclang-dev clang gfortran patchelf pkg-config make binutils procps fonts-dejavu-core tmux iproute2 python3 python3-venv; do
   have_pkg "$pkg" || need+=("$pkg")
 done
 

@@ -7,7 +7,8 @@
 //! A test that needs several ranks re-launches its own test binary under
 //! `mpiexec` ([`run_self`]); in the launched ranks [`in_rank`] is true and
 //! the test body runs there. A test that needs MPI and finds none fails:
-//! nothing is skipped.
+//! nothing is skipped. Jobs over several nodes run on the emulated cluster
+//! of `scripts/cluster.sh` ([`cluster`]).
 //!
 //! ```no_run
 //! #[test]
@@ -22,6 +23,8 @@
 #![warn(missing_docs)]
 
 pub mod alloc_count;
+#[cfg(feature = "mpi")]
+pub mod cluster;
 #[cfg(feature = "mpi")]
 mod jobs;
 #[cfg(feature = "mpi")]

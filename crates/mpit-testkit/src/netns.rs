@@ -118,20 +118,8 @@ impl NetNs {
     /// its arguments, environment and working directory.
     pub fn wrap(&self, cmd: &Command) -> Command {
         let mut inside = Command::new("ip");
-        inside
-            .args(["netns", "exec", &self.name])
-            .arg(cmd.get_program())
-            .args(cmd.get_args());
-        for (key, value) in cmd.get_envs() {
-            match value {
-                Some(v) => inside.env(key, v),
-                None => inside.env_remove(key),
-            };
-        }
-        if let Some(dir) = cmd.get_current_dir() {
-            inside.current_dir(dir);
-        }
-        inside
+        inside.args(["netns", "exec", &self.name]);
+        wrapped(inside, cmd)
     }
 
     /// The names of the namespace's interfaces (`ip -br link`), to show
@@ -149,6 +137,23 @@ impl NetNs {
             })
             .unwrap_or_default()
     }
+}
+
+/// `outer` (a command that runs the command after its own arguments, as
+/// `ip netns exec NAME` does), then `cmd`'s program and arguments, with
+/// `cmd`'s environment and working directory.
+pub(crate) fn wrapped(mut outer: Command, cmd: &Command) -> Command {
+    outer.arg(cmd.get_program()).args(cmd.get_args());
+    for (key, value) in cmd.get_envs() {
+        match value {
+            Some(v) => outer.env(key, v),
+            None => outer.env_remove(key),
+        };
+    }
+    if let Some(dir) = cmd.get_current_dir() {
+        outer.current_dir(dir);
+    }
+    outer
 }
 
 impl Drop for NetNs {

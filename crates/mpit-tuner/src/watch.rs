@@ -310,18 +310,23 @@ impl Watch {
             .filter_map(|r| r.header.as_ref())
             .collect();
         let library = headers.first().map_or("?", |h| h.library.as_str());
-        let hosts: std::collections::BTreeSet<&str> =
-            headers.iter().map(|h| h.host.as_str()).collect();
+        let mut hosts: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
+        for (rank, r) in &self.ranks {
+            if let Some(h) = &r.header {
+                hosts.entry(h.host.as_str()).or_default().push(*rank);
+            }
+        }
         let started = self.ranks.values().filter(|r| r.header.is_some()).count() as u32;
         let finished = self.ranks.values().filter(|r| r.closed).count() as u32;
         let samples: u64 = self.ranks.values().map(|r| r.samples).sum();
         let elapsed = self.ranks.values().map(|r| r.last_t).fold(0.0, f64::max);
         [
             format!(
-                "mpit-tuner watch {} ({library}, {size} ranks on {} host{})",
+                "mpit-tuner watch {} ({library}, {size} ranks on {} host{}{})",
                 self.dir.display(),
                 hosts.len(),
-                if hosts.len() == 1 { "" } else { "s" }
+                if hosts.len() == 1 { "" } else { "s" },
+                hosts_text(&hosts)
             ),
             format!(
                 "ranks: {} alive, {finished} finished, {} not started | samples: {samples} | elapsed: {elapsed:.1}s",
@@ -388,6 +393,27 @@ impl Watch {
         }
         f
     }
+}
+
+/// The hosts of a job on several, with their ranks, by lowest rank:
+/// `: node1 0-1, node2 2-3` (the first 4, then how many more); nothing
+/// for one host.
+fn hosts_text(hosts: &BTreeMap<&str, Vec<u32>>) -> String {
+    if hosts.len() < 2 {
+        return String::new();
+    }
+    let mut by_rank: Vec<(&str, &Vec<u32>)> = hosts.iter().map(|(h, r)| (*h, r)).collect();
+    by_rank.sort_by_key(|(_, ranks)| ranks.first().copied());
+    let shown: Vec<String> = by_rank
+        .iter()
+        .take(4)
+        .map(|(host, ranks)| format!("{host} {}", tuner_core::decide::format_ranks(ranks)))
+        .collect();
+    let more = match hosts.len().saturating_sub(4) {
+        0 => String::new(),
+        n => format!(", {n} more"),
+    };
+    format!(": {}{more}", shown.join(", "))
 }
 
 /// One rank's latest value of a variable: (rank, value, rate).
@@ -483,6 +509,19 @@ mod tests {
         assert_eq!(num(1.5), "1.5");
         assert_eq!(num(12345.0), "12345");
         assert_eq!(num(1e12), "1.000e12");
+    }
+
+    #[test]
+    fn hosts_with_their_ranks() {
+        let mut hosts: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
+        hosts.insert("b", vec![0, 1]);
+        assert_eq!(hosts_text(&hosts), "");
+        hosts.insert("a", vec![2, 3, 5]);
+        assert_eq!(hosts_text(&hosts), ": b 0-1, a 2-3,5");
+        for (i, h) in ["c", "d", "e"].into_iter().enumerate() {
+            hosts.insert(h, vec![10 + i as u32]);
+        }
+        assert_eq!(hosts_text(&hosts), ": b 0-1, a 2-3,5, c 10, d 11, 1 more");
     }
 
     #[test]

@@ -611,6 +611,75 @@ fn two_thousand_rank_files() {
     check_png(&tmp.path().join("plots/cvar-changes.png"));
 }
 
+/// A run on several hosts is also told by host: the real run's
+/// summary.json groups its ranks under this machine's host name, and the
+/// same logs with the even ranks' headers naming one host and the odd
+/// ranks' another (the even ranks allreduce, the odd ones broadcast) get a
+/// "Hosts" section that lists each host's ranks and shows the allreduces
+/// as what differs most between them.
+#[test]
+fn a_run_is_grouped_by_host() {
+    let real = real_run();
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(real.join("summary.json")).unwrap()).unwrap();
+    let header: Value = serde_json::from_str(
+        std::fs::read_to_string(real.join("rank-00000.jsonl"))
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        summary["hosts"],
+        serde_json::json!([{"host": header["host"], "count": 4, "ranks": "0-3", "members": [0, 1, 2, 3]}]),
+        "{summary}"
+    );
+    let out = report(&[&real]).stdout();
+    assert!(
+        !out.contains("\nHosts\n"),
+        "one host, no Hosts section:\n{out}"
+    );
+
+    let tmp = tempdir();
+    let dir = tmp.path().join("run");
+    copy_run(&real, &dir);
+    for rank in 0..4 {
+        let path = dir.join(format!("rank-{rank:05}.jsonl"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        let (first, rest) = text.split_once('\n').unwrap();
+        let mut header: Value = serde_json::from_str(first).unwrap();
+        header["host"] = if rank % 2 == 0 { "alpha" } else { "beta" }.into();
+        std::fs::write(&path, format!("{header}\n{rest}")).unwrap();
+    }
+    let job = report(&[&dir, &"--plots", &tmp.path().join("plots")]);
+    job.assert_success();
+    let out = job.stdout();
+    let section = out
+        .split("\nHosts\n")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no Hosts section:\n{out}"));
+    let rows: Vec<&str> = section.lines().skip(1).take(5).collect();
+    assert!(
+        rows[0].starts_with("2 hosts, with the mean per rank of the quantities that differ most"),
+        "{section}"
+    );
+    let header = rows
+        .iter()
+        .find(|l| l.trim_start().starts_with("host"))
+        .unwrap_or_else(|| panic!("no table:\n{section}"));
+    assert!(header.contains("tool.allreduce."), "{section}");
+    for (host, ranks) in [("alpha", "0,2"), ("beta", "1,3")] {
+        assert!(
+            rows.iter().any(|l| {
+                let words: Vec<&str> = l.split_whitespace().collect();
+                words.len() > 3 && words[..3] == [host, ranks, "2"]
+            }),
+            "no row of {host} with ranks {ranks}:\n{section}"
+        );
+    }
+}
+
 /// The JSON Schema `mpit-tuner schema` prints is the contract users' scripts
 /// rely on: every line of a real run's logs, and its summary.json, validate
 /// against it, and the run covers the main record types.

@@ -11,7 +11,9 @@
 //! has) its output must be the same as without the tool, on an odd and a
 //! power-of-two number of ranks, and the tuning records of every
 //! communicator must be identical on all its ranks: that is what makes the
-//! switching safe.
+//! switching safe. The same holds on 2 nodes of the emulated cluster
+//! (`scripts/cluster.sh`), where Open MPI 5.0 leaves the communicators
+//! over both nodes untuned.
 //!
 //! `examples/c/coll_witness.c` re-checks, without the tool, the fact the
 //! tuner's support table rests on: when a value written through MPI_T after
@@ -52,7 +54,22 @@ fn check_job(
     fault: Option<&str>,
     env: &[(&str, &str)],
 ) -> Job {
-    let mut cmd = mpi_job(ranks, &example("coll_check"), args);
+    tuned_job(
+        mpi_job(ranks, &example("coll_check"), args),
+        dir,
+        fault,
+        env,
+    )
+}
+
+/// `cmd` (an MPI job without the tool) under the tool with collective
+/// tuning asked for, `fault` injected after it when given.
+fn tuned_job(
+    mut cmd: std::process::Command,
+    dir: &std::path::Path,
+    fault: Option<&str>,
+    env: &[(&str, &str)],
+) -> Job {
     preload(&mut cmd, dir);
     cmd.env("MPIT_TUNER_COLLECTIVES", "tune");
     if let Some(fault) = fault {
@@ -859,73 +876,97 @@ fn a_datatype_size_that_fails_on_one_rank_stops_tuning_on_all() {
     }
 }
 
-/// Open MPI 5.0: a communicator whose ranks are on several nodes is not
-/// tuned (coll/han runs its collectives and copies the forced algorithms
-/// on its own schedule). This machine is one node, so each rank runs in a
-/// UTS namespace of its own (`unshare --uts`, which needs root: CI runs as
-/// root) under a host name of its own, which is what the tuner compares.
-/// Open MPI's own locality comes from its launcher and is unchanged: this
-/// checks the tuner's guard, not coll/han. Before 5.0 the guard is off and
-/// the same job is tuned.
-#[cfg(mpi_flavor = "openmpi")]
+/// Tuning on real nodes: coll_check on 2 ranks on each of the 2 nodes of
+/// the emulated cluster (`scripts/cluster.sh`: network and UTS namespaces
+/// of this machine, joined by a bridge; the ranks of a node share memory,
+/// those of two nodes talk over TCP, and the launcher's locality is real).
+/// Every result is the same as without the tool, and every communicator's
+/// records are the same on all its ranks. Open MPI 5.0 runs the
+/// collectives of a communicator over several nodes in coll/han, which
+/// copies the forced algorithms on its own schedule: the tuner leaves
+/// those out and tunes the communicators within one node. MPICH and Open
+/// MPI 4.1 (coll/han not used by default) tune them all.
 #[test]
-fn communicators_over_several_host_names_are_not_tuned_from_open_mpi_5() {
-    const TEST: &str = "communicators_over_several_host_names_are_not_tuned_from_open_mpi_5";
-    let unshared = std::process::Command::new("unshare")
-        .args(["--uts", "hostname", "mpit-test"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !unshared {
-        mpit_testkit::not_applicable(TEST, "`unshare --uts` does not work here (it needs root)");
+fn tuning_on_two_nodes_is_agreed_and_every_result_right() {
+    const TEST: &str = "tuning_on_two_nodes_is_agreed_and_every_result_right";
+    let Some(cluster) = mpit_testkit::cluster::cluster_for(TEST, 2) else {
         return;
-    }
-    let ranks = 4;
+    };
+    let per_node = 2;
     let check = example("coll_check");
-    let plain = mpit_testkit::run(mpi_job(ranks, &check, &["2"]));
+    let plain = mpit_testkit::run(cluster_job(cluster, per_node, &check, &["2"]));
     plain.assert_success();
     let tmp = tempdir();
     let dir = tmp.path().join("run");
-    // Each rank renames its own host, then becomes coll_check.
-    let rename = "hostname \"mpit-node-${OMPI_COMM_WORLD_RANK:-$PMIX_RANK}\" && exec \"$0\" \"$@\"";
-    let check = check.display().to_string();
-    let mut cmd = mpi_job(
-        ranks,
-        std::path::Path::new("unshare"),
-        &["--uts", "sh", "-c", rename, &check, "2"],
+    let job = tuned_job(
+        cluster_job(cluster, per_node, &check, &["2"]),
+        &dir,
+        None,
+        &[("MPIT_TUNER_COLLECTIVES_WINDOW", "1"), DYNAMIC_RULES],
     );
-    preload(&mut cmd, &dir);
-    cmd.env("MPIT_TUNER_COLLECTIVES", "tune")
-        .env("MPIT_TUNER_COLLECTIVES_WINDOW", "1")
-        .env(DYNAMIC_RULES.0, DYNAMIC_RULES.1);
-    let job = mpit_testkit::run(cmd);
     job.assert_success();
     assert_same_stdout(&plain, &job, |_| false);
-    let logs = read_run_dir(&dir, ranks);
-    let by_comm = same_on_every_rank(&logs);
-    assert!(!by_comm.is_empty(), "no communicator was set up");
-    let all: Vec<&Value> = by_comm.values().flatten().collect();
-    let tried = all
-        .iter()
-        .any(|r| r["event"] == "trial" && r["value"].as_i64() > Some(0));
-    if mpit_testkit::open_mpi_major() >= Some(5) {
-        for (comm, records) in &by_comm {
-            let excluded = records.iter().any(|r| {
-                r["event"] == "excluded"
-                    && r["message"]
-                        .as_str()
-                        .is_some_and(|m| m.starts_with("this communicator spans several nodes"))
-            });
-            assert!(excluded, "{comm}: {records:?}");
+    let logs = read_run_dir(&dir, 4);
+    // Each communicator's nodes, from the hosts of the ranks that logged it.
+    let mut hosts_of: BTreeMap<String, std::collections::BTreeSet<String>> = BTreeMap::new();
+    for log in &logs {
+        let host = cluster.host_of(log.rank, per_node);
+        assert_eq!(log.header()["host"], host.as_str(), "rank {}", log.rank);
+        for r in tuning_records(log) {
+            if let Some(comm) = r["comm"].as_str() {
+                hosts_of
+                    .entry(comm.to_string())
+                    .or_default()
+                    .insert(host.clone());
+            }
         }
-        assert!(
-            !tried,
-            "a candidate ran on a communicator over several hosts"
-        );
-    } else {
-        assert!(tried, "Open MPI 4.1 has no such guard: {by_comm:?}");
     }
+    let by_comm = same_on_every_rank(&logs);
+    let tried = |records: &[Value]| {
+        records
+            .iter()
+            .any(|r| r["event"] == "trial" && r["value"].as_i64() > Some(0))
+    };
+    let excluded = |records: &[Value]| {
+        records.iter().any(|r| {
+            r["event"] == "excluded"
+                && r["message"]
+                    .as_str()
+                    .is_some_and(|m| m.starts_with("this communicator spans several nodes"))
+        })
+    };
+    let spanning: Vec<&String> = hosts_of.keys().filter(|c| hosts_of[*c].len() > 1).collect();
+    assert!(
+        !spanning.is_empty() && spanning.len() < by_comm.len(),
+        "coll_check has communicators within one node and over both: {hosts_of:?}"
+    );
+    let guarded = mpit_testkit::open_mpi_major() >= Some(5);
+    for (comm, records) in &by_comm {
+        let spans = hosts_of[comm].len() > 1;
+        if guarded && spans {
+            assert!(excluded(records), "{comm} spans nodes: {records:?}");
+            assert!(!tried(records), "a candidate ran on {comm}, over nodes");
+        } else {
+            assert!(
+                !excluded(records),
+                "{comm} ({:?}): {records:?}",
+                hosts_of[comm]
+            );
+        }
+    }
+    // Candidates ran where they may: on a communicator over both nodes
+    // (MPICH, Open MPI 4.1), within one node (Open MPI 5).
+    assert!(
+        by_comm
+            .iter()
+            .any(|(comm, records)| (hosts_of[comm].len() > 1) != guarded && tried(records)),
+        "no candidate ran on a communicator {}: {by_comm:?}",
+        if guarded {
+            "within one node"
+        } else {
+            "over both nodes"
+        }
+    );
 }
 
 #[test]

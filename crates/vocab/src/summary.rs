@@ -25,6 +25,10 @@ pub struct SummaryFile {
     pub variables: Vec<VariableStats>,
     /// Functional classes of ranks.
     pub classes: Vec<RankClass>,
+    /// The ranks of each host (node), by lowest rank (absent in older
+    /// files).
+    #[serde(default)]
+    pub hosts: Vec<HostRanks>,
     /// Message-size histograms summed over all ranks, per MPI call family
     /// (bucket `b`: `[2^(b-1), 2^b)` bytes).
     pub size_histograms: BTreeMap<String, Vec<u64>>,
@@ -149,6 +153,22 @@ pub struct RankClass {
     pub members: Option<Vec<u32>>,
     /// What the class does, from its lowest rank.
     pub signature: String,
+}
+
+/// The ranks that ran on one host (node), by the host name each rank's
+/// log header has.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct HostRanks {
+    /// The host name; after the first 32 hosts, one entry counts the rest
+    /// (`more than 32 hosts: the rest`).
+    pub host: String,
+    /// How many ranks.
+    pub count: u32,
+    /// The ranks, compactly, as a class has them: `0-7`, `0-6:2`, or
+    /// `12 ranks in 3-40`.
+    pub ranks: String,
+    /// The ranks, when they can be listed.
+    pub members: Option<Vec<u32>>,
 }
 
 /// One piece of advice.

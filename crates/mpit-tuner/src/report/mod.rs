@@ -35,7 +35,8 @@ What it prints: run facts (library, ranks, hosts, duration, sampling, \
 configuration), the variables that differ most across ranks and change most \
 during the run, cross-rank statistics (summary.json's, or recomputed from the \
 logs' last samples when it is missing), message sizes per MPI call family, \
-classes of ranks, every CVAR change with its time and rank, policies (totals, \
+classes of ranks, on several hosts each host's ranks and what differs most \
+between hosts, every CVAR change with its time and rank, policies (totals, \
 disabled ones), recommendations with their evidence and setting, warnings \
 counted.
 

@@ -1,8 +1,10 @@
 //! What the `check`, `replay` and `run` tests share: the built binary, the
 //! preload library next to it, the example programs, fixtures, and running
 //! `mpit-tuner` with a clean environment under a timeout (one job at a time,
-//! through mpit-testkit).
+//! through mpit-testkit); and a running job to steer ([`steering`]).
 #![allow(dead_code, unused_imports)] // each test binary uses a different part
+
+pub mod steering;
 
 use mpit_testkit::{flavor, launcher_env, timeout, Job};
 use serde_json::Value as Json;

@@ -203,6 +203,20 @@ pub fn mpi_job(ranks: u32, program: &Path, args: &[&str]) -> Command {
     cmd
 }
 
+/// An MPI job running `program args` without the tool on `per_node` ranks
+/// of each node of the emulated cluster, launched from its head node.
+pub fn cluster_job(
+    cluster: &mpit_testkit::cluster::Cluster,
+    per_node: u32,
+    program: &Path,
+    args: &[&str],
+) -> Command {
+    let mut cmd = cluster.mpiexec(per_node, program);
+    cmd.args(args);
+    clean_env(&mut cmd);
+    cmd
+}
+
 /// Puts the tool on a command: `LD_PRELOAD` on the launcher (so `mpiexec`
 /// and its proxies run with it too), logs in `dir`, a short interval, no
 /// summary table.

@@ -67,7 +67,14 @@ impl Runtime {
         // the result, or none does.
         let rank = self.info.rank;
         let mut seq = Collectives::resume(self.private.comm(), rank, self.failure.take());
-        let stats = reduce(&mut seq, 0, &quantities, signature, &description);
+        let stats = reduce(
+            &mut seq,
+            0,
+            &quantities,
+            signature,
+            &description,
+            &self.info.host,
+        );
         let verdict = seq.agree();
         let catalogue = done.as_ref().map(|d| d.catalogue.clone());
         let mut notes = Vec::new();
@@ -178,6 +185,7 @@ impl Runtime {
             duration_s: snapshot.t,
             variables: summary.variables.clone(),
             classes: summary.classes.clone(),
+            hosts: summary.hosts.clone(),
             size_histograms: summary.size_histograms.clone(),
             recommendations: advice.to_vec(),
             messages: report

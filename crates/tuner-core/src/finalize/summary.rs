@@ -16,13 +16,16 @@ use crate::sample::Snapshot;
 use mpit::collective::{Collectives, ReduceOp};
 use serde::{Deserialize, Serialize};
 
-pub use vocab::summary::{RankClass, VariableStats};
+pub use vocab::summary::{HostRanks, RankClass, VariableStats};
 
 /// Bins of the cross-rank histograms.
 pub const HISTOGRAM_BINS: usize = 8;
 
 /// At most this many classes are told apart; the rest are counted as one.
 pub const MAX_CLASSES: usize = 16;
+
+/// At most this many hosts are told apart; the rest are counted as one.
+pub const MAX_HOSTS: usize = 32;
 
 /// The cross-rank summary, as rank 0 gets it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -31,6 +34,8 @@ pub struct Summary {
     pub variables: Vec<VariableStats>,
     /// Functional classes of ranks.
     pub classes: Vec<RankClass>,
+    /// The ranks of each host, by lowest rank.
+    pub hosts: Vec<HostRanks>,
     /// Message-size histograms summed over all ranks, per MPI call family
     /// with calls (bucket `b`: `[2^(b-1), 2^b)` bytes; see `toolmetrics`).
     pub size_histograms: std::collections::BTreeMap<String, Vec<u64>>,
@@ -63,16 +68,49 @@ pub fn local_quantities(snapshot: &Snapshot) -> Vec<(String, &'static str, f64)>
 /// a sequence over the same communicator. Only `root` gets the result
 /// (`None` elsewhere), and only the caller's agreement after it says
 /// whether every rank's calls succeeded. `signature` and `description`
-/// characterise this rank's behaviour.
+/// characterise this rank's behaviour; `host` is its node's host name.
 pub fn reduce(
     seq: &mut Collectives,
     root: i32,
     local: &[(String, &'static str, f64)],
     signature: u64,
     description: &str,
+    host: &str,
 ) -> Option<Summary> {
     let variables = reduce_variables(seq, root, local);
-    let classes = classes(seq, root, signature, description);
+    let classes = groups(seq, root, signature, description, MAX_CLASSES, "classes")
+        .into_iter()
+        .map(|g| RankClass {
+            count: g.count,
+            ranks: g.ranks,
+            members: g.members,
+            signature: g.description,
+        })
+        .collect();
+    let mut hosts: Vec<(i64, HostRanks)> = groups(
+        seq,
+        root,
+        crate::collectives::fnv1a(host),
+        host,
+        MAX_HOSTS,
+        "hosts",
+    )
+    .into_iter()
+    .map(|g| {
+        (
+            g.lowest,
+            HostRanks {
+                host: g.description,
+                count: g.count,
+                ranks: g.ranks,
+                members: g.members,
+            },
+        )
+    })
+    .collect();
+    // By lowest rank; the rest (lowest unknown) last.
+    hosts.sort_by_key(|(lowest, _)| *lowest);
+    let hosts = hosts.into_iter().map(|(_, h)| h).collect();
     // Size histograms: every family, every bucket, summed onto the root.
     let families = crate::sample::toolmetrics::snapshot();
     let mine: Vec<f64> = families
@@ -98,6 +136,7 @@ pub fn reduce(
     variables.map(|variables| Summary {
         variables,
         classes,
+        hosts,
         size_histograms,
     })
 }
@@ -207,17 +246,37 @@ fn bin(v: f64, lo: f64, hi: f64) -> usize {
     (((v - lo) / (hi - lo) * HISTOGRAM_BINS as f64) as usize).min(HISTOGRAM_BINS - 1)
 }
 
-/// Finds the classes of ranks with equal signatures, lowest signature
-/// first: a few reductions of scalars per class, O(log P) each.
-fn classes(seq: &mut Collectives, root: i32, signature: u64, description: &str) -> Vec<RankClass> {
+/// A group of ranks with equal keys, as the root sees it.
+struct Group {
+    count: u32,
+    ranks: String,
+    members: Option<Vec<u32>>,
+    /// From its lowest member.
+    description: String,
+    /// Its lowest member (`i64::MAX` for the rest, after `max` groups).
+    lowest: i64,
+}
+
+/// Finds the groups of ranks with equal keys (the classes of equal
+/// signatures, the ranks of each host), lowest key first, at most `max`
+/// and the rest as one (`what`: what the groups are, for its
+/// description): a few reductions of scalars per group, O(log P) each.
+fn groups(
+    seq: &mut Collectives,
+    root: i32,
+    key: u64,
+    description: &str,
+    max: usize,
+    what: &str,
+) -> Vec<Group> {
     const NONE: i64 = i64::MAX;
     let rank = seq.rank();
     let me = i64::from(rank);
-    // Signatures are kept below 2^62 so that NONE is never one.
-    let signature = (signature >> 2) as i64;
+    // Keys are kept below 2^62 so that NONE is never one.
+    let signature = (key >> 2) as i64;
     let mut assigned = false;
     let mut out = Vec::new();
-    for _ in 0..MAX_CLASSES {
+    for _ in 0..max {
         let mut next = [0i64];
         seq.allreduce_i64(
             &[if assigned { NONE } else { signature }],
@@ -284,11 +343,12 @@ fn classes(seq: &mut Collectives, root: i32, signature: u64, description: &str) 
             } else {
                 (format!("{count} ranks in {lo}-{hi}"), None)
             };
-            out.push(RankClass {
+            out.push(Group {
                 count: count as u32,
                 ranks,
                 members,
-                signature: String::from_utf8_lossy(&text).into_owned(),
+                description: String::from_utf8_lossy(&text).into_owned(),
+                lowest: lo,
             });
         }
         assigned |= member;
@@ -296,11 +356,12 @@ fn classes(seq: &mut Collectives, root: i32, signature: u64, description: &str) 
     let mut left = [0i64];
     seq.allreduce_i64(&[i64::from(!assigned)], &mut left, ReduceOp::Sum);
     if rank == root && left[0] > 0 {
-        out.push(RankClass {
+        out.push(Group {
             count: left[0] as u32,
             ranks: format!("{} more ranks", left[0]),
             members: None,
-            signature: format!("more than {MAX_CLASSES} classes: the rest"),
+            description: format!("more than {max} {what}: the rest"),
+            lowest: NONE,
         });
     }
     out

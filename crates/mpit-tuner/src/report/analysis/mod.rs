@@ -5,16 +5,18 @@
 //!
 //! Modules: [`facts`] (the run), [`recompute`] (what summary.json would
 //! say, from the logs), [`interest`] (which variables are worth a look),
-//! [`grouping`] (records of several ranks told together). This file puts
-//! them together into an [`Analysis`].
+//! [`grouping`] (records of several ranks told together), [`hosts`] (the
+//! run by host). This file puts them together into an [`Analysis`].
 
 mod facts;
 mod grouping;
+mod hosts;
 mod interest;
 mod recompute;
 
 pub use facts::Facts;
 pub use grouping::{Grouped, PolicyTotals};
+pub use hosts::Hosts;
 pub use interest::{by_spread, default_plots, spread, Activity, OverTime};
 
 use super::reading::{Advice, Class, Points, Run, SetEnv, Stat, Write};
@@ -31,6 +33,8 @@ pub struct Analysis {
     pub stats_recomputed: bool,
     /// Classes of ranks.
     pub classes: Vec<Class>,
+    /// The ranks of each host, with what differs between hosts.
+    pub hosts: Hosts,
     /// Whether they were recomputed from the logs.
     pub classes_recomputed: bool,
     /// Message-size histograms per family.
@@ -70,6 +74,7 @@ pub fn analyse(run: &Run) -> Analysis {
         ..Analysis::default()
     };
     summarised(&mut a, run);
+    a.hosts = hosts::hosts(&run.ranks);
     a.activity = interest::activity(&run.ranks);
     changes(&mut a, run);
     a.policies = grouping::policy_totals(&run.ranks);

@@ -14,7 +14,7 @@ use tuner_core::sample::toolmetrics::{Family, BUCKETS};
 /// The per-rank quantities the summary would have (rank 0's rule:
 /// unbound variables and those bound to `world`, not the `.hist` arrays;
 /// levels also give their maximum).
-fn rank_quantities(r: &RankLog) -> Vec<(String, &'static str, f64)> {
+pub(super) fn rank_quantities(r: &RankLog) -> Vec<(String, &'static str, f64)> {
     let mut out = Vec::new();
     for v in &r.vars {
         let bound_elsewhere = v.key.contains('@') && !v.key.ends_with("@world");
@@ -211,6 +211,7 @@ pub fn recompute_advice(
             })
             .collect(),
         classes: Vec::new(),
+        hosts: Vec::new(),
         size_histograms: sizes.clone(),
     };
     let ctx = recommend::Context {

@@ -3,7 +3,8 @@
 //! Each section has its function, in the order of the report: [`problems`]
 //! (what is wrong with the run directory), [`facts`] (the run),
 //! [`variables`] (the variables worth a look, cross-rank statistics),
-//! [`traffic`] (message sizes, classes of ranks), [`changes`] (CVAR writes
+//! [`traffic`] (message sizes, classes of ranks), [`hosts`] (a run on
+//! several nodes, by node), [`changes`] (CVAR writes
 //! and environment settings), [`policies`] (policies and recommendations),
 //! [`messages`] (notes of policies, warnings), and the files the report
 //! wrote (here). [`super::tables`] renders the [`Document`].
@@ -13,6 +14,7 @@ mod collectives;
 
 pub(crate) use collectives::outcomes as collective_outcomes;
 mod facts;
+mod hosts;
 mod messages;
 mod policies;
 mod problems;
@@ -54,6 +56,9 @@ pub fn build(run: &Run, a: &Analysis, out: &Outputs) -> Document {
         sections.push(traffic::sizes(a));
     }
     sections.push(traffic::classes(a));
+    if a.hosts.rows.len() > 1 {
+        sections.push(hosts::hosts(a));
+    }
     sections.push(changes::changes(a));
     sections.push(policies::policies(a));
     sections.push(policies::recommendations(run, a));

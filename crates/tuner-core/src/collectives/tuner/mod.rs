@@ -193,7 +193,7 @@ pub fn request_key(id: &str) -> u64 {
 
 /// FNV-1a of `s`: stable across processes and builds, unlike the std
 /// hasher, so every rank hashes the same string alike.
-fn fnv1a(s: &str) -> u64 {
+pub(crate) fn fnv1a(s: &str) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in s.bytes() {
         h ^= u64::from(b);

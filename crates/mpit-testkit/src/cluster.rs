@@ -1,0 +1,236 @@
+//! The emulated cluster of `scripts/cluster.sh` for tests: nodes that are
+//! network and UTS namespaces of this machine (host names `node1` ...
+//! `nodeN`), and a head node from which the build's launcher starts ranks
+//! on them through the script's ssh stand-in.
+//!
+//! The script is the one definition of the cluster (the demo and the
+//! benchmarks use it too); this module only calls it. [`Cluster::shared`]
+//! brings a cluster up once per test process (about half a second), shares
+//! it between the process's tests, and has it removed when the process
+//! ends, however it ends: a reaper started beside it holds the other end
+//! of a pipe this process keeps open, and removes the cluster when the
+//! pipe closes. A cluster left by a process that is gone is removed by the
+//! next `up` on the machine.
+//!
+//! Making namespaces needs root, `ip` and `unshare`; where they are
+//! missing the script says why, and [`cluster_for`] reports that the test
+//! does not apply ([`crate::not_applicable`]).
+//!
+//! A library on the system's UCX (Debian's MPICH 4.0.2, on UCX 1.13) gets
+//! a cluster whose nodes share the machine's boot id (`up --share-boot-id`):
+//! UCX then moves data between nodes through shared memory instead of TCP,
+//! whose transport hangs now and then in `MPI_Finalize` (openucx/ucx#8738;
+//! here 2 of 8 runs of `coll_check` on 2 nodes of 2 ranks, without the
+//! tool). The launcher, the host names and the library's own view of
+//! which ranks share a node are those of separate nodes all the same.
+//!
+//! Ranks are placed by slot: with `per_node` ranks per node, ranks
+//! `0..per_node` run on `node1`, the next `per_node` on `node2`, and so on
+//! ([`Cluster::host_of`]).
+
+use crate::netns::wrapped;
+use crate::{launcher_env, mpiexec_path, repo_root, timeout};
+use std::ffi::OsStr;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, OnceLock};
+
+/// An emulated cluster this test process brought up.
+#[derive(Debug)]
+pub struct Cluster {
+    name: String,
+    nodes: u32,
+    /// Its state directory (`enter`, `agent`, `hosts`).
+    dir: PathBuf,
+    /// The reaper, whose standard input (a pipe from this process) closes
+    /// only when this process ends; never waited for: it outlives it.
+    _reaper: Mutex<Child>,
+}
+
+/// `bash scripts/cluster.sh --name NAME ARGS...`.
+fn script(name: &str) -> Command {
+    let mut cmd = Command::new("bash");
+    cmd.arg(repo_root().join("scripts/cluster.sh"))
+        .args(["--name", name]);
+    cmd
+}
+
+/// What a finished command printed on standard error, trimmed.
+fn stderr_of(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).trim().to_string()
+}
+
+impl Cluster {
+    /// This test process's cluster of `nodes` nodes, brought up at the
+    /// first call and shared by the later ones (which must ask for as
+    /// many nodes); `Err` says why this machine cannot make one. Any other
+    /// failure of the script fails the test.
+    pub fn shared(nodes: u32) -> Result<&'static Cluster, String> {
+        static SHARED: OnceLock<Result<Cluster, String>> = OnceLock::new();
+        let cluster = SHARED
+            .get_or_init(|| Cluster::up(nodes))
+            .as_ref()
+            .map_err(Clone::clone)?;
+        assert_eq!(
+            cluster.nodes, nodes,
+            "this test process's cluster has {} nodes; one size per test binary",
+            cluster.nodes
+        );
+        Ok(cluster)
+    }
+
+    fn up(nodes: u32) -> Result<Cluster, String> {
+        let pid = std::process::id().to_string();
+        let name = format!("mpitc-{pid}");
+        let mut up = script(&name);
+        up.args(["up", &nodes.to_string(), "--owner", &pid]);
+        if system_ucx() {
+            up.arg("--share-boot-id");
+        }
+        let out = up
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {up:?} (is bash installed?): {e}"));
+        match out.status.code() {
+            Some(0) => {}
+            Some(3) => return Err(stderr_of(&out)),
+            _ => panic!(
+                "bringing up the emulated cluster failed ({}): {up:?}\n{}",
+                out.status,
+                stderr_of(&out)
+            ),
+        }
+        let settings = String::from_utf8_lossy(&out.stdout);
+        let dir = settings
+            .lines()
+            .find_map(|l| l.strip_prefix("MPIT_CLUSTER_DIR="))
+            .unwrap_or_else(|| panic!("{up:?} printed no MPIT_CLUSTER_DIR:\n{settings}"))
+            .into();
+        // In a process group of its own: an interrupt of the tests (Ctrl-C
+        // reaches the terminal's foreground group) must not stop it before
+        // it removes the cluster.
+        let mut reap = script(&name);
+        reap.arg("reap")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0);
+        let reaper = reap
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {reap:?}: {e}"));
+        Ok(Cluster {
+            name,
+            nodes,
+            dir,
+            _reaper: Mutex::new(reaper),
+        })
+    }
+
+    /// The cluster's name (its namespaces are `NAME-node1`, ...).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The host names of its nodes: `node1` ... `nodeN`.
+    pub fn hosts(&self) -> Vec<String> {
+        (1..=self.nodes).map(|i| format!("node{i}")).collect()
+    }
+
+    /// The host name of the node that runs world rank `rank` of a job with
+    /// `per_node` ranks on each node.
+    pub fn host_of(&self, rank: u32, per_node: u32) -> String {
+        format!("node{}", rank / per_node + 1)
+    }
+
+    /// The build's launcher and its options for `per_node` ranks on each
+    /// node, up to `-n N`: the arguments after `mpit-tuner run ... --`
+    /// when that runs on the head ([`Cluster::on_head`]).
+    pub fn launcher(&self, per_node: u32) -> Vec<String> {
+        let mpiexec = mpiexec_path();
+        let mut args = script(&self.name);
+        args.arg("args")
+            .arg(&mpiexec)
+            .args(["--per-node", &per_node.to_string()]);
+        let out = args
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {args:?}: {e}"));
+        assert!(
+            out.status.success(),
+            "{args:?} failed ({}): {}",
+            out.status,
+            stderr_of(&out)
+        );
+        let mut launcher = vec![mpiexec.display().to_string()];
+        launcher.extend(
+            String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .map(String::from),
+        );
+        launcher.extend(["-n".to_string(), (per_node * self.nodes).to_string()]);
+        launcher
+    }
+
+    /// `cmd` run on the head node, with its arguments, environment and
+    /// working directory: what a user runs on a cluster's login node.
+    pub fn on_head(&self, cmd: &Command) -> Command {
+        let mut head = Command::new(self.dir.join("enter"));
+        head.arg("head");
+        wrapped(head, cmd)
+    }
+
+    /// A command that runs `program` on `per_node` ranks of each node,
+    /// started from the head by the build's launcher under the test
+    /// timeout, with [`launcher_env`]. The variables set on the command
+    /// reach the ranks as a user's would: Hydra forwards the environment,
+    /// and for Open MPI `LD_PRELOAD` and every `MPIT_*` variable are named
+    /// with `-x` (`cluster.sh launch`).
+    pub fn mpiexec(&self, per_node: u32, program: impl AsRef<OsStr>) -> Command {
+        let mut cmd = Command::new("timeout");
+        cmd.args(["-k", "10", &timeout().to_string(), "bash"])
+            .arg(repo_root().join("scripts/cluster.sh"))
+            .args(["--name", &self.name, "launch", "--per-node"])
+            .arg(per_node.to_string())
+            .arg("--")
+            .arg(mpiexec_path())
+            .arg("-n")
+            .arg((per_node * self.nodes).to_string())
+            .arg(program);
+        launcher_env(&mut cmd);
+        cmd
+    }
+}
+
+/// Whether the build's MPI library links the UCX of the system's packages
+/// (`ldd`: `libucp.so` from /lib or /usr/lib).
+fn system_ucx() -> bool {
+    let library = mpit_sys::BUILD_LIBRARY;
+    if library.is_empty() {
+        return false;
+    }
+    let out = match Command::new("ldd").arg(library).output() {
+        Ok(out) => out,
+        Err(_) => return false,
+    };
+    String::from_utf8_lossy(&out.stdout).lines().any(|l| {
+        l.trim_start().starts_with("libucp.so")
+            && l.split("=> ")
+                .nth(1)
+                .is_some_and(|p| p.starts_with("/lib") || p.starts_with("/usr/lib"))
+    })
+}
+
+/// This test process's cluster of `nodes` nodes ([`Cluster::shared`]), or
+/// `None` after saying that `test` does not apply here and why (no root,
+/// no `ip`, no `unshare`, ...).
+pub fn cluster_for(test: &str, nodes: u32) -> Option<&'static Cluster> {
+    match Cluster::shared(nodes) {
+        Ok(cluster) => Some(cluster),
+        Err(why) => {
+            crate::not_applicable(
+                test,
+                &format!("no emulated cluster of {nodes} nodes can be made here: {why}"),
+            );
+            None
+        }
+    }
+}
