@@ -29,6 +29,7 @@ pub mod cluster;
 mod jobs;
 #[cfg(feature = "mpi")]
 pub mod netns;
+pub mod rng;
 
 #[cfg(feature = "mpi")]
 pub use jobs::*;

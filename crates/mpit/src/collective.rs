@@ -33,7 +33,7 @@ use crate::ffi::{self, Comm};
 
 /// The MPI calls a failure can be reported for, by number (the agreement
 /// reduces the number, so it must be the same table on every rank).
-const CALLS: &[&str] = &[
+pub const CALLS: &[&str] = &[
     "MPI_Comm_rank",
     "MPI_Comm_size",
     "MPI_Comm_group",
@@ -50,7 +50,7 @@ const CALLS: &[&str] = &[
 
 /// A failure of the tool on this rank, not an MPI call's (a log that cannot
 /// be opened, MPI_T unavailable): reported under this name.
-const LOCAL: &str = "the tuner's start on that rank";
+pub const LOCAL: &str = "the tuner's start on that rank";
 
 /// One rank's failure in a sequence.
 #[derive(Debug, Clone, PartialEq)]

@@ -20,20 +20,7 @@ const LIVE_PER_THREAD: usize = 6;
 const OPS_PER_THREAD: u64 = if cfg!(miri) { 300 } else { 40_000 };
 const SESSION_BITS: u64 = 0x5e55;
 
-/// A small deterministic generator (xorshift64*).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+use mpit_testkit::rng::Rng;
 
 /// The raw handle of thread `t`'s `k`-th communicator (fits an `int`).
 fn raw(t: u64, k: u64) -> u64 {
@@ -87,7 +74,7 @@ fn concurrent_create_free_and_scan_keep_the_table_consistent() {
             let registered = &registered;
             let untracked = &untracked;
             apps.push(s.spawn(move || {
-                let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ (t + 1));
+                let mut rng = Rng::new(0x9e37_79b9_7f4a_7c15 ^ (t + 1));
                 let mut live: Vec<u64> = Vec::new();
                 let mut next = 1u64;
                 for _ in 0..OPS_PER_THREAD {
@@ -124,7 +111,7 @@ fn concurrent_create_free_and_scan_keep_the_table_consistent() {
 
         // The helper thread: activate new objects, read active ones, reap.
         s.spawn(|| {
-            let mut rng = Rng(0xdead_beef);
+            let mut rng = Rng::new(0xdead_beef);
             let mut out = Vec::new();
             loop {
                 let finished = done.load(SeqCst);

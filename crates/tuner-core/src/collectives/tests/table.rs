@@ -110,7 +110,7 @@ fn stress(serialized: bool) {
                 (&tuner, &world, &mpi_lock, &tally, &claimed_by, &ops);
             apps.push(s.spawn(move || {
                 let _presence = world.presence();
-                let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ (t + 1));
+                let mut rng = Rng::new(0x9e37_79b9_7f4a_7c15 ^ (t + 1));
                 let mut live: Vec<Comm> = Vec::new();
                 // Each live communicator's entry, once it has one.
                 let mut entries: HashMap<u64, usize> = HashMap::new();
@@ -213,7 +213,7 @@ fn stress(serialized: bool) {
 
         // The helper thread: drains events, hands over users' requests.
         s.spawn(|| {
-            let mut rng = Rng(0xdead_beef);
+            let mut rng = Rng::new(0xdead_beef);
             let mut requests = 0;
             loop {
                 let finished = done.load(SeqCst);

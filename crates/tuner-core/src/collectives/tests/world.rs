@@ -35,24 +35,9 @@ pub(super) const INTER: u64 = 1 << 30;
 /// Private communicators are numbered from here.
 const PRIVATE_BASE: u64 = 0x7000_0000;
 
-/// The calls a failure can be reported for, by number (as
-/// `mpit::collective`'s table).
-const CALLS: &[&str] = &[
-    "MPI_Comm_rank",
-    "MPI_Comm_size",
-    "MPI_Comm_group",
-    "MPI_Group_free",
-    "MPI_Comm_create_group",
-    "MPI_Comm_get_errhandler",
-    "MPI_Comm_set_errhandler",
-    "MPI_Errhandler_free",
-    "MPI_Bcast",
-    "MPI_Reduce",
-    "MPI_Allreduce",
-    "MPI_Comm_free",
-];
-/// A failure that is not an MPI call's.
-const LOCAL: &str = "the tuner's start on that rank";
+/// The calls a failure can be reported for, by number, and the name of a
+/// failure that is not an MPI call's: `mpit::collective`'s.
+use mpit::collective::{CALLS, LOCAL};
 
 /// What a collective does with the contributions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
