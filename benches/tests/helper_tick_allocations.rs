@@ -33,7 +33,7 @@ use mpit::{Catalogue, MpiT};
 use mpit_testkit::alloc_count::{count, Counting};
 use policies::{Phase, PolicySet};
 use tuner_core::decide::{self, CatalogueView, Engine, MpiBackend, RUNTIME_PHASES};
-use tuner_core::runtime::Config;
+use tuner_core::run::Config;
 use tuner_core::sample::toolmetrics::{self, Family, Timing};
 use tuner_core::sample::{ObjectTable, Sampler, Snapshot};
 use vocab::Record;

@@ -14,7 +14,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use tuner_core::collectives::{Collective, COLLECTIVES};
-use tuner_core::runtime::MIN_INTERVAL;
+use tuner_core::run::MIN_INTERVAL;
 
 /// The preload library's file name.
 pub const LIBRARY: &str = "libmpit_tuner.so";

@@ -15,8 +15,9 @@ use mpit::{Comm, MpiT, Object, Win};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering::*};
 use std::sync::{Mutex, OnceLock};
-use tuner_core::runtime::Config;
-use tuner_core::runtime::{LaunchEnv, PreInit, Runtime, Shared};
+use tuner_core::run::Config;
+use tuner_core::run::LaunchEnv;
+use tuner_core::runtime::{PreInit, Runtime, Shared};
 
 static PRE_INIT: Mutex<Option<Result<PreInit, String>>> = Mutex::new(None);
 static RUNTIME: Mutex<Option<Runtime>> = Mutex::new(None);

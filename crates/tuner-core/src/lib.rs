@@ -6,8 +6,10 @@
 //! same decisions offline on recorded logs. Every record they write is a
 //! type of crate `vocab`. This crate makes no C call.
 //!
+//! - [`run`]: what every part shares about the run: configuration, the
+//!   launcher's environment, the facts of the log header, the log;
 //! - [`runtime`]: what the interposer drives at `MPI_Init`, on the helper
-//!   thread and at `MPI_Finalize`; its configuration, run directory and log;
+//!   thread and at `MPI_Finalize`, and the run directory;
 //! - [`services`]: what the runtime drives, each behind one trait: sampling,
 //!   policies, steering and collective tuning;
 //! - [`sample`]: the sampler, class-aware metrics, the lock-free table of
@@ -37,6 +39,7 @@ pub mod collectives;
 pub mod decide;
 pub mod finalize;
 pub mod replay;
+pub mod run;
 pub mod runtime;
 pub mod sample;
 pub mod services;

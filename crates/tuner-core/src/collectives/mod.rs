@@ -75,7 +75,6 @@ mod bins;
 mod library;
 mod mpi;
 pub mod search;
-pub(crate) mod setup;
 #[cfg(test)]
 mod tests;
 mod tuner;

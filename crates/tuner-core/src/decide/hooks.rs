@@ -3,8 +3,8 @@
 
 use super::backends::{EnvBackend, MpiBackend};
 use super::engine::*;
-use crate::runtime::log::LogWriter;
-use crate::runtime::{LaunchEnv, RunInfo};
+use crate::run::log::LogWriter;
+use crate::run::{LaunchEnv, RunInfo};
 use crate::sample::Snapshot;
 use mpit::{Catalogue, MpiT};
 use policies::{CompiledPolicy, Phase, PolicySet};
@@ -67,7 +67,7 @@ impl PolicyHooks {
     /// default, `none` = monitor only). A file that does not parse is
     /// reported and the tuner runs in monitor mode: the returned message
     /// (with `file:line:column`) is for rank 0 to print.
-    pub fn from_config(config: &crate::runtime::Config) -> (Option<PolicyHooks>, Option<String>) {
+    pub fn from_config(config: &crate::run::Config) -> (Option<PolicyHooks>, Option<String>) {
         let path = config.policy.as_deref();
         if path.is_some_and(|p| p.as_os_str() == "none") {
             return (None, None);

@@ -10,7 +10,8 @@ pub use summary::{
     local_quantities, reduce, signature, table, Summary, VariableStats, HISTOGRAM_BINS,
 };
 
-use crate::runtime::{warning, HelperDone, Runtime};
+use crate::run::warning;
+use crate::runtime::{HelperDone, Runtime};
 use crate::sample::Snapshot;
 use crate::services::{Service, Tick};
 use mpit::collective::{Collectives, Verdict};

@@ -82,7 +82,7 @@
 
 use crate::decide::actuator::{self, CvarWrite, Outcome, Request, When};
 use crate::decide::{self as engine, convert_class, convert_scope, Backend, Engine};
-use crate::runtime::log;
+use crate::run::log;
 use mpit::meta::{Binding, Datatype, PvarClass, Scope, Verbosity};
 use mpit::value::Value;
 use mpit::{CvarInfo as MpiCvarInfo, EnumItem, Enumeration};

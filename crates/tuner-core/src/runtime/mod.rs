@@ -19,20 +19,18 @@
 //! The application's threads never wait on the helper: it publishes its
 //! latest [`Snapshot`] through an `ArcSwap`.
 
-mod config;
 mod helper;
-pub mod log;
 mod rundir;
 mod start;
 
 pub use start::PreInit;
 
+use crate::run::log::{self, LogWriter};
+use crate::run::{serde_name, warning, Config, LaunchEnv, RunInfo};
 use crate::sample::objects::ObjectTable;
 use crate::sample::Snapshot;
 use crate::services::Service;
 use arc_swap::ArcSwap;
-pub use config::{CollectiveConfig, Config, MIN_INTERVAL, VARIABLES};
-use log::LogWriter;
 use mpit::collective::{self, Collectives, ErrorsReturn, Failure, Verdict};
 use mpit::quirks::LibraryVersion;
 use mpit::MpiT;
@@ -47,59 +45,6 @@ use vocab::record::{self, Record};
 
 /// How many live communicators and windows are tracked at once.
 pub const OBJECT_CAPACITY: usize = 1024;
-
-/// Rank and size as the launcher announces them in the environment, known
-/// before MPI_Init.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LaunchEnv {
-    /// This process's rank, if the launcher said.
-    pub rank: Option<u32>,
-    /// The job size, if the launcher said.
-    pub size: Option<u32>,
-}
-
-impl LaunchEnv {
-    /// Reads the variables MPICH's Hydra (`PMI_RANK`, `PMI_SIZE`), Open MPI
-    /// (`OMPI_COMM_WORLD_RANK`, `OMPI_COMM_WORLD_SIZE`), Slurm and PMIx set.
-    pub fn from_env() -> LaunchEnv {
-        let get = |names: &[&str]| {
-            names
-                .iter()
-                .find_map(|n| std::env::var(n).ok().and_then(|v| v.parse().ok()))
-        };
-        LaunchEnv {
-            rank: get(&[
-                "PMI_RANK",
-                "OMPI_COMM_WORLD_RANK",
-                "PMIX_RANK",
-                "SLURM_PROCID",
-            ]),
-            size: get(&["PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS"]),
-        }
-    }
-}
-
-/// Facts about this rank and run, in every log header.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct RunInfo {
-    /// Rank in `MPI_COMM_WORLD`.
-    pub rank: i32,
-    /// Size of `MPI_COMM_WORLD`.
-    pub size: i32,
-    /// Host name.
-    pub host: String,
-    /// Process id.
-    pub pid: u32,
-    /// `MPI_Get_library_version`.
-    pub library_version: String,
-    /// The library family and version, parsed once from `library_version`.
-    #[serde(skip)]
-    pub version: LibraryVersion,
-    /// The run directory.
-    pub dir: PathBuf,
-    /// Unix time the tuner started, in seconds.
-    pub start_unix: f64,
-}
 
 /// What the helper thread and the wrappers share, without locks.
 #[derive(Debug)]
@@ -143,15 +88,6 @@ impl Shared {
     }
 }
 
-/// The name serde gives a unit variant (`openmpi`, `MULTIPLE`).
-pub(crate) fn serde_name(value: impl serde::Serialize) -> String {
-    match serde_json::to_value(value) {
-        Ok(serde_json::Value::String(s)) => s,
-        Ok(other) => other.to_string(),
-        Err(_) => String::new(),
-    }
-}
-
 /// The configuration as the header records it.
 pub(crate) fn config_record(config: &Config) -> record::RunConfig {
     record::RunConfig {
@@ -165,11 +101,6 @@ pub(crate) fn config_record(config: &Config) -> record::RunConfig {
         flush: config.flush.as_secs_f64(),
         collectives: config.collectives.as_ref().map(|c| c.describe()),
     }
-}
-
-/// A `warning` record.
-pub(crate) fn warning(t: f64, message: &str) -> Record<'static> {
-    Record::Warning(record::Warning::new(t, message))
 }
 
 /// What the helper thread hands back when it stops.

@@ -5,7 +5,7 @@
 //!
 //! It runs on the helper thread and calls only MPI_T routines.
 
-use crate::runtime::Config;
+use crate::run::Config;
 use crate::sample::objects::{ObjectTable, Tracked, MAX_HANDLES_PER_OBJECT};
 use crate::sample::toolmetrics::{self, Family};
 use crate::sample::Metric;

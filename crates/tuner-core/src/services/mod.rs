@@ -30,8 +30,8 @@ pub mod policies;
 pub mod sampling;
 pub mod steering;
 
-use crate::runtime::log::LogWriter;
-use crate::runtime::{Config, LaunchEnv, RunInfo};
+use crate::run::log::LogWriter;
+use crate::run::{Config, LaunchEnv, RunInfo};
 use crate::sample::{ObjectTable, Snapshot};
 use mpit::collective::Collectives;
 use mpit::{Catalogue, MpiT};

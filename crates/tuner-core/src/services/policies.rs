@@ -6,7 +6,7 @@
 
 use super::{Peers, Service, Start, Tick};
 use crate::decide::PolicyHooks;
-use crate::runtime::{Config, LaunchEnv};
+use crate::run::{Config, LaunchEnv};
 use mpit::{Catalogue, MpiT};
 use policies::{CollectiveSpec, PolicySet};
 use vocab::steering::Action;

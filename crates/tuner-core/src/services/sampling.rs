@@ -5,8 +5,8 @@
 //! that cannot open one votes against starting the tuner on any rank.
 
 use super::{Open, Peers, Service, Tick};
-use crate::runtime::log::LogWriter;
-use crate::runtime::warning;
+use crate::run::log::LogWriter;
+use crate::run::warning;
 use crate::sample::{Sampler, Snapshot};
 use std::borrow::Cow;
 use std::sync::Arc;

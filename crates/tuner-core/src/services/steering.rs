@@ -23,7 +23,7 @@
 use super::{Peers, Service, Start, Tick};
 use crate::collectives;
 use crate::decide::actuator::{self, Request as WriteRequest, When};
-use crate::runtime::log::LogWriter;
+use crate::run::log::LogWriter;
 use mpit::meta::{Datatype, Scope};
 use mpit::{Catalogue, MpiT};
 use policies::{HostSelector, RankSelector};

@@ -12,7 +12,7 @@ use super::fold::{Folder, Points, VarAgg};
 use super::problem::{Problem, ProblemKind};
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
-use tuner_core::runtime::log::FORMAT_VERSION;
+use tuner_core::run::log::FORMAT_VERSION;
 use vocab::read::{DamageKind, Damaged};
 use vocab::record::{self, CvarWrite, ObjectChange, Phase, Record};
 

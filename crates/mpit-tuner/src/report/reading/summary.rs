@@ -6,7 +6,7 @@ use super::problem::{Problem, ProblemKind};
 use serde_json::Value as Json;
 use std::collections::BTreeMap;
 use std::path::Path;
-use tuner_core::runtime::log::FORMAT_VERSION;
+use tuner_core::run::log::FORMAT_VERSION;
 
 /// `summary.json`, read leniently.
 #[derive(Debug, Clone, Default)]

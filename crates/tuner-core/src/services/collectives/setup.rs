@@ -4,9 +4,9 @@
 //! tuner, in one reduction and one agreement on the tool's communicator.
 //! The runtime calls [`start`] once, on the application's thread.
 
-use crate::runtime::log::LogWriter;
-use crate::runtime::serde_name;
-use crate::runtime::{Config, RunInfo};
+use crate::run::log::LogWriter;
+use crate::run::serde_name;
+use crate::run::{Config, RunInfo};
 use mpit::collective::{Collectives, Verdict};
 use mpit::{Catalogue, MpiT, Object, Result};
 use vocab::record::CollectiveEvent;

@@ -1,12 +1,15 @@
 //! Online collective tuning as a service: started after `MPI_Init` when it
-//! is asked for (`collectives::setup`), its events logged on each
+//! is asked for (`setup.rs`: the library's collectives and candidates,
+//! the variables proved writable, every rank agreeing on the same tuner), its events logged on each
 //! tick, the library's defaults written back first thing inside
 //! `MPI_Finalize`, and its outcomes in summary.json. The tuning itself runs
 //! on the application's calls ([`crate::collectives`]), not here.
 
+mod setup;
+
 use super::{Peers, Service, Start, Tick};
-use crate::runtime::log::LogWriter;
-use crate::runtime::Config;
+use crate::run::log::LogWriter;
+use crate::run::Config;
 use policies::CollectiveSpec;
 use vocab::summary::SummaryFile;
 
@@ -53,7 +56,7 @@ impl Service for CollectiveTuning {
 
     fn start(&mut self, start: &mut Start<'_>) {
         if self.wanted {
-            crate::collectives::setup::start(
+            setup::start(
                 start.config,
                 self.spec.take(),
                 start.catalogue,

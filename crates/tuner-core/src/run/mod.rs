@@ -1,0 +1,80 @@
+//! What every part of a rank's tuner shares about its run: the
+//! configuration (`MPIT_TUNER_*`), the launcher's environment, the facts
+//! of the run every log header holds, and the log itself. The runtime and
+//! the services build on it; it names neither.
+
+mod config;
+pub mod log;
+
+pub use config::{CollectiveConfig, Config, MIN_INTERVAL, VARIABLES};
+
+use mpit::quirks::LibraryVersion;
+use std::path::PathBuf;
+use vocab::record::{self, Record};
+
+/// Rank and size as the launcher announces them in the environment, known
+/// before MPI_Init.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaunchEnv {
+    /// This process's rank, if the launcher said.
+    pub rank: Option<u32>,
+    /// The job size, if the launcher said.
+    pub size: Option<u32>,
+}
+
+impl LaunchEnv {
+    /// Reads the variables MPICH's Hydra (`PMI_RANK`, `PMI_SIZE`), Open MPI
+    /// (`OMPI_COMM_WORLD_RANK`, `OMPI_COMM_WORLD_SIZE`), Slurm and PMIx set.
+    pub fn from_env() -> LaunchEnv {
+        let get = |names: &[&str]| {
+            names
+                .iter()
+                .find_map(|n| std::env::var(n).ok().and_then(|v| v.parse().ok()))
+        };
+        LaunchEnv {
+            rank: get(&[
+                "PMI_RANK",
+                "OMPI_COMM_WORLD_RANK",
+                "PMIX_RANK",
+                "SLURM_PROCID",
+            ]),
+            size: get(&["PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS"]),
+        }
+    }
+}
+
+/// Facts about this rank and run, in every log header.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct RunInfo {
+    /// Rank in `MPI_COMM_WORLD`.
+    pub rank: i32,
+    /// Size of `MPI_COMM_WORLD`.
+    pub size: i32,
+    /// Host name.
+    pub host: String,
+    /// Process id.
+    pub pid: u32,
+    /// `MPI_Get_library_version`.
+    pub library_version: String,
+    /// The library family and version, parsed once from `library_version`.
+    #[serde(skip)]
+    pub version: LibraryVersion,
+    /// The run directory.
+    pub dir: PathBuf,
+    /// Unix time the tuner started, in seconds.
+    pub start_unix: f64,
+}
+
+/// The name serde gives a unit variant (`openmpi`, `MULTIPLE`).
+pub(crate) fn serde_name(value: impl serde::Serialize) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(s)) => s,
+        Ok(other) => other.to_string(),
+        Err(_) => String::new(),
+    }
+}
+
+/// A `warning` record.
+pub(crate) fn warning(t: f64, message: &str) -> Record<'static> {
+    Record::Warning(record::Warning::new(t, message))
+}
