@@ -13,8 +13,14 @@
 //! the build's MPI library, which `build.rs` links into this crate's tests
 //! (tuner-core's tests link none). MPICH exports no PVAR, so there the
 //! sampler reads the interposer's counters only (the test plays the
-//! application's calls between ticks); a library with PVARs has them read
-//! too.
+//! application's calls between ticks). Open MPI's library PVARs are left
+//! out here (a filter that matches none): without `MPI_Init` its MTL
+//! components are loaded but not started, and allocating a handle of one
+//! crashes inside the component (PSM2's `psm2_mq_get_stats`, seen on
+//! Open MPI 4.1.4); in a job the runtime samples them after `MPI_Init`,
+//! where the quirks table leaves out those of components that did not
+//! start. So on Open MPI the tick reads the interposer's counters only,
+//! as on MPICH.
 //!
 //! Not in the count, because they allocate by design or are not the
 //! tick's computing: the log (a sample record lists its variables and the
@@ -79,7 +85,12 @@ fn calls(tick: u64) {
 fn a_whole_tick_allocates_nothing_after_warm_up() {
     let mpit = MpiT::init().expect("MPI_T_init_thread, without MPI_Init");
     let catalogue = Catalogue::load(&mpit).expect("the MPI_T catalogue");
-    let mut sampler = Sampler::new(&mpit, catalogue, &Config::default()).expect("a PVAR session");
+    let mut config = Config::default();
+    if cfg!(mpi_flavor = "openmpi") {
+        // No library PVAR (see the module doc): a name is never empty.
+        config.pvar_patterns = vec![regex::Regex::new("^$").expect("a valid regex")];
+    }
+    let mut sampler = Sampler::new(&mpit, catalogue, &config).expect("a PVAR session");
     let table = ObjectTable::new(64);
     let mut source = POLICIES.to_string();
     if cfg!(mpi_flavor = "mpich") {
