@@ -333,20 +333,8 @@ impl Collectives {
     /// (every rank knows it); a failure of the agreement itself is kept for
     /// the next one.
     pub fn agree(&mut self) -> Verdict {
-        const NONE: i64 = i64::MAX;
         let mine = self.failure.as_ref();
-        let call_id = mine.map(|f| {
-            CALLS
-                .iter()
-                .position(|c| *c == f.call)
-                .unwrap_or(CALLS.len())
-        });
-        let send = [
-            mine.map_or(NONE, |_| i64::from(self.rank)),
-            mine.map_or(NONE, |_| -i64::from(self.rank)),
-            call_id.map_or(NONE, |c| c as i64),
-            mine.and_then(|f| f.class).map_or(NONE, i64::from),
-        ];
+        let send = vote(self.rank, mine);
         let mut recv = [0i64; 4];
         match ffi::allreduce_i64(self.comm, &send, &mut recv, ReduceOp::Min) {
             Ok(()) => {}
@@ -368,33 +356,66 @@ impl Collectives {
                 };
             }
         }
-        if recv[0] == NONE {
-            return Verdict::AllOk;
-        }
-        let call = usize::try_from(recv[2])
-            .ok()
-            .and_then(|i| CALLS.get(i))
-            .map_or(LOCAL, |c| *c)
-            .to_string();
-        let class = (recv[3] != NONE)
-            .then(|| i32::try_from(recv[3]).ok())
-            .flatten()
-            .map(|c| {
-                (
-                    c,
-                    ffi::error_string(c).unwrap_or_else(|| format!("error class {c}")),
-                )
-            });
-        Verdict::Failed(FailedOn {
-            ranks: (
-                i32::try_from(recv[0]).unwrap_or(-1),
-                i32::try_from(-recv[1]).unwrap_or(-1),
-            ),
-            call,
-            class,
-            mine: self.failure.take(),
+        tally(&recv, self.failure.take(), |c| {
+            ffi::error_string(c).unwrap_or_else(|| format!("error class {c}"))
         })
     }
+}
+
+/// No failure, in a vote: the largest value, so that a MIN reduction keeps
+/// any failure.
+const NONE: i64 = i64::MAX;
+
+/// One rank's vote at an agreement ([`Collectives::agree`]): four integers that
+/// every rank reduces with `MPI_MIN`, then reads with [`tally`]. Its rank
+/// (and its negation, so that the minimum gives the highest failing rank
+/// too), the position of its failed call in [`CALLS`] (the first listed
+/// wins), its error class. Public so that a simulated world of ranks
+/// (tuner-core's tests) votes the way real ranks do.
+pub fn vote(rank: i32, failure: Option<&Failure>) -> [i64; 4] {
+    let call_id = failure.map(|f| {
+        CALLS
+            .iter()
+            .position(|c| *c == f.call)
+            .unwrap_or(CALLS.len())
+    });
+    [
+        failure.map_or(NONE, |_| i64::from(rank)),
+        failure.map_or(NONE, |_| -i64::from(rank)),
+        call_id.map_or(NONE, |c| c as i64),
+        failure.and_then(|f| f.class).map_or(NONE, i64::from),
+    ]
+}
+
+/// What the votes of every rank, reduced with `MPI_MIN`, say: every rank
+/// succeeded, or which failed and how (`describe` gives the text of an
+/// error class). `mine` is this rank's own failure, kept in the verdict.
+pub fn tally(
+    reduced: &[i64; 4],
+    mine: Option<Failure>,
+    describe: impl Fn(i32) -> String,
+) -> Verdict {
+    if reduced[0] == NONE {
+        return Verdict::AllOk;
+    }
+    let call = usize::try_from(reduced[2])
+        .ok()
+        .and_then(|i| CALLS.get(i))
+        .map_or(LOCAL, |c| *c)
+        .to_string();
+    let class = (reduced[3] != NONE)
+        .then(|| i32::try_from(reduced[3]).ok())
+        .flatten()
+        .map(|c| (c, describe(c)));
+    Verdict::Failed(FailedOn {
+        ranks: (
+            i32::try_from(reduced[0]).unwrap_or(-1),
+            i32::try_from(-reduced[1]).unwrap_or(-1),
+        ),
+        call,
+        class,
+        mine,
+    })
 }
 
 /// The minimum and maximum of a value across ranks, with the lowest rank

@@ -22,7 +22,7 @@
 use crate::collectives::library::{Collective, Target};
 use crate::collectives::mpi::{AlgorithmVar, Sequence, TuningComm, TuningMpi};
 use crate::collectives::{Bins, ByComms, Fallback, Params, Tuner};
-use mpit::collective::{FailedOn, Failure, ReduceOp, Verdict};
+use mpit::collective::{Failure, ReduceOp, Verdict};
 use mpit::{Comm, CvarInfo, HandleBits, MpiError};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::*};
@@ -37,7 +37,7 @@ const PRIVATE_BASE: u64 = 0x7000_0000;
 
 /// The calls a failure can be reported for, by number, and the name of a
 /// failure that is not an MPI call's: `mpit::collective`'s.
-use mpit::collective::{CALLS, LOCAL};
+use mpit::collective::LOCAL;
 
 /// What a collective does with the contributions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -472,39 +472,15 @@ impl Sequence for SimSeq {
     }
 
     fn agree(&mut self) -> Verdict {
-        const NONE: i64 = i64::MAX;
-        let mine = self.failure.as_ref();
-        let call_id = mine.map(|f| {
-            CALLS
-                .iter()
-                .position(|c| *c == f.call)
-                .unwrap_or(CALLS.len())
-        });
-        let send = [
-            mine.map_or(NONE, |_| i64::from(self.comm_rank)),
-            mine.map_or(NONE, |_| -i64::from(self.comm_rank)),
-            call_id.map_or(NONE, |c| c as i64),
-            mine.and_then(|f| f.class).map_or(NONE, i64::from),
-        ];
+        // The votes and their reading are mpit's own; only the reduction
+        // is the simulated world's.
+        let send = mpit::collective::vote(self.comm_rank, self.failure.as_ref());
         let recv = self.meet(Kind::Reduce(ReduceOp::Min), &send);
-        if recv[0] == NONE {
-            return Verdict::AllOk;
-        }
-        let call = usize::try_from(recv[2])
-            .ok()
-            .and_then(|i| CALLS.get(i))
-            .map_or(LOCAL, |c| *c)
-            .to_string();
-        let class = (recv[3] != NONE)
-            .then(|| i32::try_from(recv[3]).ok())
-            .flatten()
-            .map(|c| (c, format!("error class {c}")));
-        Verdict::Failed(FailedOn {
-            ranks: (recv[0] as i32, -recv[1] as i32),
-            call,
-            class,
-            mine: self.failure.take(),
-        })
+        let recv: [i64; 4] = recv
+            .get(..4)
+            .and_then(|r| r.try_into().ok())
+            .expect("a reduction of four values gives four");
+        mpit::collective::tally(&recv, self.failure.take(), |c| format!("error class {c}"))
     }
 
     fn into_pending(self) -> Option<Failure> {
