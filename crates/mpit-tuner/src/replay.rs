@@ -44,8 +44,8 @@ unknown), refusals with their reason, why a policy did not fire when that \
 reason changes, notes and recommendations; then per policy its firings, \
 writes and refusals. --json prints the records instead, one per line, with \
 a `rank` field, in the format of the per-rank logs (decision, write, ...) \
-plus a `replay` record opening each rank and a `close` record with the \
-final values of the CVARs written.";
+plus a `replay` record opening each rank and a `replay_end` record with \
+the final values of the CVARs written and the environment variables set.";
 
 /// Options of `mpit-tuner replay`.
 #[derive(Debug, Args)]
