@@ -71,6 +71,49 @@ pub fn build(flavor: &str, program: &str, build: bool) -> Result<(PathBuf, PathB
     Ok((preload, program))
 }
 
+/// Where a job's ranks run on an emulated cluster (`scripts/cluster.sh`):
+/// `per_node` ranks on each of the first `nodes` nodes of the cluster
+/// `name`, started from its head node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placement {
+    pub name: String,
+    pub nodes: u32,
+    pub per_node: u32,
+}
+
+/// The variables a job on the cluster forwards to its ranks (Hydra forwards
+/// the whole environment; for Open MPI `cluster.sh launch` names these with
+/// `-x`): the tool's, the libraries' settings, coll_bench's.
+const FORWARD: &str = "LD_PRELOAD MPIT_* MPIR_CVAR_* OMPI_MCA_coll_* COLL_BENCH_* UCX_*";
+
+/// Builds (unless `build` is false) the `mpit-tuner` command for `flavor`
+/// in `target/<flavor>` (debug: the test phases build it there already);
+/// returns its path.
+pub fn cli(flavor: &str, build: bool) -> Result<PathBuf, String> {
+    let root = root();
+    let target = root.join("target").join(flavor);
+    if build {
+        run_checked(
+            Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+                .current_dir(&root)
+                .env("MPICC", format!("mpicc.{flavor}"))
+                .args(["build", "--locked", "--quiet", "--target-dir"])
+                .arg(&target)
+                .args(["-p", "mpit-tuner", "--bin", "mpit-tuner"]),
+            "cargo build -p mpit-tuner",
+        )?;
+    }
+    let cli = target.join("debug").join("mpit-tuner");
+    if cli.exists() {
+        Ok(cli)
+    } else {
+        Err(format!(
+            "{} is missing (build it, or drop --no-build)",
+            cli.display()
+        ))
+    }
+}
+
 /// One MPI job.
 #[derive(Debug, Clone)]
 pub struct Job<'a> {
@@ -85,6 +128,17 @@ pub struct Job<'a> {
     pub program: &'a Path,
     pub args: Vec<String>,
     pub timeout: Duration,
+    /// On one host (`None`: `mpiexec.<flavor> -n ranks` here) or on the
+    /// nodes of an emulated cluster (`ranks` must be `nodes * per_node`).
+    pub placement: Option<Placement>,
+    /// A line that says the program's work is done (a prefix of a line of
+    /// its standard output), and how long the job may take to exit after
+    /// it: a job that prints it and then does not exit in time is stopped
+    /// and counted as done, with [`Output::hung_after_done`] set. For a
+    /// library known to hang in `MPI_Finalize` now and then (Debian's
+    /// MPICH 4.0.2 on UCX 1.13 over TCP: openucx/ucx#8738), whose time was
+    /// measured before it. `None`: a job must exit by itself.
+    pub done: Option<(&'a str, Duration)>,
 }
 
 /// What a job printed, and how long it took.
@@ -93,6 +147,9 @@ pub struct Output {
     pub stdout: String,
     pub stderr: String,
     pub elapsed: Duration,
+    /// It printed [`Job::done`]'s line and did not exit within its grace
+    /// time: stopped.
+    pub hung_after_done: bool,
 }
 
 /// Variables of the caller's environment that would change what a job
@@ -105,18 +162,36 @@ fn inherited_setting(name: &str) -> bool {
 }
 
 /// Runs `job` under `mpiexec.<flavor>` in its own process group, killed
-/// (the launcher and its ranks) after the timeout. Fails unless it exits
-/// with status 0; the error ends with the last lines of its stderr.
+/// (the launcher and its ranks) after the timeout; on a cluster, through
+/// `scripts/cluster.sh launch` on its head node. Fails unless it exits with
+/// status 0 (or printed [`Job::done`]'s line and hung after it); the error
+/// ends with the last lines of its stderr.
 pub fn run(job: &Job) -> Result<Output, String> {
     let mpiexec = format!("mpiexec.{}", job.flavor);
-    let mut cmd = Command::new(&mpiexec);
-    for (k, v) in &job.env {
-        if job.flavor == "openmpi" {
-            cmd.arg("-x").arg(format!("{k}={v}"));
-        } else {
-            cmd.arg("-genv").arg(k).arg(v);
+    let mut cmd = match &job.placement {
+        None => {
+            let mut cmd = Command::new(&mpiexec);
+            for (k, v) in &job.env {
+                if job.flavor == "openmpi" {
+                    cmd.arg("-x").arg(format!("{k}={v}"));
+                } else {
+                    cmd.arg("-genv").arg(k).arg(v);
+                }
+            }
+            cmd
         }
-    }
+        Some(p) => {
+            let mut cmd = Command::new("bash");
+            cmd.arg(root().join("scripts/cluster.sh"))
+                .args(["--name", &p.name, "launch", "--per-node"])
+                .arg(p.per_node.to_string())
+                .arg("--nodes")
+                .arg(p.nodes.to_string())
+                .args(["--forward", FORWARD, "--"])
+                .arg(&mpiexec);
+            cmd
+        }
+    };
     cmd.arg("-n")
         .arg(job.ranks.to_string())
         .arg(job.program)
@@ -126,6 +201,10 @@ pub fn run(job: &Job) -> Result<Output, String> {
             cmd.env_remove(k);
         }
     }
+    if job.placement.is_some() {
+        // The launcher forwards them (FORWARD) from its environment.
+        cmd.envs(job.env.iter().map(|(k, v)| (k, v)));
+    }
     cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
@@ -134,9 +213,13 @@ pub fn run(job: &Job) -> Result<Output, String> {
         .stderr(Stdio::piped())
         .process_group(0);
     let what = format!(
-        "{} -n {} {} {}",
+        "{} -n {}{} {} {}",
         mpiexec,
         job.ranks,
+        job.placement.as_ref().map_or_else(String::new, |p| format!(
+            " ({} nodes x {})",
+            p.nodes, p.per_node
+        )),
         job.program
             .file_name()
             .map_or_else(String::new, |f| f.to_string_lossy().into_owned()),
@@ -146,30 +229,61 @@ pub fn run(job: &Job) -> Result<Output, String> {
     let mut child = cmd
         .spawn()
         .map_err(|e| format!("cannot run {mpiexec}: {e}"))?;
-    let mut stdout = child.stdout.take().expect("piped stdout");
+    let stdout = child.stdout.take().expect("piped stdout");
     let mut stderr = child.stderr.take().expect("piped stderr");
-    let out_reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stdout.read_to_string(&mut s);
-        s
-    });
+    // When the `done` line arrived.
+    let done_at: std::sync::Arc<std::sync::Mutex<Option<Instant>>> = Default::default();
+    let marker = job.done.map(|(m, _)| m.to_string());
+    let out_reader = {
+        let done_at = done_at.clone();
+        std::thread::spawn(move || {
+            use std::io::BufRead as _;
+            let mut s = String::new();
+            let mut lines = std::io::BufReader::new(stdout);
+            let mut line = String::new();
+            while matches!(lines.read_line(&mut line), Ok(n) if n > 0) {
+                if marker.as_deref().is_some_and(|m| line.starts_with(m)) {
+                    if let Ok(mut at) = done_at.lock() {
+                        at.get_or_insert_with(Instant::now);
+                    }
+                }
+                s.push_str(&line);
+                line.clear();
+            }
+            s
+        })
+    };
     let err_reader = std::thread::spawn(move || {
         let mut s = String::new();
         let _ = stderr.read_to_string(&mut s);
         s
     });
+    let kill = |child: &mut std::process::Child| {
+        // The launcher and its ranks are in their own process group.
+        let pgid = child.id() as libc::pid_t;
+        // SAFETY: kill(2) on a process group this function created.
+        unsafe { libc::kill(-pgid, libc::SIGKILL) };
+        let _ = child.wait();
+    };
+    let mut hung_after_done = false;
     let status = loop {
         match child.try_wait() {
-            Ok(Some(status)) => break Ok(status),
+            Ok(Some(status)) => break Ok(Some(status)),
             Ok(None) if start.elapsed() > job.timeout => {
-                // The launcher and its ranks are in their own process group.
-                let pgid = child.id() as libc::pid_t;
-                // SAFETY: kill(2) on a process group this function created.
-                unsafe { libc::kill(-pgid, libc::SIGKILL) };
-                let _ = child.wait();
+                kill(&mut child);
                 break Err(format!("timed out after {:?}", job.timeout));
             }
-            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+            Ok(None) => {
+                let done = done_at.lock().ok().and_then(|at| *at);
+                if let (Some(at), Some((_, grace))) = (done, job.done) {
+                    if at.elapsed() > grace {
+                        kill(&mut child);
+                        hung_after_done = true;
+                        break Ok(None);
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(5))
+            }
             Err(e) => break Err(format!("wait failed: {e}")),
         }
     };
@@ -185,12 +299,19 @@ pub fn run(job: &Job) -> Result<Output, String> {
         ))
     };
     match status {
-        Ok(s) if s.success() => Ok(Output {
+        Ok(None) => Ok(Output {
             stdout,
             stderr,
             elapsed,
+            hung_after_done,
         }),
-        Ok(s) => fail(format!("exited with {s}")),
+        Ok(Some(s)) if s.success() => Ok(Output {
+            stdout,
+            stderr,
+            elapsed,
+            hung_after_done,
+        }),
+        Ok(Some(s)) => fail(format!("exited with {s}")),
         Err(why) => fail(why),
     }
 }

@@ -33,6 +33,16 @@
 //!   `DIR/<library>/<ranks>r-<case>-round<k>`, kept (to read why a round
 //!   went as it did).
 //!
+//! - `exported`: no tool; the library reads what online tuning chose in a
+//!   learning run of the case made before the rounds, as `mpit-tuner
+//!   export` writes it (MPICH's selection JSON, Open MPI's dynamic rules).
+//!
+//! With `--cluster 4x1,2x2` the cases run on an emulated cluster
+//! (`scripts/cluster.sh`, brought up for the command with links shaped by
+//! `--link`, removed at the end) instead of this host: each layout is
+//! NODES x RANKS per node, and the default cases are allreduce, bcast and
+//! allgather from 8 B to 4 MiB.
+//!
 //! Every timed loop includes its first calls, so online tuning pays for its
 //! exploration. It prints per library a table of the time per call of the
 //! default, of the oracle (the variant with the lowest median among
@@ -58,24 +68,36 @@ use tuner_core::collectives;
 use vocab::record::{CollectiveEvent, Record};
 
 const USAGE: &str = "\
-usage: collectives [--short] [--reps N] [--mpi mpich,openmpi] [--ranks 2,4]
+usage: collectives [--short] [--reps N] [--mpi mpich,openmpi]
+                   [--ranks 2,4 | --cluster 2x2,4x1 [--link RATE]]
                    [--cases LIST] [--scale F] [--no-build]
                    [--keep-logs DIR]
 
   --short       CI mode: 1 repetition of short runs on 2 ranks (unless
-                --ranks); checks that every variant ran and that online
-                tuning left its logs
+                --ranks or --cluster); checks that every variant ran and
+                that online tuning left its logs
   --reps N      repetitions (default 5, --short 1)
   --mpi LIST    libraries, comma-separated (default mpich,openmpi)
-  --ranks LIST  job sizes, comma-separated (default 2,4; --short 2)
+  --ranks LIST  job sizes on this host, comma-separated (default 2,4;
+                --short 2)
+  --cluster LIST
+                run on an emulated cluster instead (scripts/cluster.sh,
+                brought up for the command and removed after it; needs
+                root): layouts NODESxRANKS_PER_NODE, comma-separated
+  --link RATE   the cluster's links, shaped with tbf (default 1gbit;
+                `none`: unshaped)
   --cases LIST  cases, comma-separated, from allreduce-8, allreduce-64k,
-                allreduce-1m, bcast-1m, mixed (default all)
+                allreduce-1m, allreduce-4m, bcast-8, bcast-64k, bcast-1m,
+                bcast-4m, allgather-8, allgather-64k, allgather-1m (BYTES
+                per rank), mixed (default on this host: allreduce-8,
+                allreduce-64k, allreduce-1m, bcast-1m, mixed; on the
+                cluster: all but mixed)
   --scale F     multiply every run's calls by F (default 1): a longer run
                 spreads online tuning's exploration over more calls
   --no-build    use what target/<library> already holds
   --keep-logs DIR
                 keep the online runs' logs in
-                DIR/<library>/<ranks>r-<case>-round<k> (default: a
+                DIR/<library>/<layout>-<case>-round<k> (default: a
                 scratch directory, removed at the end)";
 
 /// The collective a case measures.
@@ -83,8 +105,21 @@ usage: collectives [--short] [--reps N] [--mpi mpich,openmpi] [--ranks 2,4]
 enum Coll {
     Allreduce,
     Bcast,
+    Allgather,
     /// coll_bench's `mixed` application: its allreduces are the ones fixed.
     Mixed,
+}
+
+impl Coll {
+    /// coll_bench's name, and the tuner's.
+    fn name(self) -> &'static str {
+        match self {
+            Coll::Allreduce => "allreduce",
+            Coll::Bcast => "bcast",
+            Coll::Allgather => "allgather",
+            Coll::Mixed => "mixed",
+        }
+    }
 }
 
 /// One case: what coll_bench runs.
@@ -95,51 +130,123 @@ struct Case {
     /// In the tables.
     label: &'static str,
     coll: Coll,
+    /// coll_bench's BYTES: the message (allgather: each rank's block).
     bytes: u64,
+    /// Run by default on one host, on an emulated cluster.
+    on_host: bool,
+    on_cluster: bool,
 }
 
+const fn case(key: &'static str, label: &'static str, coll: Coll, bytes: u64) -> Case {
+    Case {
+        key,
+        label,
+        coll,
+        bytes,
+        on_host: false,
+        on_cluster: true,
+    }
+}
+
+const fn host(c: Case, on_cluster: bool) -> Case {
+    Case {
+        on_host: true,
+        on_cluster,
+        ..c
+    }
+}
+
+const KIB: u64 = 1 << 10;
+const MIB: u64 = 1 << 20;
+
 const CASES: &[Case] = &[
-    Case {
-        key: "allreduce-8",
-        label: "allreduce 8 B",
-        coll: Coll::Allreduce,
-        bytes: 8,
-    },
-    Case {
-        key: "allreduce-64k",
-        label: "allreduce 64 KiB",
-        coll: Coll::Allreduce,
-        bytes: 64 << 10,
-    },
-    Case {
-        key: "allreduce-1m",
-        label: "allreduce 1 MiB",
-        coll: Coll::Allreduce,
-        bytes: 1 << 20,
-    },
-    Case {
-        key: "bcast-1m",
-        label: "bcast 1 MiB",
-        coll: Coll::Bcast,
-        bytes: 1 << 20,
-    },
-    Case {
-        key: "mixed",
-        label: "mixed",
-        coll: Coll::Mixed,
-        bytes: 0,
-    },
+    host(
+        case("allreduce-8", "allreduce 8 B", Coll::Allreduce, 8),
+        true,
+    ),
+    host(
+        case(
+            "allreduce-64k",
+            "allreduce 64 KiB",
+            Coll::Allreduce,
+            64 * KIB,
+        ),
+        true,
+    ),
+    host(
+        case("allreduce-1m", "allreduce 1 MiB", Coll::Allreduce, MIB),
+        true,
+    ),
+    case("allreduce-4m", "allreduce 4 MiB", Coll::Allreduce, 4 * MIB),
+    case("bcast-8", "bcast 8 B", Coll::Bcast, 8),
+    case("bcast-64k", "bcast 64 KiB", Coll::Bcast, 64 * KIB),
+    host(case("bcast-1m", "bcast 1 MiB", Coll::Bcast, MIB), true),
+    case("bcast-4m", "bcast 4 MiB", Coll::Bcast, 4 * MIB),
+    case("allgather-8", "allgather 8 B", Coll::Allgather, 8),
+    case(
+        "allgather-64k",
+        "allgather 64 KiB",
+        Coll::Allgather,
+        64 * KIB,
+    ),
+    case("allgather-1m", "allgather 1 MiB", Coll::Allgather, MIB),
+    host(case("mixed", "mixed", Coll::Mixed, 0), false),
 ];
 
-/// Calls (steps for `mixed`) per run, per library, job size and case (in
-/// `CASES` order): the default takes about 1-3 s per run on the 2-core
-/// benchmark machine (MPICH on 4 ranks: 3-8 s, so that exploration is not
-/// the whole run), and online tuning's exploration (2 + 16 calls per
-/// candidate and key with the default window of 8, fewer when a candidate
-/// is dropped) is part of it. The machine:
-/// docs/benchmarks.md#the-machine-and-how-much-to-trust-the-numbers.
-fn iterations(flavor: &str, ranks: u32, case: usize, short: bool) -> u64 {
-    let (full, short_n): ([u64; 5], [u64; 5]) = match (flavor, ranks <= 2) {
+/// Where a case runs: `ranks` ranks on this host, or `per_node` ranks on
+/// each of `nodes` nodes of the emulated cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Layout {
+    /// 0: this host.
+    nodes: u32,
+    per_node: u32,
+}
+
+impl Layout {
+    fn ranks(self) -> u32 {
+        self.nodes.max(1) * self.per_node
+    }
+
+    fn on_cluster(self) -> bool {
+        self.nodes > 0
+    }
+}
+
+impl std::fmt::Display for Layout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.on_cluster() {
+            write!(f, "{}x{}", self.nodes, self.per_node)
+        } else {
+            write!(f, "{}", self.per_node)
+        }
+    }
+}
+
+/// Calls (steps for `mixed`) per run, per library, layout and case: on one
+/// host the default takes about 1-3 s per run on the 2-core benchmark
+/// machine (MPICH on 4 ranks: 3-8 s, so that exploration is not the whole
+/// run), and online tuning's exploration (2 + 16 calls per candidate and
+/// key with the default window of 8, fewer when a candidate is dropped) is
+/// part of it. On the emulated cluster 500 calls per case, so that
+/// exploration is amortised (4 ranks on 2 cores take milliseconds per call
+/// whatever the size: more would not fit an hour). The
+/// machine: docs/benchmarks.md#the-machine-and-how-much-to-trust-the-numbers.
+fn iterations(flavor: &str, layout: Layout, case: &Case, short: bool) -> u64 {
+    if layout.on_cluster() {
+        return if short { 20 } else { 500 };
+    }
+    let i = match case.key {
+        "allreduce-8" => 0,
+        "allreduce-64k" => 1,
+        "allreduce-1m" => 2,
+        "bcast-1m" => 3,
+        "mixed" => 4,
+        // The cluster's cases on one host: by size.
+        _ if case.bytes <= 8 * KIB => 0,
+        _ if case.bytes <= 64 * KIB => 1,
+        _ => 2,
+    };
+    let (full, short_n): ([u64; 5], [u64; 5]) = match (flavor, layout.ranks() <= 2) {
         ("mpich", true) => (
             [1_500_000, 50_000, 8_000, 15_000, 6_000],
             [50_000, 2_000, 300, 500, 200],
@@ -156,10 +263,12 @@ fn iterations(flavor: &str, ranks: u32, case: usize, short: bool) -> u64 {
             [5_000, 500, 100, 200, 100],
         ),
     };
-    if short {
-        short_n[case]
+    let n = if short { short_n[i] } else { full[i] };
+    // 4 MiB: a quarter of 1 MiB's calls.
+    if case.bytes > MIB {
+        (n / 4).max(1)
     } else {
-        full[case]
+        n
     }
 }
 
@@ -181,9 +290,10 @@ struct Algorithm {
 /// variable's description); Open MPI 4.1's values of
 /// `coll_tuned_<coll>_algorithm` (`ompi_info --param coll tuned --level 9`),
 /// without 0 (`ignore`: the default).
-fn algorithms(flavor: &str, coll: Coll) -> Vec<Algorithm> {
+fn algorithms(flavor: &str, coll: Coll, ranks: u32) -> Vec<Algorithm> {
     let c = match coll {
         Coll::Bcast => collectives::Collective::Bcast,
+        Coll::Allgather => collectives::Collective::Allgather,
         // `mixed`: its allreduces.
         Coll::Allreduce | Coll::Mixed => collectives::Collective::Allreduce,
     };
@@ -220,10 +330,20 @@ fn algorithms(flavor: &str, coll: Coll) -> Vec<Algorithm> {
             "segmented_ring",
             "rabenseifner",
         ],
+        Coll::Allgather => &[
+            "linear",
+            "bruck",
+            "recursive_doubling",
+            "ring",
+            "neighbor",
+            "two_proc",
+        ],
     };
     names
         .iter()
         .enumerate()
+        // The ones that fail the call on this many ranks (two_proc).
+        .filter(|(_, name)| collectives::open_mpi_unsuitable(c, name, ranks as i32).is_none())
         .map(|(i, name)| Algorithm {
             name: name.to_string(),
             env: vec![
@@ -250,6 +370,10 @@ enum Tool {
     Monitored,
     /// Loaded, with online collective tuning.
     Online,
+    /// No tool: the library reads what online tuning chose in a learning
+    /// run before the rounds, exported by `mpit-tuner export` (MPICH's
+    /// selection JSON, Open MPI's dynamic rules).
+    Exported,
 }
 
 /// One variant of a case.
@@ -265,16 +389,15 @@ struct Variant {
 }
 
 /// default, every fixed algorithm, every per-call switch (MPICH),
-/// monitored, online: in this order (online last, monitored just before
-/// it).
-fn variants(flavor: &str, coll: Coll) -> Vec<Variant> {
+/// exported, monitored, online: in this order.
+fn variants(flavor: &str, coll: Coll, ranks: u32) -> Vec<Variant> {
     let mut v = vec![Variant {
         label: "default".into(),
         env: Vec::new(),
         tool: Tool::None,
         per_call: None,
     }];
-    let algorithms = algorithms(flavor, coll);
+    let algorithms = algorithms(flavor, coll, ranks);
     for a in &algorithms {
         v.push(Variant {
             label: a.name.clone(),
@@ -293,7 +416,11 @@ fn variants(flavor: &str, coll: Coll) -> Vec<Variant> {
             });
         }
     }
-    for (label, tool) in [("monitored", Tool::Monitored), ("online", Tool::Online)] {
+    for (label, tool) in [
+        ("exported", Tool::Exported),
+        ("monitored", Tool::Monitored),
+        ("online", Tool::Online),
+    ] {
         v.push(Variant {
             label: label.into(),
             env: Vec::new(),
@@ -310,7 +437,11 @@ struct Options {
     short: bool,
     reps: usize,
     flavors: Vec<String>,
-    ranks: Vec<u32>,
+    /// Where the cases run: ranks on this host, or layouts of the cluster.
+    layouts: Vec<Layout>,
+    /// The cluster's link shaping (`cluster.sh up --link`), with layouts on
+    /// the cluster.
+    link: String,
     cases: Vec<usize>,
     scale: f64,
     build: bool,
@@ -327,13 +458,15 @@ fn parse_args() -> Result<Options, String> {
         short: false,
         reps: 0,
         flavors: vec!["mpich".into(), "openmpi".into()],
-        ranks: vec![2, 4],
-        cases: (0..CASES.len()).collect(),
+        layouts: Vec::new(),
+        link: "1gbit".into(),
+        cases: Vec::new(),
         scale: 1.0,
         build: true,
         keep_logs: None,
     };
-    let mut ranks_given = false;
+    let mut ranks = None;
+    let mut cluster: Option<Vec<Layout>> = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -353,12 +486,35 @@ fn parse_args() -> Result<Options, String> {
                 }
             }
             "--ranks" => {
-                ranks_given = true;
-                o.ranks = list(args.next(), "--ranks")?
-                    .iter()
-                    .map(|r| r.parse().ok().filter(|&n: &u32| n >= 2))
-                    .collect::<Option<_>>()
-                    .ok_or("--ranks needs numbers >= 2")?
+                ranks = Some(
+                    list(args.next(), "--ranks")?
+                        .iter()
+                        .map(|r| r.parse().ok().filter(|&n: &u32| n >= 2))
+                        .collect::<Option<Vec<u32>>>()
+                        .ok_or("--ranks needs numbers >= 2")?,
+                )
+            }
+            "--cluster" => {
+                cluster = Some(
+                    list(args.next(), "--cluster")?
+                        .iter()
+                        .map(|l| {
+                            let (n, k) = l.split_once('x')?;
+                            let (nodes, per_node) = (n.parse().ok()?, k.parse().ok()?);
+                            (nodes >= 1 && per_node >= 1 && nodes * per_node >= 2)
+                                .then_some(Layout { nodes, per_node })
+                        })
+                        .collect::<Option<Vec<Layout>>>()
+                        .ok_or(
+                            "--cluster needs NODESxRANKS layouts (2x2,4x1) of 2 ranks or more",
+                        )?,
+                )
+            }
+            "--link" => {
+                o.link = args
+                    .next()
+                    .filter(|v| !v.is_empty() && !v.starts_with('-'))
+                    .ok_or("--link needs a rate (1gbit, 100mbit) or `none`")?
             }
             "--cases" => {
                 o.cases = list(args.next(), "--cases")?
@@ -396,8 +552,26 @@ fn parse_args() -> Result<Options, String> {
     if o.reps == 0 {
         o.reps = if o.short { 1 } else { 5 };
     }
-    if o.short && !ranks_given {
-        o.ranks = vec![2];
+    o.layouts = match (cluster, ranks) {
+        (Some(_), Some(_)) => return Err("--ranks and --cluster: one or the other".into()),
+        (Some(c), None) => c,
+        (None, r) => r
+            .unwrap_or(if o.short { vec![2] } else { vec![2, 4] })
+            .into_iter()
+            .map(|per_node| Layout { nodes: 0, per_node })
+            .collect(),
+    };
+    let on_cluster = o.layouts.iter().any(|l| l.on_cluster());
+    if o.cases.is_empty() {
+        o.cases = (0..CASES.len())
+            .filter(|&i| {
+                if on_cluster {
+                    CASES[i].on_cluster
+                } else {
+                    CASES[i].on_host
+                }
+            })
+            .collect();
     }
     Ok(o)
 }
@@ -493,30 +667,180 @@ fn tuned_colls(coll: Coll) -> &'static [&'static str] {
     match coll {
         Coll::Allreduce => &["allreduce"],
         Coll::Bcast => &["bcast"],
+        Coll::Allgather => &["allgather"],
         Coll::Mixed => &["allreduce", "bcast", "alltoall"],
     }
 }
 
-/// Per (ranks, case): per variant, the time per call of each round
+/// Per (layout, case): per variant, the time per call of each round
 /// (`None` where the run failed), and online tuning's logs.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct CaseData {
     iters: u64,
     variants: Vec<Variant>,
     /// [variant][round] seconds per call.
     times: Vec<Vec<Option<f64>>>,
     tuned: Vec<Tuned>,
+    /// What the learning run's online tuning chose, exported (the
+    /// `exported` variant's file), or why there is none.
+    exported: Result<std::path::PathBuf, String>,
+}
+
+impl CaseData {
+    fn index(&self, tool: Tool) -> Option<usize> {
+        self.variants.iter().position(|v| v.tool == tool)
+    }
 }
 
 /// Everything measured on one library.
 struct Measured {
     flavor: String,
     version: String,
-    data: BTreeMap<(u32, usize), CaseData>,
+    data: BTreeMap<(Layout, usize), CaseData>,
     errors: Vec<String>,
     runs: usize,
+    /// Runs that printed their time and then did not exit (stopped: see
+    /// [`Job::done`]), by what ran.
+    hung: Vec<String>,
     build: Duration,
     wall: Duration,
+}
+
+/// The emulated cluster this command brought up (`scripts/cluster.sh`),
+/// removed when dropped (and, should this process die first, by the next
+/// `up` on the machine: it is owned by this process).
+struct Cluster {
+    name: String,
+}
+
+fn cluster_script(name: &str) -> std::process::Command {
+    let mut cmd = std::process::Command::new("bash");
+    cmd.arg(jobs::root().join("scripts/cluster.sh"))
+        .args(["--name", name]);
+    cmd
+}
+
+impl Cluster {
+    fn up(nodes: u32, link: &str) -> Result<Cluster, String> {
+        let pid = std::process::id().to_string();
+        let name = format!("mpitb-{pid}");
+        let mut up = cluster_script(&name);
+        up.args(["up", &nodes.to_string(), "--owner", &pid]);
+        if link != "none" {
+            up.args(["--link", link]);
+        }
+        let out = up
+            .output()
+            .map_err(|e| format!("cannot run scripts/cluster.sh: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "scripts/cluster.sh up {nodes} failed ({}): {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        eprintln!("collectives: emulated cluster {name}: {nodes} nodes, links {link}");
+        Ok(Cluster { name })
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = cluster_script(&self.name)
+            .arg("down")
+            .stdout(std::process::Stdio::null())
+            .status();
+    }
+}
+
+/// The variables that make a run without the tool read `file`, exported
+/// for `flavor`, and the format `mpit-tuner export` writes for it.
+fn exported_env(flavor: &str, file: &Path) -> Vec<(String, String)> {
+    let file = file.display().to_string();
+    if flavor == "mpich" {
+        vec![("MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE".into(), file)]
+    } else {
+        vec![
+            ("OMPI_MCA_coll_tuned_use_dynamic_rules".into(), "1".into()),
+            ("OMPI_MCA_coll_tuned_dynamic_rules_filename".into(), file),
+        ]
+    }
+}
+
+/// The variables of a run under the tool (`tune`: online tuning, `off`:
+/// monitoring), its logs in `dir`.
+fn tool_env(preload: &Path, collectives: &str, dir: &Path) -> Vec<(String, String)> {
+    [
+        ("LD_PRELOAD", preload.display().to_string()),
+        ("MPIT_TUNER_COLLECTIVES", collectives.into()),
+        // As `mpit-tuner run --tune-collectives` sets it: Open MPI 4.1
+        // reads forced algorithms only with it, from the start (MPICH
+        // ignores it).
+        ("OMPI_MCA_coll_tuned_use_dynamic_rules", "1".into()),
+        ("MPIT_TUNER_QUIET", "1".into()),
+        ("MPIT_TUNER_DIR", dir.display().to_string()),
+    ]
+    .map(|(k, v)| (k.to_string(), v))
+    .to_vec()
+}
+
+/// coll_bench's arguments for a case.
+fn bench_args(case: &Case, iters: u64) -> Vec<String> {
+    match case.coll {
+        Coll::Mixed => vec!["mixed".into(), iters.to_string()],
+        c => vec![c.name().into(), case.bytes.to_string(), iters.to_string()],
+    }
+}
+
+/// The time per call a run printed (coll_bench's `time_s` over `iters`).
+fn time_per_call(out: &jobs::Output, iters: u64) -> Option<f64> {
+    out.stdout
+        .lines()
+        .find(|l| l.starts_with("coll_bench:"))
+        .and_then(|l| jobs::field(l, "time_s"))
+        .filter(|&t| t > 0.0)
+        .map(|t| t / iters as f64)
+}
+
+/// Online tuning's learning run of a case, before the rounds, and its
+/// choices exported by `mpit-tuner export` into `dir/export`: the file the
+/// `exported` variant runs with.
+fn learn_and_export(
+    flavor: &str,
+    cli: &Path,
+    base: &Job,
+    preload: &Path,
+    dir: &Path,
+) -> Result<std::path::PathBuf, String> {
+    let run_dir = dir.join("run");
+    let mut job = base.clone();
+    job.env = tool_env(preload, "tune", &run_dir);
+    let out = jobs::run(&job)?;
+    if !out.stdout.contains("coll_bench:") {
+        return Err("the learning run printed no time".into());
+    }
+    let (format, name) = if flavor == "mpich" {
+        ("mpich-json", "mpich-coll-selection.json")
+    } else {
+        ("openmpi-rules", "coll-tuned-rules.conf")
+    };
+    let file = dir.join(name);
+    let export = std::process::Command::new(cli)
+        .arg("export")
+        .arg(&run_dir)
+        .args(["--format", format, "-o"])
+        .arg(&file)
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", cli.display()))?;
+    if !export.status.success() || !file.exists() {
+        return Err(format!(
+            "mpit-tuner export {} --format {format} failed ({}): {}",
+            run_dir.display(),
+            export.status,
+            String::from_utf8_lossy(&export.stderr).trim()
+        ));
+    }
+    Ok(file)
 }
 
 fn measure(opts: &Options, flavor: &str) -> Measured {
@@ -527,10 +851,13 @@ fn measure(opts: &Options, flavor: &str) -> Measured {
         data: BTreeMap::new(),
         errors: Vec::new(),
         runs: 0,
+        hung: Vec::new(),
         build: Duration::ZERO,
         wall: Duration::ZERO,
     };
-    let (preload, program) = match jobs::build(flavor, "coll_bench", opts.build) {
+    let built = jobs::build(flavor, "coll_bench", opts.build)
+        .and_then(|(preload, program)| Ok((preload, program, jobs::cli(flavor, opts.build)?)));
+    let (preload, program, cli) = match built {
         Ok(p) => p,
         Err(e) => {
             m.errors.push(e);
@@ -563,33 +890,87 @@ fn measure(opts: &Options, flavor: &str) -> Measured {
     };
     m.build = started.elapsed();
     let started = Instant::now();
+    let on_cluster = opts.layouts.iter().any(|l| l.on_cluster());
+    let cluster = if on_cluster {
+        let nodes = opts.layouts.iter().map(|l| l.nodes).max().unwrap_or(1);
+        match Cluster::up(nodes, &opts.link) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                m.errors.push(e);
+                return m;
+            }
+        }
+    } else {
+        None
+    };
+    let placement = |layout: Layout| {
+        cluster.as_ref().map(|c| jobs::Placement {
+            name: c.name.clone(),
+            nodes: layout.nodes,
+            per_node: layout.per_node,
+        })
+    };
     let timeout = Duration::from_secs(if opts.short { 60 } else { 300 });
+    // Across nodes Debian's MPICH 4.0.2 (UCX 1.13 over TCP) hangs now and
+    // then in MPI_Finalize, after coll_bench printed its time
+    // (openucx/ucx#8738): such a run is stopped after 5 s and counted.
+    let done = on_cluster.then_some(("coll_bench:", Duration::from_secs(5)));
     // One discarded run first: the first run after a build pays for cold
     // caches.
+    let first = opts.layouts[0];
     let warm = Job {
         flavor,
-        ranks: 2,
+        ranks: first.ranks(),
         env: Vec::new(),
         program: &program,
-        args: vec!["allreduce".into(), "8".into(), "1000".into()],
+        args: vec!["allreduce".into(), "8".into(), "100".into()],
         timeout,
+        placement: placement(first),
+        done,
     };
     if let Err(e) = jobs::run(&warm) {
         m.errors.push(format!("warm-up: {e}"));
     }
-    for &ranks in &opts.ranks {
+    for &layout in &opts.layouts {
         for &ci in &opts.cases {
             let case = CASES[ci];
-            let vs = variants(flavor, case.coll);
+            let iters =
+                ((iterations(flavor, layout, &case, opts.short) as f64 * opts.scale).round()
+                    as u64)
+                    .max(1);
+            let vs = variants(flavor, case.coll, layout.ranks());
+            let dir = logs.join(format!("{layout}-{}-learning", case.key));
+            let base = Job {
+                flavor,
+                ranks: layout.ranks(),
+                env: Vec::new(),
+                program: &program,
+                args: bench_args(&case, iters),
+                timeout,
+                placement: placement(layout),
+                done,
+            };
+            eprintln!(
+                "collectives: {flavor}: {layout}, {}: the learning run of online tuning",
+                case.label
+            );
+            let _ = std::fs::remove_dir_all(&dir);
+            m.runs += 1;
+            let exported = learn_and_export(flavor, &cli, &base, &preload, &dir);
+            if let Err(e) = &exported {
+                m.errors.push(format!(
+                    "{layout} ranks, {}: no exported file: {e}",
+                    case.label
+                ));
+            }
             m.data.insert(
-                (ranks, ci),
+                (layout, ci),
                 CaseData {
-                    iters: ((iterations(flavor, ranks, ci, opts.short) as f64 * opts.scale).round()
-                        as u64)
-                        .max(1),
+                    iters,
                     times: vec![vec![None; opts.reps]; vs.len()],
                     variants: vs,
                     tuned: Vec::new(),
+                    exported,
                 },
             );
         }
@@ -601,24 +982,16 @@ fn measure(opts: &Options, flavor: &str) -> Measured {
             opts.reps,
             jobs::load()
         );
-        for (&(ranks, ci), d) in m.data.iter_mut() {
+        for (&(layout, ci), d) in m.data.iter_mut() {
             let case = CASES[ci];
-            let args: Vec<String> = match case.coll {
-                Coll::Mixed => vec!["mixed".into(), d.iters.to_string()],
-                Coll::Allreduce => vec![
-                    "allreduce".into(),
-                    case.bytes.to_string(),
-                    d.iters.to_string(),
-                ],
-                Coll::Bcast => vec!["bcast".into(), case.bytes.to_string(), d.iters.to_string()],
-            };
+            let ranks = layout.ranks();
             let n = d.variants.len();
             for vi in (0..n).map(|i| (i + rep) % n) {
                 let v = &d.variants[vi];
                 // One online and one monitored variant per case: one
                 // directory each per round.
                 let dir = logs.join(format!(
-                    "{ranks}r-{}-round{}{}",
+                    "{layout}-{}-round{}{}",
                     case.key,
                     rep + 1,
                     if v.tool == Tool::Monitored {
@@ -628,38 +1001,31 @@ fn measure(opts: &Options, flavor: &str) -> Measured {
                     }
                 ));
                 let mut env = v.env.clone();
-                if v.tool != Tool::None {
-                    let collectives = if v.tool == Tool::Online {
-                        "tune"
-                    } else {
-                        "off"
-                    };
-                    env.extend(
-                        [
-                            ("LD_PRELOAD", preload.display().to_string()),
-                            ("MPIT_TUNER_COLLECTIVES", collectives.into()),
-                            // As `mpit-tuner run --tune-collectives` sets
-                            // it: Open MPI 4.1 reads forced algorithms only
-                            // with it, from the start (MPICH ignores it).
-                            ("OMPI_MCA_coll_tuned_use_dynamic_rules", "1".into()),
-                            ("MPIT_TUNER_QUIET", "1".into()),
-                            ("MPIT_TUNER_DIR", dir.display().to_string()),
-                        ]
-                        .map(|(k, v)| (k.to_string(), v)),
-                    );
+                match v.tool {
+                    Tool::None => {}
+                    Tool::Online => env.extend(tool_env(&preload, "tune", &dir)),
+                    Tool::Monitored => env.extend(tool_env(&preload, "off", &dir)),
+                    Tool::Exported => match &d.exported {
+                        Ok(file) => env.extend(exported_env(flavor, file)),
+                        // Said once, after the learning run.
+                        Err(_) => continue,
+                    },
                 }
                 let job = Job {
                     flavor,
                     ranks,
                     env,
                     program: &program,
-                    args: args.clone(),
+                    args: bench_args(&case, d.iters),
                     timeout,
+                    placement: placement(layout),
+                    done,
                 };
-                let what = format!("{ranks} ranks, {} ({})", case.label, v.label);
+                let what = format!("{layout} ranks, {} ({})", case.label, v.label);
+                let logged = matches!(v.tool, Tool::Online | Tool::Monitored);
                 // A kept directory from an earlier invocation: this run's
                 // logs only.
-                if v.tool != Tool::None && dir.exists() {
+                if logged && dir.exists() {
                     if let Err(e) = std::fs::remove_dir_all(&dir) {
                         m.errors
                             .push(format!("{what}: cannot clear {}: {e}", dir.display()));
@@ -674,28 +1040,24 @@ fn measure(opts: &Options, flavor: &str) -> Measured {
                         continue;
                     }
                 };
-                let time = out
-                    .stdout
-                    .lines()
-                    .find(|l| l.starts_with("coll_bench:"))
-                    .and_then(|l| jobs::field(l, "time_s"));
-                match time {
-                    Some(t) if t > 0.0 => d.times[vi][rep] = Some(t / d.iters as f64),
-                    _ => {
-                        m.errors.push(format!(
-                            "{what}: printed no time (ran {:.1} s)",
-                            out.elapsed.as_secs_f64()
-                        ));
-                        continue;
-                    }
+                if out.hung_after_done {
+                    m.hung.push(format!("{what}, round {}", rep + 1));
                 }
+                let Some(time) = time_per_call(&out, d.iters) else {
+                    m.errors.push(format!(
+                        "{what}: printed no time (ran {:.1} s)",
+                        out.elapsed.as_secs_f64()
+                    ));
+                    continue;
+                };
+                d.times[vi][rep] = Some(time);
                 if v.tool == Tool::Monitored && opts.keep_logs.is_none() {
                     let _ = std::fs::remove_dir_all(&dir);
                 }
                 if v.tool == Tool::Online {
                     match read_tuned(&dir, ranks, tuned_colls(case.coll)) {
                         Ok(tuned) => d.tuned.push(Tuned {
-                            run_s: time.unwrap_or(0.0),
+                            run_s: time * d.iters as f64,
                             ..tuned
                         }),
                         Err(e) => {
@@ -807,6 +1169,37 @@ fn chosen_summary(d: &CaseData) -> String {
         .join("; ")
 }
 
+/// The targets of issue 37 that apply to a case, each met or missed, on
+/// the medians of the per-round ratios: online within 10% of the oracle
+/// where the oracle beats the default by more than 10%; online at most 2%
+/// slower than the default where the default is the oracle; the exported
+/// file within 5% of the oracle.
+fn targets(d: &CaseData, online: usize, exported: usize) -> String {
+    let Some(o) = oracle(d) else {
+        return "n/a".into();
+    };
+    let mark = |ok: bool| if ok { "met" } else { "**missed**" };
+    let mut v = Vec::new();
+    let (default_over_oracle, _, _) = ratios(&d.times[0], &d.times[o]);
+    if o != 0 && default_over_oracle > 1.10 {
+        let (r, _, _) = ratios(&d.times[online], &d.times[o]);
+        v.push(format!("online/oracle <= 1.10 {}", mark(r <= 1.10)));
+    }
+    if o == 0 {
+        let (r, _, _) = ratios(&d.times[online], &d.times[0]);
+        v.push(format!("online/default <= 1.02 {}", mark(r <= 1.02)));
+    }
+    let (r, _, _) = ratios(&d.times[exported], &d.times[o]);
+    if r.is_finite() {
+        v.push(format!("exported/oracle <= 1.05 {}", mark(r <= 1.05)));
+    }
+    if v.is_empty() {
+        "none applies".into()
+    } else {
+        v.join("; ")
+    }
+}
+
 fn tables(m: &Measured, opts: &Options) -> String {
     let mut t = String::new();
     let _ = writeln!(
@@ -829,13 +1222,21 @@ fn tables(m: &Measured, opts: &Options) -> String {
         t,
         "| ranks | case | calls | default (us/call) | oracle (us/call) | oracle | online (us/call) \
          | online / oracle | per call / oracle | default / online | monitored / online \
-         | online chose |"
+         | exported / oracle | targets | online chose |"
     );
-    let _ = writeln!(t, "|---|---|---|---|---|---|---|---|---|---|---|---|");
-    for (&(ranks, ci), d) in &m.data {
+    let _ = writeln!(
+        t,
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    );
+    for (&(layout, ci), d) in &m.data {
         let case = CASES[ci];
-        let online = d.variants.len() - 1;
-        let monitored = online - 1;
+        let (Some(online), Some(monitored), Some(exported)) = (
+            d.index(Tool::Online),
+            d.index(Tool::Monitored),
+            d.index(Tool::Exported),
+        ) else {
+            continue;
+        };
         let (o_time, o_name, o_ratio, o_per_call) = match oracle(d) {
             Some(o) => (
                 us(med(&d.times[o])),
@@ -855,16 +1256,21 @@ fn tables(m: &Measured, opts: &Options) -> String {
             ),
             None => ("n/a".into(), "n/a".into(), "n/a".into(), "n/a".into()),
         };
+        let o_exported = oracle(d).map_or((f64::NAN, f64::NAN, f64::NAN), |o| {
+            ratios(&d.times[exported], &d.times[o])
+        });
         let _ = writeln!(
             t,
-            "| {ranks} | {} | {} | {} | {o_time} | {o_name} | {} | {o_ratio} | {o_per_call} \
-             | {} | {} | {} |",
+            "| {layout} | {} | {} | {} | {o_time} | {o_name} | {} | {o_ratio} | {o_per_call} \
+             | {} | {} | {} | {} | {} |",
             case.label,
             d.iters,
             us(med(&d.times[0])),
             us(med(&d.times[online])),
             ratio(ratios(&d.times[0], &d.times[online])),
             ratio(ratios(&d.times[monitored], &d.times[online])),
+            ratio(o_exported),
+            targets(d, online, exported),
             chosen_summary(d),
         );
     }
@@ -881,7 +1287,14 @@ fn tables(m: &Measured, opts: &Options) -> String {
          where the default is the oracle, and on Open MPI, where online tuning switches \
          by communicator and writes nothing per call. Monitored: the default with the \
          tool loaded, monitoring, without collective tuning (`monitored / online` is what \
-         tuning costs or gains beyond the tool's presence).\n",
+         tuning costs or gains beyond the tool's presence). Exported: without the tool, \
+         the library reading what online tuning chose in a learning run before the \
+         rounds, through `mpit-tuner export` (MPICH: \
+         `MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE`; Open MPI: \
+         `coll_tuned_dynamic_rules_filename`). Targets (issue 37), on the medians: \
+         online / oracle <= 1.10 where the oracle beats the default by more than 10%; \
+         online / default <= 1.02 where the default is the oracle; exported / oracle <= \
+         1.05. Ranks: on this host, or NODESxRANKS on the emulated cluster.\n",
         if opts.cases.iter().any(|&c| CASES[c].coll == Coll::Mixed) {
             " (for `mixed`, the allreduce algorithm)"
         } else {
@@ -913,7 +1326,7 @@ fn tables(m: &Measured, opts: &Options) -> String {
             "| ranks | case | key | chose | searches | trial calls | of calls | exploration cost |"
         );
         let _ = writeln!(t, "|---|---|---|---|---|---|---|---|");
-        for (&(ranks, ci), d) in &m.data {
+        for (&(layout, ci), d) in &m.data {
             let keys: std::collections::BTreeSet<&String> =
                 d.tuned.iter().flat_map(|t| t.keys.keys()).collect();
             for k in keys {
@@ -933,7 +1346,7 @@ fn tables(m: &Measured, opts: &Options) -> String {
                     .collect();
                 let _ = writeln!(
                     t,
-                    "| {ranks} | {} | {k} | {} | {} | {} | {} | {:.1}% |",
+                    "| {layout} | {} | {k} | {} | {} | {} | {} | {:.1}% |",
                     CASES[ci].label,
                     choices(d, k),
                     per(|k| k.searches),
@@ -955,14 +1368,14 @@ fn tables(m: &Measured, opts: &Options) -> String {
         "| ranks | case | variant | us/call | min-max | / default |"
     );
     let _ = writeln!(t, "|---|---|---|---|---|---|");
-    for (&(ranks, ci), d) in &m.data {
+    for (&(layout, ci), d) in &m.data {
         let base = med(&d.times[0]);
         for (vi, v) in d.variants.iter().enumerate() {
             let (md, lo, hi) =
                 jobs::spread(&d.times[vi].iter().flatten().copied().collect::<Vec<_>>());
             let _ = writeln!(
                 t,
-                "| {ranks} | {} | {} | {} | {}-{} | {:.2} |",
+                "| {layout} | {} | {} | {} | {}-{} | {:.2} |",
                 CASES[ci].label,
                 v.label,
                 us(md),
@@ -996,11 +1409,31 @@ fn main() -> ExitCode {
         "Variants interleaved run by run, their order rotated by one each round; ranks > \
          cores are oversubscribed. \
          Online: `MPIT_TUNER_COLLECTIVES=tune` with the release preload; monitored: the \
-         same preload with `MPIT_TUNER_COLLECTIVES=off`.\n"
+         same preload with `MPIT_TUNER_COLLECTIVES=off`.{}\n",
+        if opts.layouts.iter().any(|l| l.on_cluster()) {
+            format!(
+                " On an emulated cluster (scripts/cluster.sh: nodes are network \
+                 namespaces of this machine, TCP over veth pairs and a bridge, links \
+                 shaped to {} with tbf; every node shares this machine's cores).",
+                opts.link
+            )
+        } else {
+            String::new()
+        }
     );
     let mut failed = false;
     for m in &results {
         print!("{}", tables(m, &opts));
+        if !m.hung.is_empty() {
+            println!(
+                "{} of {} runs printed their time and then did not exit within 5 s \
+                 (stopped, their time kept; Debian's MPICH 4.0.2 on UCX 1.13 over TCP \
+                 hangs now and then in MPI_Finalize, openucx/ucx#8738): {}.\n",
+                m.hung.len(),
+                m.runs,
+                m.hung.join("; ")
+            );
+        }
         let expected: usize = m.data.values().map(|d| d.variants.len()).sum();
         let complete = m
             .data

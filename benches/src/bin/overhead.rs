@@ -251,6 +251,8 @@ fn run(
         program,
         args: args.to_vec(),
         timeout,
+        placement: None,
+        done: None,
     })?;
     if tool.is_some() {
         if let Err(why) = check_tuner_ran(&dir) {
