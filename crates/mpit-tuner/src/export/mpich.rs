@@ -107,11 +107,30 @@ fn size_key(c: Collective, hi: Option<u64>, size: i32) -> Option<String> {
     }
 }
 
+/// A leaf for `algorithm`, guarded where the algorithm needs the
+/// communicator's node hierarchy: MPICH's `*_smp` algorithms run on
+/// communicators whose hierarchy is `parent` only. The selection table
+/// applies a rule to every communicator it matches, including the
+/// sub-communicators ch4's compositions make (one rank per node: node
+/// roots), where an unguarded `MPIR_Allreduce_intra_smp` gave wrong results
+/// (4 emulated nodes x 1 rank, MPICH 4.0.2); elsewhere the library's
+/// `default` subtree applies.
+fn guarded_leaf(algorithm: &str, default: &Tree) -> Tree {
+    if algorithm.ends_with("_smp") {
+        Tree(vec![
+            ("comm_hierarchy=parent".into(), Tree::leaf(algorithm)),
+            ("comm_hierarchy=any".into(), default.clone()),
+        ])
+    } else {
+        Tree::leaf(algorithm)
+    }
+}
+
 /// The intra-communicator subtree for one communicator size: per bin the
 /// algorithm kept, or the library's `default` subtree.
 fn by_size(c: Collective, size: i32, choices: &[Choice], default: &Tree) -> Tree {
     let pick = |choice: Option<&Choice>| match choice {
-        Some(ch) if !ch.default => Tree::leaf(&algorithm_name(c, &ch.algorithm)),
+        Some(ch) if !ch.default => guarded_leaf(&algorithm_name(c, &ch.algorithm), default),
         _ => default.clone(),
     };
     let segs = segments(choices);
@@ -387,9 +406,19 @@ mod tests {
             .unwrap()
             .get("comm_type=intra")
             .unwrap();
+        // smp: only where the communicator has a node hierarchy, else the
+        // library's default.
+        let b4 = b.get("comm_size<=4").unwrap();
         assert_eq!(
-            b.get("comm_size<=4"),
+            b4.get("comm_hierarchy=parent"),
             Some(&Tree::leaf("MPIR_Barrier_intra_smp"))
+        );
+        assert_eq!(
+            b4.get("comm_hierarchy=any"),
+            table
+                .get("collective=barrier")
+                .unwrap()
+                .get("comm_type=intra")
         );
     }
 
