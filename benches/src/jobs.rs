@@ -299,19 +299,14 @@ pub fn run(job: &Job) -> Result<Output, String> {
         ))
     };
     match status {
-        Ok(None) => Ok(Output {
+        Ok(Some(s)) if !s.success() => fail(format!("exited with {s}")),
+        // Exited with status 0, or stopped after its `done` line.
+        Ok(_) => Ok(Output {
             stdout,
             stderr,
             elapsed,
             hung_after_done,
         }),
-        Ok(Some(s)) if s.success() => Ok(Output {
-            stdout,
-            stderr,
-            elapsed,
-            hung_after_done,
-        }),
-        Ok(Some(s)) => fail(format!("exited with {s}")),
         Err(why) => fail(why),
     }
 }
