@@ -185,6 +185,21 @@ impl Cluster {
     /// and for Open MPI `LD_PRELOAD` and every `MPIT_*` variable are named
     /// with `-x` (`cluster.sh launch`).
     pub fn mpiexec(&self, per_node: u32, program: impl AsRef<OsStr>) -> Command {
+        self.launch(per_node, per_node * self.nodes, program)
+    }
+
+    /// As [`Cluster::mpiexec`], `ranks` ranks dealt to the nodes in turn
+    /// (rank 0 on node1, rank 1 on node2, ...): each node holds ranks that
+    /// are not consecutive, the placement where an operation applied node
+    /// by node first is applied in another order than the ranks'. Tried
+    /// with Hydra, which wraps the host list around.
+    pub fn mpiexec_cyclic(&self, ranks: u32, program: impl AsRef<OsStr>) -> Command {
+        self.launch(1, ranks, program)
+    }
+
+    /// `program` on `ranks` ranks from a host list of `per_node` slots a
+    /// node (the launcher wraps around it when `ranks` is larger).
+    fn launch(&self, per_node: u32, ranks: u32, program: impl AsRef<OsStr>) -> Command {
         let mut cmd = Command::new("timeout");
         cmd.args(["-k", "10", &timeout().to_string(), "bash"])
             .arg(repo_root().join("scripts/cluster.sh"))
@@ -193,7 +208,7 @@ impl Cluster {
             .arg("--")
             .arg(mpiexec_path())
             .arg("-n")
-            .arg((per_node * self.nodes).to_string())
+            .arg(ranks.to_string())
             .arg(program);
         launcher_env(&mut cmd);
         cmd

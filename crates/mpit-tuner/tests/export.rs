@@ -74,6 +74,32 @@ fn fingerprint_on(ranks: u32, env: &[(&str, &str)]) -> Job {
     mpit_testkit::run(cmd)
 }
 
+/// The MPICH version of a run's library, from rank 0's header
+/// ("MPICH Version:\t4.0.2\n...": the number after "Version:").
+fn mpich_version(dir: &Path) -> String {
+    let header = &common::read_jsonl(&dir.join("rank-00000.jsonl"))[0];
+    header["library_version"]
+        .as_str()
+        .and_then(|v| v.split("Version:").nth(1))
+        .and_then(|v| v.split_whitespace().next())
+        .unwrap_or("")
+        .to_string()
+}
+
+/// Whether `export` writes the selection JSON for MPICH `version`.
+fn json_is_written_for(version: &str) -> bool {
+    version.starts_with("4.0") || version.starts_with("4.1")
+}
+
+/// `export` with this build's library for the default table.
+fn export_mpich(dir: &Path) -> Job {
+    let mut args = vec![dir.to_str().unwrap()];
+    if !mpit_sys::BUILD_LIBRARY.is_empty() {
+        args.extend(["--mpich-lib", mpit_sys::BUILD_LIBRARY]);
+    }
+    export(&args)
+}
+
 fn export(args: &[&str]) -> Job {
     let mut all = vec!["export"];
     all.extend(args);
@@ -106,22 +132,11 @@ fn mpich_exports_are_accepted_and_in_use() {
     );
     // The default selection table is read from the library of this build,
     // not from whichever libmpich.so.12 the machine lists first.
-    let mut args = vec![dir.to_str().unwrap()];
-    if !mpit_sys::BUILD_LIBRARY.is_empty() {
-        args.extend(["--mpich-lib", mpit_sys::BUILD_LIBRARY]);
-    }
-    let job = export(&args);
+    let job = export_mpich(&dir);
     assert_eq!(code(&job), Some(0), "{}", printed(&job));
     let out = job.stdout();
-    let header = &common::read_jsonl(&dir.join("rank-00000.jsonl"))[0];
-    // "MPICH Version:\t4.0.2\n...": the number after "Version:".
-    let version = header["library_version"]
-        .as_str()
-        .and_then(|v| v.split("Version:").nth(1))
-        .and_then(|v| v.split_whitespace().next())
-        .unwrap_or("")
-        .to_string();
-    if !(version.starts_with("4.0") || version.starts_with("4.1")) {
+    let version = mpich_version(&dir);
+    if !json_is_written_for(&version) {
         // MPICH 5 and later: the JSON is refused with the reason; the
         // pre-init policy is still written.
         assert!(
@@ -232,6 +247,106 @@ fn mpich_exports_are_accepted_and_in_use() {
         "{}",
         printed(&job)
     );
+}
+
+/// MPICH on 2 emulated nodes: an exported `smp` allreduce keeps every
+/// result right. The selection table applies a rule to every communicator
+/// and operation it matches, where MPICH's own selection guards `smp`:
+/// unguarded, `MPIR_Allreduce_intra_smp` ran on the communicator ch4 makes
+/// of the node roots and gave wrong sums (1 rank a node), and with ranks
+/// dealt to the nodes in turn it composed a non-commutative operation node
+/// by node, out of the ranks' order. The export guards it with
+/// `comm_hierarchy=parent` and `is_commutative=yes` (the library's default
+/// elsewhere): `coll_check` with the file prints what it prints without,
+/// in both placements.
+#[test]
+fn mpich_smp_exports_keep_results_right_across_nodes() {
+    const TEST: &str = "mpich_smp_exports_keep_results_right_across_nodes";
+    if !cfg!(mpi_flavor = "mpich") {
+        eprintln!("skipped: the MPICH selection JSON is tried on the MPICH build");
+        return;
+    }
+    let tmp = common::tempdir();
+    let dir = tmp.path().join("run");
+    tuned_run(&dir, 2, &["--tune-collectives=allreduce"]);
+    let version = mpich_version(&dir);
+    if !json_is_written_for(&version) {
+        mpit_testkit::not_applicable(
+            TEST,
+            &format!("the selection JSON is MPICH 4.0-4.1's; this build's library is {version}"),
+        );
+        return;
+    }
+    let Some(cluster) = mpit_testkit::cluster::cluster_for(TEST, 2) else {
+        return;
+    };
+    // smp for every size on communicators of 2 and 4 ranks (one label
+    // each: a communicator's last decision for a bin is the one kept). The
+    // export reads the algorithm's name; 2 is its item in MPICH 4.0-4.1's
+    // enumeration (auto, nb, smp, ...), not 0 (auto: the default).
+    for (comm, size) in [("c0.0", 2), ("c0.1", 4)] {
+        add_record(
+            &dir,
+            &json!({"type": "collective", "t": 0.5, "event": "decision", "comm": comm,
+                    "comm_size": size, "collective": "allreduce", "bin": [0, null],
+                    "algorithm": "smp", "value": 2, "time_us": 10.0,
+                    "default_us": 20.0, "calls": 8, "cost_us": 3.0}),
+        );
+    }
+    let json_file = tmp.path().join("selection.json");
+    let job = export(&[
+        dir.to_str().unwrap(),
+        "--format",
+        "mpich-json",
+        "-o",
+        json_file.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&job), Some(0), "{}", printed(&job));
+    let table: Json = serde_json::from_str(&std::fs::read_to_string(&json_file).unwrap()).unwrap();
+    let intra = &table["collective=allreduce"]["comm_type=intra"];
+    for size in ["comm_size<=2", "comm_size<=4"] {
+        let guarded = &intra[size]["avg_msg_size=any"];
+        assert_eq!(
+            guarded["comm_hierarchy=parent"]["is_commutative=yes"],
+            json!({"algorithm=MPIR_Allreduce_intra_smp": {}}),
+            "{size}: {guarded}"
+        );
+        assert!(
+            guarded["comm_hierarchy=any"].is_object(),
+            "{size}: {guarded}"
+        );
+    }
+
+    let check = example("coll_check");
+    let with_file = [(
+        "MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE",
+        json_file.to_str().unwrap(),
+    )];
+    // coll_check on 1 rank a node, or on 4 ranks dealt to the 2 nodes in
+    // turn, with `env`.
+    let coll_check = |cyclic: bool, env: &[(&str, &str)]| {
+        let mut cmd = if cyclic {
+            cluster.mpiexec_cyclic(4, &check)
+        } else {
+            cluster.mpiexec(1, &check)
+        };
+        cmd.arg("4");
+        common::clean_env(&mut cmd);
+        cmd.envs(env.iter().copied());
+        mpit_testkit::run(cmd)
+    };
+    for cyclic in [false, true] {
+        let plain = coll_check(cyclic, &[]);
+        plain.assert_success();
+        let tuned = coll_check(cyclic, &with_file);
+        tuned.assert_success();
+        assert!(
+            tuned.stdout().contains("coll_check: all results correct"),
+            "cyclic {cyclic}: {}",
+            tuned.stdout()
+        );
+        assert_eq!(plain.stdout(), tuned.stdout(), "cyclic {cyclic}");
+    }
 }
 
 /// Open MPI: the rules file choosing allgather `two_proc` for

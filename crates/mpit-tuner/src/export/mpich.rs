@@ -107,30 +107,40 @@ fn size_key(c: Collective, hi: Option<u64>, size: i32) -> Option<String> {
     }
 }
 
-/// A leaf for `algorithm`, guarded where the algorithm needs the
-/// communicator's node hierarchy: MPICH's `*_smp` algorithms run on
-/// communicators whose hierarchy is `parent` only. The selection table
-/// applies a rule to every communicator it matches, including the
+/// A leaf for `algorithm` of `c`, guarded where MPICH's own selection
+/// guards it (its CVAR path checks the same and falls back): the `*_smp`
+/// algorithms run on communicators whose hierarchy is `parent` only and,
+/// for the reductions, with a commutative operation only (they reduce
+/// within each node first: another order than the ranks' unless every
+/// node holds consecutive ranks). The selection table applies a rule to
+/// every communicator and operation it matches, including the
 /// sub-communicators ch4's compositions make (one rank per node: node
 /// roots), where an unguarded `MPIR_Allreduce_intra_smp` gave wrong results
-/// (4 emulated nodes x 1 rank, MPICH 4.0.2); elsewhere the library's
+/// (2 and 4 emulated nodes x 1 rank, MPICH 4.0.2); elsewhere the library's
 /// `default` subtree applies.
-fn guarded_leaf(algorithm: &str, default: &Tree) -> Tree {
-    if algorithm.ends_with("_smp") {
+fn guarded_leaf(c: Collective, algorithm: &str, default: &Tree) -> Tree {
+    if !algorithm.ends_with("_smp") {
+        return Tree::leaf(algorithm);
+    }
+    let smp = if matches!(c, Collective::Allreduce | Collective::Reduce) {
         Tree(vec![
-            ("comm_hierarchy=parent".into(), Tree::leaf(algorithm)),
-            ("comm_hierarchy=any".into(), default.clone()),
+            ("is_commutative=yes".into(), Tree::leaf(algorithm)),
+            ("is_commutative=no".into(), default.clone()),
         ])
     } else {
         Tree::leaf(algorithm)
-    }
+    };
+    Tree(vec![
+        ("comm_hierarchy=parent".into(), smp),
+        ("comm_hierarchy=any".into(), default.clone()),
+    ])
 }
 
 /// The intra-communicator subtree for one communicator size: per bin the
 /// algorithm kept, or the library's `default` subtree.
 fn by_size(c: Collective, size: i32, choices: &[Choice], default: &Tree) -> Tree {
     let pick = |choice: Option<&Choice>| match choice {
-        Some(ch) if !ch.default => guarded_leaf(&algorithm_name(c, &ch.algorithm), default),
+        Some(ch) if !ch.default => guarded_leaf(c, &algorithm_name(c, &ch.algorithm), default),
         _ => default.clone(),
     };
     let segs = segments(choices);
@@ -342,6 +352,7 @@ mod tests {
                 3,
                 50.0,
             ),
+            decision("c0.0", 2, "allreduce", (0, None), "smp", 2, 50.0),
             decision("c0.0", 4, "allgather", (0, Some(256)), "brucks", 1, 50.0),
             decision("c0.0", 4, "barrier", (0, Some(256)), "smp", 2, 50.0),
         ];
@@ -358,8 +369,34 @@ mod tests {
             .get("comm_type=intra")
             .unwrap();
         let keys: Vec<&str> = intra.0.iter().map(|(k, _)| k.as_str()).collect();
-        assert_eq!(keys, ["comm_size<4", "comm_size<=4", "comm_size=any"]);
+        assert_eq!(
+            keys,
+            [
+                "comm_size<2",
+                "comm_size<=2",
+                "comm_size<4",
+                "comm_size<=4",
+                "comm_size=any"
+            ]
+        );
+        assert_eq!(intra.get("comm_size<2"), Some(default));
         assert_eq!(intra.get("comm_size<4"), Some(default));
+        // smp for a reduction: with a node hierarchy and a commutative
+        // operation only, the library's default elsewhere.
+        let smp = intra
+            .get("comm_size<=2")
+            .unwrap()
+            .get("avg_msg_size=any")
+            .unwrap();
+        let keys: Vec<&str> = smp.0.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(keys, ["comm_hierarchy=parent", "comm_hierarchy=any"]);
+        assert_eq!(smp.get("comm_hierarchy=any"), Some(default));
+        let parent = smp.get("comm_hierarchy=parent").unwrap();
+        assert_eq!(
+            parent.get("is_commutative=yes"),
+            Some(&Tree::leaf("MPIR_Allreduce_intra_smp"))
+        );
+        assert_eq!(parent.get("is_commutative=no"), Some(default));
         assert_eq!(intra.get("comm_size=any"), Some(default));
         let bins = intra.get("comm_size<=4").unwrap();
         let keys: Vec<&str> = bins.0.iter().map(|(k, _)| k.as_str()).collect();
