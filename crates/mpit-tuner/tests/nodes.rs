@@ -111,6 +111,13 @@ fn a_job_on_two_nodes_is_told_apart_by_host() {
         "the job did not end well"
     );
 
+    // One rank of each node listed the control directory.
+    let hosts: Vec<String> = listers(&job.logs())
+        .into_iter()
+        .map(|rank| cluster.host_of(rank as u32, PER_NODE))
+        .collect();
+    assert_eq!(hosts, ["node1", "node2"], "the ranks that listed, by host");
+
     // summary.json: the ranks of each host.
     let summary: Json =
         serde_json::from_slice(&std::fs::read(job.dir.join("summary.json")).unwrap()).unwrap();

@@ -68,6 +68,9 @@ fn set_changes_a_local_cvar_on_the_selected_ranks_only() {
         "{watched:?}"
     );
     assert!(job.stop_child().is_some_and(|s| s.success()));
+    // One rank of the node listed the control directory; the others
+    // learnt of the request from node-local memory.
+    assert_eq!(listers(&job.logs()).len(), 1);
     // The report lists the user's write apart from the policies' (phase
     // `steering`), on the ranks that took it.
     let dir = job.dir.display().to_string();
@@ -80,6 +83,39 @@ fn set_changes_a_local_cvar_on_the_selected_ranks_only() {
         .collect();
     assert_eq!(rows.len(), 2, "{text}");
     assert!(job.dir.join("report/cvar-changes.svg").is_file());
+}
+
+/// Where the node-local directory cannot be used
+/// (`MPIT_TUNER_NODE_DIR` names none), every rank says so in its log and
+/// lists the control directory itself: requests are answered as before.
+/// With `off`, every rank lists, and nothing is said.
+#[test]
+fn without_a_node_local_directory_every_rank_lists_and_steering_works() {
+    for (setting, warned) in [("/nonexistent/mpit-node", true), ("off", false)] {
+        let mut job =
+            Running::start_with(2, Some(TICK_TOCK), &[], &[("MPIT_TUNER_NODE_DIR", setting)]);
+        let out = job.steer("pause", &[]);
+        assert_eq!(out.status.code(), Some(0), "{setting}: {}", printed(&out));
+        let id = request_id(&out);
+        assert!(job.stop_child().is_some_and(|s| s.success()));
+        let logs = job.logs();
+        for (rank, log) in logs.iter().enumerate() {
+            assert!(
+                answer(log, &id).is_some(),
+                "{setting}: rank {rank} did not answer"
+            );
+            let said = log.iter().any(|r| {
+                r["type"] == "warning"
+                    && r["message"].as_str().is_some_and(|m| {
+                        m.contains("MPIT_TUNER_NODE_DIR")
+                            && m.contains("/nonexistent/mpit-node")
+                            && m.contains("this rank lists")
+                    })
+            });
+            assert_eq!(said, warned, "{setting}: rank {rank}'s warnings");
+        }
+        assert_eq!(listers(&logs), [0, 1], "{setting}");
+    }
 }
 
 #[test]

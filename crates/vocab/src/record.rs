@@ -1086,6 +1086,12 @@ pub struct Close {
     pub objects_untracked: u64,
     /// Communicators and windows freed before the sampler saw them.
     pub objects_short_lived: u64,
+    /// How many times this rank listed the run directory's `control/`
+    /// directory for steering requests: one rank a node lists it (the
+    /// others read its listing from node-local memory), so this is 0 on
+    /// most ranks. Absent in logs of versions that did not count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control_listings: Option<u64>,
 }
 
 /// Why a rank's log ends, in [`Close::reason`].

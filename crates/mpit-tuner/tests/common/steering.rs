@@ -291,6 +291,26 @@ impl Drop for Running {
     }
 }
 
+/// The ranks that listed the run directory's `control/` directory (their
+/// close record's `control_listings` is above 0); every log must end with
+/// a close record that counts them.
+pub fn listers(logs: &[Vec<Json>]) -> Vec<usize> {
+    logs.iter()
+        .enumerate()
+        .filter(|(rank, log)| {
+            let close = log
+                .last()
+                .filter(|r| r["type"] == "close")
+                .unwrap_or_else(|| panic!("rank {rank}'s log does not end with its close record"));
+            let n = close["control_listings"]
+                .as_u64()
+                .unwrap_or_else(|| panic!("rank {rank}: no control_listings in {close}"));
+            n > 0
+        })
+        .map(|(rank, _)| rank)
+        .collect()
+}
+
 /// Whether every rank's log holds a sample.
 pub fn sampled(logs: &[Vec<Json>]) -> bool {
     logs.iter()

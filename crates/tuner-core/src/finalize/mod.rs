@@ -144,12 +144,19 @@ impl Runtime {
         for message in notes.iter().chain(&closing) {
             done.log.record(&warning(snapshot.t, message));
         }
+        let control_listings = done
+            .services
+            .iter()
+            .flat_map(|s| s.quantities())
+            .find(|(name, _, _)| name == crate::services::steering::LISTINGS)
+            .map(|(_, _, n)| n as u64);
         done.log.record(&Record::Close(record::Close {
             t: snapshot.t,
             reason: record::CloseReason::Finalize,
             samples: snapshot.seq,
             objects_untracked: self.shared.objects.dropped(),
             objects_short_lived: self.shared.objects.short_lived(),
+            control_listings,
         }));
         done.log.flush();
         done.services

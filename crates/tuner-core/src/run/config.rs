@@ -7,13 +7,17 @@ use crate::collectives::{Collective, Params, COLLECTIVES};
 use policies::parse_duration;
 use regex::Regex;
 use serde::Serialize;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The default sampling interval.
 pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(1);
 /// The shortest sampling interval accepted.
 pub const MIN_INTERVAL: Duration = Duration::from_millis(1);
+
+/// The node-local directory of steering's shared listing: memory on every
+/// Linux node, never a shared file system.
+pub const DEFAULT_NODE_DIR: &str = "/dev/shm";
 
 /// Every environment variable the tuner reads, with its meaning (for docs,
 /// `--help` and the log header).
@@ -49,6 +53,10 @@ pub const VARIABLES: &[(&str, &str)] = &[
     (
         "MPIT_TUNER_FLUSH",
         "how often the log buffer is flushed to disk (default 1s)",
+    ),
+    (
+        "MPIT_TUNER_NODE_DIR",
+        "node-local directory where one rank a node shares what it read of the control directory with the node's other ranks (default /dev/shm; `off`: every rank lists the control directory)",
     ),
     (
         "MPIT_TUNER_COLLECTIVES",
@@ -87,6 +95,9 @@ pub struct Config {
     /// The compiled PVAR selection.
     #[serde(skip)]
     pub pvar_patterns: Vec<Regex>,
+    /// The node-local directory of steering's shared listing
+    /// (`MPIT_TUNER_NODE_DIR`; `None`: `off`, every rank lists).
+    pub node_dir: Option<PathBuf>,
     /// Online collective tuning, when asked for (`MPIT_TUNER_COLLECTIVES`).
     pub collectives: Option<CollectiveConfig>,
     /// `MPIT_TUNER_COLLECTIVES=off` said explicitly: a policy file's
@@ -144,6 +155,7 @@ impl Default for Config {
             refresh: Some(Duration::from_secs(5)),
             flush: Duration::from_secs(1),
             pvar_patterns: Vec::new(),
+            node_dir: Some(PathBuf::from(DEFAULT_NODE_DIR)),
             collectives: None,
             collectives_off: false,
         }
@@ -204,6 +216,18 @@ impl Config {
             match parse_bool(&v) {
                 Some(q) => config.quiet = q,
                 None => warnings.push(format!("MPIT_TUNER_QUIET={v:?} is not 1/0; not quiet")),
+            }
+        }
+        if let Some(v) = lookup("MPIT_TUNER_NODE_DIR") {
+            let v = v.trim();
+            if v.eq_ignore_ascii_case("off") {
+                config.node_dir = None;
+            } else if Path::new(v).is_absolute() {
+                config.node_dir = Some(PathBuf::from(v));
+            } else {
+                warnings.push(format!(
+                    "MPIT_TUNER_NODE_DIR={v:?} is neither `off` nor an absolute path; using {DEFAULT_NODE_DIR}"
+                ));
             }
         }
         if let Some(v) = lookup("MPIT_TUNER_REFRESH") {
@@ -344,6 +368,21 @@ mod tests {
         assert!(c.samples("mpool_hugepage_bytes_allocated"));
         assert!(!c.samples("osc_rdma_put_retry_count"));
         assert!(c.quiet);
+    }
+
+    #[test]
+    fn the_node_dir_is_a_path_or_off() {
+        let (c, w) = config(&[]);
+        assert_eq!(c.node_dir.as_deref(), Some(Path::new("/dev/shm")));
+        assert!(w.is_empty());
+        let (c, w) = config(&[("MPIT_TUNER_NODE_DIR", "/tmp/node")]);
+        assert_eq!(c.node_dir.as_deref(), Some(Path::new("/tmp/node")));
+        assert!(w.is_empty());
+        let (c, _) = config(&[("MPIT_TUNER_NODE_DIR", "OFF")]);
+        assert_eq!(c.node_dir, None);
+        let (c, w) = config(&[("MPIT_TUNER_NODE_DIR", "shm")]);
+        assert_eq!(c.node_dir.as_deref(), Some(Path::new("/dev/shm")));
+        assert!(w[0].contains("MPIT_TUNER_NODE_DIR=\"shm\""), "{w:?}");
     }
 
     #[test]

@@ -482,6 +482,7 @@ fn close_disabled(log: &mut LogWriter, start: Instant, message: &str) {
         samples: 0,
         objects_untracked: 0,
         objects_short_lived: 0,
+        control_listings: None,
     }));
     log.flush();
 }

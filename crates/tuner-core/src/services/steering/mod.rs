@@ -2,12 +2,16 @@
 //! `reload`, read from the run directory on the helper thread's tick.
 //!
 //! No socket and no thread of its own: on its tick (at most every
-//! `POLL_EVERY`) the helper lists `RUN_DIR/control/`, handles each new
-//! request file once ([`vocab::steering`] defines them) and answers with a
-//! `control` record, flushed at once so the command sees it. Only files the
-//! job's user owns, that nobody else may write, are read; anything else is
-//! ignored with a warning in the log. A file that is not a request gets an
-//! `error` answer; nothing a file holds can stop the rank.
+//! `POLL_EVERY`) the helper learns the request files in `RUN_DIR/control/`,
+//! handles each new one once ([`vocab::steering`] defines them) and
+//! answers with a `control` record, flushed at once so the command sees
+//! it. One rank of each node lists the directory and reads the requests,
+//! the node's other ranks take them from node-local memory ([`node`]);
+//! where that cannot be set up, each rank lists it, with a warning. Only
+//! files the job's user owns, that nobody else may write, are read;
+//! anything else is ignored with a warning in the log. A file that is not
+//! a request gets an `error` answer; nothing a file holds can stop the
+//! rank.
 //!
 //! A `set` goes through the actuator like a policy's write (scope, type,
 //! range, read-back), with the rule for user requests: a request reaches
@@ -20,23 +24,31 @@
 //! missing. `reload` compiles and checks the file on this rank before it
 //! replaces the running policies.
 
+mod node;
+
 use super::{Peers, Service, Start, Tick};
 use crate::collectives;
 use crate::decide::actuator::{self, Request as WriteRequest, When};
 use crate::run::log::LogWriter;
 use mpit::meta::{Datatype, Scope};
 use mpit::{Catalogue, MpiT};
+use node::{Listing, Node, Poll, Read};
 use policies::{HostSelector, RankSelector};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use vocab::record::{self, Record, SteeringAnswer, SteeringKind, SteeringOutcome, SteeringWrite};
 use vocab::steering::{self, Action, Request, CONTROL_DIR, MAX_REQUEST_BYTES};
 
-/// The shortest time between two listings of the control directory (one
-/// `readdir` per rank: on a shared file system, thousands of ranks list it).
+/// The shortest time between two polls for requests: a listing of the
+/// control directory by one rank a node, a look at node-local memory by
+/// the others.
 pub(crate) const POLL_EVERY: Duration = Duration::from_millis(100);
+
+/// The name of the count of this rank's listings of the control directory
+/// among the service's quantities (and in the close record).
+pub(crate) const LISTINGS: &str = "steering.control_listings";
 
 /// Steering as a service: a rank with a run directory and a log reads
 /// requests; one without answers none.
@@ -57,12 +69,30 @@ impl Service for Steering {
             start.info.rank,
             start.info.size,
         );
+        // MPIT_TUNER_NODE_DIR=off: every rank lists.
+        if let (Some(state), Some(dir)) = (&mut self.state, &start.config.node_dir) {
+            state.join_node(dir, start.log);
+        }
     }
 
     fn tick(&mut self, tick: &mut Tick<'_>, peers: &mut Peers<'_>) {
         if let Some(state) = &mut self.state {
             state.poll(tick, peers);
         }
+    }
+
+    fn quantities(&self) -> Vec<(String, &'static str, f64)> {
+        self.state
+            .iter()
+            .map(|s| (LISTINGS.to_string(), "total", s.listings as f64))
+            .collect()
+    }
+
+    fn close(&mut self, _log: &mut LogWriter, _t: f64) -> Vec<String> {
+        if let Some(node) = self.state.as_mut().and_then(|s| s.node.take()) {
+            node.leave();
+        }
+        Vec::new()
     }
 }
 
@@ -77,6 +107,13 @@ struct State {
     rank: u32,
     size: u32,
     host: String,
+    /// This rank's part in its node's polling; `None`: it lists the
+    /// control directory itself.
+    node: Option<Node>,
+    /// The requests read so far, by file name (while this rank lists).
+    read: HashMap<String, Read>,
+    /// How many times this rank listed the control directory.
+    listings: u64,
 }
 
 /// What a handler decided.
@@ -95,7 +132,26 @@ impl State {
             rank: rank.max(0) as u32,
             size: size.max(1) as u32,
             host: mpit::host_name(),
+            node: None,
+            read: HashMap::new(),
+            listings: 0,
         })
+    }
+
+    /// Joins the polling of this rank's node through `dir`, or says in the
+    /// log why this rank lists the control directory itself.
+    fn join_node(&mut self, dir: &Path, log: &mut LogWriter) {
+        let run_dir = self.dir.parent().unwrap_or(&self.dir);
+        match Node::join(dir, &self.host, run_dir, self.owner) {
+            Ok(node) => self.node = Some(node),
+            Err(why) => log.record(&Record::Warning(record::Warning::new(
+                0.0,
+                format!(
+                    "steering: {why} (MPIT_TUNER_NODE_DIR): this rank lists {} itself",
+                    self.dir.display()
+                ),
+            ))),
+        }
     }
 
     /// Handles the requests that arrived since the last poll, in the order
@@ -106,32 +162,47 @@ impl State {
             return;
         }
         self.next_poll = now + POLL_EVERY;
-        let Ok(entries) = std::fs::read_dir(&self.dir) else {
-            return;
+        let listing = match self.node.as_mut() {
+            None => list(&self.dir, self.owner, &mut self.read, &mut self.listings),
+            Some(node) => {
+                let (dir, owner, read, listings) =
+                    (&self.dir, self.owner, &mut self.read, &mut self.listings);
+                match node.poll(|| list(dir, owner, read, listings)) {
+                    Ok(Poll::Unchanged) => return,
+                    Ok(Poll::Listing(listing)) => listing,
+                    Err(why) => {
+                        // This rank lists from now on.
+                        if let Some(node) = self.node.take() {
+                            node.leave();
+                        }
+                        let message = format!(
+                            "steering: {why}: this rank lists {} itself from now on",
+                            self.dir.display()
+                        );
+                        tick.log
+                            .record(&Record::Warning(record::Warning::new(tick.t, message)));
+                        list(&self.dir, self.owner, &mut self.read, &mut self.listings)
+                    }
+                }
+            }
         };
-        let present: HashSet<String> = entries
-            .filter_map(|e| e.ok()?.file_name().into_string().ok())
-            .filter(|n| steering::id_of_file_name(n).is_some())
-            .collect();
         // Requests the command removed (every rank answered) are
         // forgotten: the set stays as small as the directory.
-        self.handled.retain(|n| present.contains(n));
-        let mut names: Vec<String> = present
-            .into_iter()
-            .filter(|n| !self.handled.contains(n))
-            .collect();
-        if names.is_empty() {
-            return;
+        self.handled
+            .retain(|n| listing.iter().any(|(present, _)| present == n));
+        let mut fresh = false;
+        for (name, read) in listing {
+            if self.handled.insert(name.clone()) {
+                self.handle(&name, read, tick, peers);
+                fresh = true;
+            }
         }
-        names.sort();
-        for name in names {
-            self.handled.insert(name.clone());
-            self.handle(&name, tick, peers);
+        if fresh {
+            tick.log.flush();
         }
-        tick.log.flush();
     }
 
-    fn handle(&self, name: &str, tick: &mut Tick<'_>, peers: &mut Peers<'_>) {
+    fn handle(&self, name: &str, read: Read, tick: &mut Tick<'_>, peers: &mut Peers<'_>) {
         let t = tick.t;
         let path = self.dir.join(name);
         let id = steering::id_of_file_name(name).unwrap_or(name).to_string();
@@ -147,7 +218,7 @@ impl State {
                 write,
             }));
         };
-        let bytes = match self.read(&path) {
+        let bytes = match read {
             Read::Bytes(bytes) => bytes,
             Read::Ignored(why) => {
                 // A warning only: an answer would be read as coming from
@@ -195,43 +266,6 @@ impl State {
         answer(tick.log, request.action.kind(), request.describe(), result);
     }
 
-    /// The bytes of a request file, unless it is to be ignored (not a
-    /// regular file, another user's, or writable by others) or cannot be
-    /// read.
-    fn read(&self, path: &Path) -> Read {
-        let meta = match std::fs::symlink_metadata(path) {
-            Ok(m) => m,
-            Err(e) => return Read::Failed(format!("cannot read {}: {e}", path.display())),
-        };
-        if !meta.file_type().is_file() {
-            return Read::Ignored("it is not a regular file".into());
-        }
-        if meta.uid() != self.owner {
-            return Read::Ignored(format!(
-                "it belongs to uid {}, and only the job's user (uid {}) may steer the job",
-                meta.uid(),
-                self.owner
-            ));
-        }
-        if meta.mode() & 0o022 != 0 {
-            return Read::Ignored(format!(
-                "others may write it (mode {:o}); a request must be writable by the job's user only",
-                meta.mode() & 0o7777
-            ));
-        }
-        if meta.len() > MAX_REQUEST_BYTES {
-            return Read::Failed(format!(
-                "{} has {} bytes; a request has at most {MAX_REQUEST_BYTES}",
-                path.display(),
-                meta.len()
-            ));
-        }
-        match std::fs::read(path) {
-            Ok(bytes) => Read::Bytes(bytes),
-            Err(e) => Read::Failed(format!("cannot read {}: {e}", path.display())),
-        }
-    }
-
     /// Whether the request's `ranks` and `hosts` select this rank, or why
     /// they do not parse.
     fn selects(&self, request: &Request) -> Result<bool, String> {
@@ -271,13 +305,68 @@ fn apply(action: &Action, tick: &mut Tick<'_>, peers: &mut Peers<'_>) -> Answer 
     }
 }
 
-/// A request file as read.
-enum Read {
-    Bytes(Vec<u8>),
-    /// Ignored, and why (logged as a warning).
-    Ignored(String),
-    /// Unreadable, and why (answered as an error).
-    Failed(String),
+/// The requests in `dir`, in name order, each read once (what `read`
+/// holds from earlier listings is reused, and forgotten once its file is
+/// gone); `listings` counts the listing. A directory that cannot be listed
+/// (not made yet) holds none.
+fn list(dir: &Path, owner: u32, read: &mut HashMap<String, Read>, listings: &mut u64) -> Listing {
+    *listings += 1;
+    let mut names: Vec<String> = match std::fs::read_dir(dir) {
+        Ok(entries) => entries
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| steering::id_of_file_name(n).is_some())
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    names.sort();
+    read.retain(|n, _| names.contains(n));
+    names
+        .into_iter()
+        .map(|name| {
+            let r = read
+                .entry(name.clone())
+                .or_insert_with(|| read_request(&dir.join(&name), owner))
+                .clone();
+            (name, r)
+        })
+        .collect()
+}
+
+/// The bytes of a request file, unless it is to be ignored (not a
+/// regular file, another user's, or writable by others) or cannot be
+/// read.
+fn read_request(path: &Path, owner: u32) -> Read {
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) => return Read::Failed(format!("cannot read {}: {e}", path.display())),
+    };
+    if !meta.file_type().is_file() {
+        return Read::Ignored("it is not a regular file".into());
+    }
+    if meta.uid() != owner {
+        return Read::Ignored(format!(
+            "it belongs to uid {}, and only the job's user (uid {}) may steer the job",
+            meta.uid(),
+            owner
+        ));
+    }
+    if meta.mode() & 0o022 != 0 {
+        return Read::Ignored(format!(
+            "others may write it (mode {:o}); a request must be writable by the job's user only",
+            meta.mode() & 0o7777
+        ));
+    }
+    if meta.len() > MAX_REQUEST_BYTES {
+        return Read::Failed(format!(
+            "{} has {} bytes; a request has at most {MAX_REQUEST_BYTES}",
+            path.display(),
+            meta.len()
+        ));
+    }
+    match std::fs::read(path) {
+        Ok(bytes) => Read::Bytes(bytes),
+        Err(e) => Read::Failed(format!("cannot read {}: {e}", path.display())),
+    }
 }
 
 /// What a request must do to change a variable every rank holds the same
