@@ -131,6 +131,8 @@ if [ -n "$all_four" ]; then
   bash benches/collectives.sh --short
   phase "eager-threshold experiment, short mode (MPICH and Open MPI: every variant must run)"
   bash benches/eager-experiment.sh --short
+  phase "scaling benchmark, short mode (MPICH and Open MPI: every job closes its logs, one rank a node lists control/)"
+  bash benches/scaling.sh --short
 fi
 phase ""
 total=$((SECONDS - start_all))

@@ -17,6 +17,27 @@ pub fn root() -> PathBuf {
         .to_path_buf()
 }
 
+/// The value of `--reps`: a number >= 1.
+pub fn reps_arg(value: Option<String>) -> Result<usize, String> {
+    value
+        .and_then(|v| v.parse().ok())
+        .filter(|&n| n > 0)
+        .ok_or_else(|| "--reps needs a number >= 1".to_string())
+}
+
+/// The value of `--mpi`: `mpich`, `openmpi` or both, comma-separated.
+pub fn flavors_arg(value: Option<String>) -> Result<Vec<String>, String> {
+    let flavors: Vec<String> = value
+        .ok_or("--mpi needs a list")?
+        .split(',')
+        .map(|s| s.trim().to_string())
+        .collect();
+    if let Some(bad) = flavors.iter().find(|f| *f != "mpich" && *f != "openmpi") {
+        return Err(format!("--mpi: unknown library `{bad}` (mpich, openmpi)"));
+    }
+    Ok(flavors)
+}
+
 /// Runs `cmd`; an error says what failed.
 pub fn run_checked(cmd: &mut Command, what: &str) -> Result<(), String> {
     let status = cmd
@@ -388,4 +409,54 @@ pub fn load() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
         .unwrap_or_default()
+}
+
+/// The emulated cluster a benchmark command brought up
+/// (`scripts/cluster.sh`), removed when dropped (and, should the process
+/// die first, by the next `up` on the machine: it is owned by this
+/// process).
+pub struct Cluster {
+    pub name: String,
+}
+
+fn cluster_script(name: &str) -> Command {
+    let mut cmd = Command::new("bash");
+    cmd.arg(root().join("scripts/cluster.sh"))
+        .args(["--name", name]);
+    cmd
+}
+
+impl Cluster {
+    /// Brings up `nodes` nodes with links shaped to `link` (`none`:
+    /// unshaped), for the command `who` (named in what it prints).
+    pub fn up(nodes: u32, link: &str, who: &str) -> Result<Cluster, String> {
+        let pid = std::process::id().to_string();
+        let name = format!("mpitb-{pid}");
+        let mut up = cluster_script(&name);
+        up.args(["up", &nodes.to_string(), "--owner", &pid]);
+        if link != "none" {
+            up.args(["--link", link]);
+        }
+        let out = up
+            .output()
+            .map_err(|e| format!("cannot run scripts/cluster.sh: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "scripts/cluster.sh up {nodes} failed ({}): {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        eprintln!("{who}: emulated cluster {name}: {nodes} nodes, links {link}");
+        Ok(Cluster { name })
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = cluster_script(&self.name)
+            .arg("down")
+            .stdout(Stdio::null())
+            .status();
+    }
 }

@@ -63,7 +63,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use mpit_tuner_benches::jobs::{self, Job};
+use mpit_tuner_benches::jobs::{self, Cluster, Job};
 use tuner_core::collectives;
 use vocab::record::{CollectiveEvent, Record};
 
@@ -472,19 +472,8 @@ fn parse_args() -> Result<Options, String> {
         match a.as_str() {
             "--short" => o.short = true,
             "--no-build" => o.build = false,
-            "--reps" => {
-                o.reps = args
-                    .next()
-                    .and_then(|v| v.parse().ok())
-                    .filter(|&n| n > 0)
-                    .ok_or("--reps needs a number >= 1")?
-            }
-            "--mpi" => {
-                o.flavors = list(args.next(), "--mpi")?;
-                if let Some(bad) = o.flavors.iter().find(|f| *f != "mpich" && *f != "openmpi") {
-                    return Err(format!("--mpi: unknown library `{bad}` (mpich, openmpi)"));
-                }
-            }
+            "--reps" => o.reps = jobs::reps_arg(args.next())?,
+            "--mpi" => o.flavors = jobs::flavors_arg(args.next())?,
             "--ranks" => {
                 ranks = Some(
                     list(args.next(), "--ranks")?
@@ -706,53 +695,6 @@ struct Measured {
     wall: Duration,
 }
 
-/// The emulated cluster this command brought up (`scripts/cluster.sh`),
-/// removed when dropped (and, should this process die first, by the next
-/// `up` on the machine: it is owned by this process).
-struct Cluster {
-    name: String,
-}
-
-fn cluster_script(name: &str) -> std::process::Command {
-    let mut cmd = std::process::Command::new("bash");
-    cmd.arg(jobs::root().join("scripts/cluster.sh"))
-        .args(["--name", name]);
-    cmd
-}
-
-impl Cluster {
-    fn up(nodes: u32, link: &str) -> Result<Cluster, String> {
-        let pid = std::process::id().to_string();
-        let name = format!("mpitb-{pid}");
-        let mut up = cluster_script(&name);
-        up.args(["up", &nodes.to_string(), "--owner", &pid]);
-        if link != "none" {
-            up.args(["--link", link]);
-        }
-        let out = up
-            .output()
-            .map_err(|e| format!("cannot run scripts/cluster.sh: {e}"))?;
-        if !out.status.success() {
-            return Err(format!(
-                "scripts/cluster.sh up {nodes} failed ({}): {}",
-                out.status,
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
-        }
-        eprintln!("collectives: emulated cluster {name}: {nodes} nodes, links {link}");
-        Ok(Cluster { name })
-    }
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        let _ = cluster_script(&self.name)
-            .arg("down")
-            .stdout(std::process::Stdio::null())
-            .status();
-    }
-}
-
 /// The variables that make a run without the tool read `file`, exported
 /// for `flavor`, and the format `mpit-tuner export` writes for it.
 fn exported_env(flavor: &str, file: &Path) -> Vec<(String, String)> {
@@ -893,7 +835,7 @@ fn measure(opts: &Options, flavor: &str) -> Measured {
     let on_cluster = opts.layouts.iter().any(|l| l.on_cluster());
     let cluster = if on_cluster {
         let nodes = opts.layouts.iter().map(|l| l.nodes).max().unwrap_or(1);
-        match Cluster::up(nodes, &opts.link) {
+        match Cluster::up(nodes, &opts.link, "collectives") {
             Ok(c) => Some(c),
             Err(e) => {
                 m.errors.push(e);

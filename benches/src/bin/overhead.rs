@@ -62,24 +62,8 @@ fn parse_args() -> Result<Options, String> {
         match a.as_str() {
             "--short" => o.short = true,
             "--no-build" => o.build = false,
-            "--reps" => {
-                o.reps = args
-                    .next()
-                    .and_then(|v| v.parse().ok())
-                    .filter(|&n| n > 0)
-                    .ok_or("--reps needs a number >= 1")?
-            }
-            "--mpi" => {
-                o.flavors = args
-                    .next()
-                    .ok_or("--mpi needs a list")?
-                    .split(',')
-                    .map(str::to_string)
-                    .collect();
-                if let Some(bad) = o.flavors.iter().find(|f| *f != "mpich" && *f != "openmpi") {
-                    return Err(format!("--mpi: unknown library `{bad}` (mpich, openmpi)"));
-                }
-            }
+            "--reps" => o.reps = jobs::reps_arg(args.next())?,
+            "--mpi" => o.flavors = jobs::flavors_arg(args.next())?,
             "-h" | "--help" => {
                 println!("{USAGE}");
                 std::process::exit(0);
