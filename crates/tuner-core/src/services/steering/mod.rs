@@ -48,7 +48,7 @@ pub(crate) const POLL_EVERY: Duration = Duration::from_millis(100);
 
 /// The name of the count of this rank's listings of the control directory
 /// among the service's quantities (and in the close record).
-pub(crate) const LISTINGS: &str = "steering.control_listings";
+pub(crate) const LISTINGS: &str = "tool.control.listings";
 
 /// Steering as a service: a rank with a run directory and a log reads
 /// requests; one without answers none.
