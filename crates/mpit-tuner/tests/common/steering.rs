@@ -291,6 +291,13 @@ impl Drop for Running {
     }
 }
 
+/// Whether the default node-local directory (`/dev/shm`) can hold the
+/// node's shared listing here: where it cannot, every rank lists
+/// `control/` itself (and says why), which the tests then expect.
+pub fn node_dir_usable() -> bool {
+    tempfile::tempfile_in("/dev/shm").is_ok()
+}
+
 /// The ranks that listed the run directory's `control/` directory (their
 /// close record's `control_listings` is above 0); every log must end with
 /// a close record that counts them.
