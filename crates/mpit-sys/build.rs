@@ -43,9 +43,10 @@ fn main() {
              |Comm_rank|Comm_size|Comm_test_inter|Comm_dup|Comm_free|Comm_split|Comm_group|Comm_create_group\
              |Group_free|Get_library_version|Comm_get_errhandler|Comm_set_errhandler\
              |Errhandler_free|Error_string|Error_class\
-             |Get_processor_name|Allreduce|Reduce|Bcast|Barrier|Wtime)",
+             |Get_processor_name|Allreduce|Reduce|Bcast|Barrier|Gather|Wtime\
+             |Op_create|Op_free|Type_contiguous|Type_commit|Type_free)",
         )
-        .allowlist_type("MPI_T_.*|MPI_(Comm|Datatype|Op|Win|Group|Errhandler|Status|Count|Info|Aint|Request)|mpit_code_name|mpit_named_datatype|mpit_fint")
+        .allowlist_type("MPI_T_.*|MPI_(Comm|Datatype|Op|Win|Group|Errhandler|Status|Count|Info|Aint|Request|User_function)|mpit_code_name|mpit_named_datatype|mpit_fint")
         .dynamic_library_name("MpiFunctions")
         .dynamic_link_require_all(false);
     let mut constants = bindgen::Builder::default()

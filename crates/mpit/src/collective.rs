@@ -28,8 +28,8 @@
 
 use crate::comm::PrivateComm;
 use crate::error::{Error, Result};
-pub use crate::ffi::ReduceOp;
 use crate::ffi::{self, Comm};
+pub use crate::ffi::{Mixed, MixedOp, ReduceOp};
 
 /// The MPI calls a failure can be reported for, by number (the agreement
 /// reduces the number, so it must be the same table on every rank).
@@ -46,6 +46,12 @@ pub const CALLS: &[&str] = &[
     "MPI_Reduce",
     "MPI_Allreduce",
     "MPI_Comm_free",
+    "MPI_Gather",
+    "MPI_Type_contiguous",
+    "MPI_Type_commit",
+    "MPI_Op_create",
+    "MPI_Op_free",
+    "MPI_Type_free",
 ];
 
 /// A failure of the tool on this rank, not an MPI call's (a log that cannot
@@ -154,6 +160,7 @@ pub struct Collectives {
     comm: Comm,
     rank: i32,
     failure: Option<Failure>,
+    mixed: Option<MixedOp>,
 }
 
 impl Collectives {
@@ -165,6 +172,7 @@ impl Collectives {
             comm,
             rank,
             failure: None,
+            mixed: None,
         }
     }
 
@@ -175,6 +183,7 @@ impl Collectives {
             comm,
             rank,
             failure: pending,
+            mixed: None,
         }
     }
 
@@ -188,6 +197,34 @@ impl Collectives {
     /// Ends the sequence, returning a failure not yet agreed on.
     pub fn into_pending(self) -> Option<Failure> {
         self.failure
+    }
+
+    /// Makes the type and operation of [`Collectives::reduce_mixed`] (local
+    /// calls), as a step of the sequence: before the agreement that must
+    /// hear of a rank that could not.
+    pub fn prepare_mixed(&mut self) {
+        if self.mixed.is_none() {
+            let made = ffi::mixed_op_create();
+            let call = called(&made, "MPI_Op_create");
+            self.mixed = self.step(call, made);
+        }
+    }
+
+    /// Hands the mixed reductions' type and operation over (to a later
+    /// sequence, [`Collectives::with_mixed`]).
+    pub fn take_mixed(&mut self) -> Option<MixedOp> {
+        self.mixed.take()
+    }
+
+    /// The sequence with `mixed` for its mixed reductions.
+    pub fn with_mixed(mut self, mixed: Option<MixedOp>) -> Collectives {
+        self.mixed = mixed;
+        self
+    }
+
+    /// Frees the mixed reductions' type and operation (local calls).
+    pub fn release_mixed(&mut self) -> Result<()> {
+        self.mixed.take().map_or(Ok(()), ffi::mixed_op_free)
     }
 
     /// The communicator.
@@ -269,6 +306,41 @@ impl Collectives {
         }
     }
 
+    /// A reduction of elements each with its own operation ([`Mixed`]) to
+    /// every rank (`root` `None`) or onto `root` (elsewhere the result is
+    /// `send` as it was). One call whatever the mix: what several
+    /// reductions of basic operations would need.
+    pub fn reduce_mixed(&mut self, send: &[Mixed], root: Option<i32>) -> Vec<Mixed> {
+        let mut recv = send.to_vec();
+        let r = match &self.mixed {
+            Some(m) => ffi::reduce_mixed(self.comm, m, send, &mut recv, root),
+            None => Err(not_prepared()),
+        };
+        let call = if root.is_some() {
+            "MPI_Reduce"
+        } else {
+            "MPI_Allreduce"
+        };
+        self.step(called(&r, call), r);
+        if root.is_some_and(|r| r != self.rank) {
+            recv.copy_from_slice(send);
+        }
+        recv
+    }
+
+    /// Gathers `send` (the same length on every rank) of the `size` ranks
+    /// onto `root`, in rank order; empty elsewhere.
+    pub fn gather_bytes(&mut self, send: &[u8], size: usize, root: i32) -> Vec<u8> {
+        let mut recv = if self.rank == root {
+            vec![0u8; send.len().saturating_mul(size)]
+        } else {
+            Vec::new()
+        };
+        let r = ffi::gather_bytes(self.comm, send, &mut recv, root);
+        self.step("MPI_Gather", r);
+        recv
+    }
+
     /// Whether `x` is the same on every rank (one reduction). After a
     /// failed call the answer is yes: the agreement that must follow fails.
     pub fn all_equal(&mut self, x: i64) -> bool {
@@ -277,73 +349,52 @@ impl Collectives {
         self.failed() || ends[0] == !ends[1]
     }
 
-    /// Element-wise minimum and maximum of doubles to every rank, with the
-    /// lowest rank holding each: two reductions of basic types (the values'
-    /// minimum and the negated maximum in one `MPI_MIN`, then the lowest
-    /// rank among those that hold them). Ranks contribute `None` for a
-    /// value they do not have; where no rank has it, the result is `None`.
-    pub fn min_max_with_ranks(&mut self, values: &[Option<f64>]) -> Vec<Option<Extremes>> {
-        let n = values.len();
-        if n == 0 {
-            return Vec::new();
-        }
-        // f64 values as totally ordered i64 keys, so that one integer
-        // MPI_MIN does both ends exactly and NaN never takes part.
-        let send: Vec<i64> = values
-            .iter()
-            .map(|v| v.filter(|x| !x.is_nan()).map_or(i64::MAX, order_key))
-            .chain(values.iter().map(|v| {
-                v.filter(|x| !x.is_nan())
-                    .map_or(i64::MAX, |x| neg_key(order_key(x)))
-            }))
-            .collect();
-        let mut ends = vec![0i64; 2 * n];
-        self.allreduce_i64(&send, &mut ends, ReduceOp::Min);
-        let me = i64::from(self.rank);
-        let send: Vec<i64> = (0..n)
-            .flat_map(|i| {
-                let mine = values[i].filter(|x| !x.is_nan()).map(order_key);
-                let holds = |k: i64| mine == Some(k);
-                [
-                    if holds(ends[i]) { me } else { i64::MAX },
-                    if holds(neg_key(ends[n + i])) {
-                        me
-                    } else {
-                        i64::MAX
-                    },
-                ]
-            })
-            .collect();
-        let mut ranks = vec![0i64; 2 * n];
-        self.allreduce_i64(&send, &mut ranks, ReduceOp::Min);
-        (0..n)
-            .map(|i| {
-                (ends[i] != i64::MAX).then(|| Extremes {
-                    min: from_order_key(ends[i]),
-                    min_rank: i32::try_from(ranks[2 * i]).unwrap_or(-1),
-                    max: from_order_key(neg_key(ends[n + i])),
-                    max_rank: i32::try_from(ranks[2 * i + 1]).unwrap_or(-1),
-                })
-            })
-            .collect()
-    }
-
     /// Ends a stage: every rank learns whether every rank's calls since the
     /// last agreement succeeded. A failure all ranks agreed on is cleared
     /// (every rank knows it); a failure of the agreement itself is kept for
     /// the next one.
     pub fn agree(&mut self) -> Verdict {
+        self.agree_with(&[]).0
+    }
+
+    /// [`Collectives::agree`] that carries `payload` in the same reduction
+    /// (one call for what would be an agreement and a reduction): the
+    /// verdict, and the payload reduced over every rank (as this rank sent
+    /// it when the call failed here). The payload's length and operations
+    /// must be the same on every rank.
+    pub fn agree_with(&mut self, payload: &[Mixed]) -> (Verdict, Vec<Mixed>) {
         let mine = self.failure.as_ref();
-        let send = vote(self.rank, mine);
-        let mut recv = [0i64; 4];
-        match ffi::allreduce_i64(self.comm, &send, &mut recv, ReduceOp::Min) {
+        let send: Vec<Mixed> = vote(self.rank, mine)
+            .into_iter()
+            .map(Mixed::min)
+            .chain(payload.iter().copied())
+            .collect();
+        let mut got = send.clone();
+        let r = if send.iter().all(|m| m.op == Mixed::MIN) {
+            // Minimums only (the first agreement): a basic operation.
+            let ints: Vec<i64> = send.iter().map(|m| m.a).collect();
+            let mut out = vec![0i64; ints.len()];
+            ffi::allreduce_i64(self.comm, &ints, &mut out, ReduceOp::Min).map(|()| {
+                for (g, v) in got.iter_mut().zip(out) {
+                    g.a = v;
+                }
+            })
+        } else {
+            match &self.mixed {
+                Some(m) => ffi::reduce_mixed(self.comm, m, &send, &mut got, None),
+                None => Err(not_prepared()),
+            }
+        };
+        let reduced = got.split_off(4);
+        let recv = [got[0].a, got[1].a, got[2].a, got[3].a];
+        match r {
             Ok(()) => {}
             Err(e) => {
                 // What the others decided is unknown here: go on as they
                 // most likely do, and tell them at the next agreement.
                 // A rank that voted "no" stops: the others saw its vote, if
                 // the call got anywhere.
-                return if mine.is_some() {
+                let verdict = if mine.is_some() {
                     Verdict::Failed(FailedOn {
                         ranks: (self.rank, self.rank),
                         call: "MPI_Allreduce".into(),
@@ -351,14 +402,39 @@ impl Collectives {
                         mine: self.failure.take(),
                     })
                 } else {
-                    self.fail("MPI_Allreduce", &e);
+                    let call = match &e {
+                        Error::Mpi(m) => m.call,
+                        _ => "MPI_Allreduce",
+                    };
+                    self.fail(call, &e);
                     Verdict::AllOk
                 };
+                return (verdict, payload.to_vec());
             }
         }
-        tally(&recv, self.failure.take(), |c| {
+        let verdict = tally(&recv, self.failure.take(), |c| {
             ffi::error_string(c).unwrap_or_else(|| format!("error class {c}"))
-        })
+        });
+        (verdict, reduced)
+    }
+}
+
+/// A mixed reduction asked of a sequence without its operation: a bug of
+/// the caller (the same on every rank, so no rank waits for another).
+fn not_prepared() -> Error {
+    Error::BadValue {
+        variable: "reduction".into(),
+        message: "the mixed reduction's operation was not made (prepare_mixed)".into(),
+    }
+}
+
+/// The MPI routine that failed in `r` (a step may fail in a routine it
+/// makes before or after its collective: creating or freeing a type or an
+/// operation), else `default`.
+fn called<T>(r: &Result<T>, default: &'static str) -> &'static str {
+    match r {
+        Err(Error::Mpi(m)) => m.call,
+        _ => default,
     }
 }
 
@@ -434,7 +510,7 @@ pub struct Extremes {
 
 /// An `i64` whose order is the order of the doubles (IEEE 754 total order;
 /// NaN excluded by the callers).
-fn order_key(x: f64) -> i64 {
+pub fn order_key(x: f64) -> i64 {
     let bits = x.to_bits() as i64;
     if bits < 0 {
         bits ^ i64::MAX
@@ -443,14 +519,15 @@ fn order_key(x: f64) -> i64 {
     }
 }
 
-fn from_order_key(k: i64) -> f64 {
+/// The double of an [`order_key`].
+pub fn from_order_key(k: i64) -> f64 {
     let bits = if k < 0 { k ^ i64::MAX } else { k };
     f64::from_bits(bits as u64)
 }
 
 /// The key that orders like the negated value (so that a maximum comes out
 /// of `MPI_MIN`); never `i64::MAX`, the "absent" marker.
-fn neg_key(k: i64) -> i64 {
+pub fn neg_key(k: i64) -> i64 {
     // order_key maps doubles into [i64::MIN + 1, i64::MAX - 0x000f_ffff_ffff_ffff]
     // and back; bitwise not is an order-reversing involution on i64.
     !k
@@ -528,6 +605,41 @@ pub fn create_private(seq: &mut Collectives, parent: Comm) -> Option<PrivateComm
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mixed_elements_combine_by_their_own_operation() {
+        let ranks = [
+            [
+                Mixed::min(7),
+                Mixed::sum(1),
+                Mixed::min_pair(order_key(2.5), 0),
+            ],
+            [
+                Mixed::min(3),
+                Mixed::sum(0),
+                Mixed::min_pair(order_key(-1.0), 1),
+            ],
+            [
+                Mixed::min(5),
+                Mixed::sum(1),
+                Mixed::min_pair(order_key(-1.0), 2),
+            ],
+        ];
+        // Any order of combination gives the same result (commutative
+        // and associative, as the user-defined operation is declared).
+        for order in [[0, 1, 2], [2, 1, 0], [1, 2, 0]] {
+            let mut acc = ranks[order[0]];
+            for &r in &order[1..] {
+                for (a, x) in acc.iter_mut().zip(&ranks[r]) {
+                    a.combine(x);
+                }
+            }
+            assert_eq!(acc[0].a, 3);
+            assert_eq!(acc[1].a, 2);
+            assert_eq!((from_order_key(acc[2].a), acc[2].b), (-1.0, 1));
+        }
+        assert_eq!(std::mem::size_of::<Mixed>(), 24);
+    }
 
     #[test]
     fn order_keys_order_like_the_doubles() {

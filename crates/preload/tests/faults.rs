@@ -64,8 +64,14 @@ struct Faulted {
 /// succeeds with the application's own output and that whatever logs exist
 /// are whole JSON Lines files that start with a header.
 fn run_with(fault: &str, policy: Option<&Path>) -> Faulted {
+    run_in(fault, policy, "run")
+}
+
+/// [`run_with`], with the run directory at `name` in a new temporary
+/// directory.
+fn run_in(fault: &str, policy: Option<&Path>, name: &str) -> Faulted {
     let tmp = tempdir();
-    let dir = tmp.path().join("run");
+    let dir = tmp.path().join(name);
     let mut cmd = mpi_job(RANKS, &example("traffic"), ARGS);
     preload(&mut cmd, &dir);
     let preloads = format!("{}:{}", preload_lib().display(), fault_lib().display());
@@ -226,16 +232,25 @@ fn private_communicator_fails() {
 
 #[test]
 fn first_agreement_fails() {
-    // Call 1 is the check that every rank has the same policies; it fails
-    // on one rank: the agreement after it turns the tuner off everywhere.
+    // Call 1 is the first agreement (with the services' identities and
+    // the run directory's name in it); it fails on rank 1 after taking
+    // part: that rank goes on as if the others did, and its "no" reaches
+    // every rank at the second agreement, which turns the tuner off.
     inject(
         "PMPI_Allreduce#1@1",
         None,
         Said::Stderr("MPI_Allreduce failed on rank 1"),
     );
-    // Call 2 is the agreement itself, failing on every rank: each rank
+    // Its user-defined operation cannot be made on rank 1: the rank still
+    // takes part in the call (same type signature), and votes no.
+    inject(
+        "PMPI_Op_create#1@1",
+        None,
+        Said::Stderr("MPI_Op_create failed on rank 1"),
+    );
+    // Call 2 is the second agreement, failing on every rank: each rank
     // voted yes and goes on, and the failure is told at the next
-    // agreement (the default policies' aggregation).
+    // agreement (the summary's, at finalize).
     inject(
         "PMPI_Allreduce#2",
         None,
@@ -280,12 +295,25 @@ fn a_tuner_that_did_not_start_leaves_every_rank_a_log() {
     }
 }
 
+/// A run directory's name too long for the first agreement follows in a
+/// broadcast; when that fails on one rank, the tuner is off everywhere.
 #[test]
 fn run_directory_broadcast_fails_on_one_rank() {
-    inject(
-        "PMPI_Bcast#1@1",
-        None,
-        Said::Stderr("MPI_Bcast failed on rank 1"),
+    let long = format!("{}/{}", "d".repeat(150), "e".repeat(150));
+    let f = run_in("PMPI_Bcast#1@1", None, &long);
+    assert!(f.injected, "the fault was never injected: {}", f.context);
+    assert!(
+        f.stderr.contains("MPI_Bcast failed on rank 1"),
+        "{}",
+        f.context
+    );
+    // Without the fault, the long name reaches every rank.
+    let f = run_in("PMPI_Bcast#99", None, &long);
+    assert_eq!(
+        f.logs.matches("\"reason\":\"finalize\"").count(),
+        RANKS as usize,
+        "every rank's log in the long-named directory:\n{}",
+        f.context
     );
 }
 
@@ -299,12 +327,14 @@ fn pvar_session_fails_on_one_rank() {
 }
 
 #[test]
-fn disabled_policies_aggregation_fails() {
-    // Allreduce 3 is the first of the default policies' aggregation.
+fn second_agreement_fails_on_one_rank() {
+    // Allreduce 2 is the second agreement, which carries the default
+    // policies' aggregation: rank 0 keeps its own view of the disabled
+    // policies, and the failure is told at finalize.
     inject(
-        "PMPI_Allreduce#3@0",
+        "PMPI_Allreduce#2@0",
         None,
-        Said::Anywhere("disabled policies not aggregated across ranks"),
+        Said::Anywhere("cross-rank summary turned off on all ranks"),
     );
 }
 
@@ -406,8 +436,8 @@ fn summary_fails_on_one_rank() {
         None,
         Said::Anywhere("cross-rank summary turned off on all ranks"),
     );
-    // The first broadcast of the summary (the first is the run directory's).
-    inject("PMPI_Bcast#2@1", None, Said::Anywhere("MPI_Bcast failed"));
+    // The gather of every rank's signature and host.
+    inject("PMPI_Gather@1", None, Said::Anywhere("MPI_Gather failed"));
 }
 
 #[test]

@@ -233,3 +233,242 @@ fn reduce<T: Reduced>(
         rc,
     )
 }
+
+/// One element of a mixed reduction ([`reduce_mixed`]): its operation and
+/// its values, three 64-bit integers that travel as one MPI element (a
+/// contiguous type of three `MPI_INT64_T`), so that the library, which may
+/// split a reduction's buffer between ranks and calls (reduce-scatter
+/// algorithms, segmented pipelines), never separates an element from its
+/// operation.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mixed {
+    /// [`Mixed::MIN`], [`Mixed::SUM`] or [`Mixed::MIN_PAIR`]; the same on
+    /// every rank for a given position.
+    pub op: i64,
+    /// The value (the pair's first member).
+    pub a: i64,
+    /// The pair's second member (unused by `MIN` and `SUM`).
+    pub b: i64,
+}
+
+impl Mixed {
+    /// The minimum of `a`.
+    pub const MIN: i64 = 0;
+    /// The (wrapping) sum of `a`.
+    pub const SUM: i64 = 1;
+    /// The least `(a, b)` pair in lexicographic order (a value and the rank
+    /// holding it: MINLOC without MPI's pair types).
+    pub const MIN_PAIR: i64 = 2;
+
+    /// An element reduced with the minimum.
+    pub fn min(a: i64) -> Mixed {
+        Mixed {
+            op: Mixed::MIN,
+            a,
+            b: 0,
+        }
+    }
+
+    /// An element reduced with the sum.
+    pub fn sum(a: i64) -> Mixed {
+        Mixed {
+            op: Mixed::SUM,
+            a,
+            b: 0,
+        }
+    }
+
+    /// An element reduced with the least pair.
+    pub fn min_pair(a: i64, b: i64) -> Mixed {
+        Mixed {
+            op: Mixed::MIN_PAIR,
+            a,
+            b,
+        }
+    }
+
+    /// Combines `x` into `self` (commutative and associative).
+    pub fn combine(&mut self, x: &Mixed) {
+        match self.op {
+            Mixed::MIN => self.a = self.a.min(x.a),
+            Mixed::SUM => self.a = self.a.wrapping_add(x.a),
+            _ => {
+                if (x.a, x.b) < (self.a, self.b) {
+                    self.a = x.a;
+                    self.b = x.b;
+                }
+            }
+        }
+    }
+}
+
+/// The user function of the tool's mixed reduction (`MPI_User_function`).
+///
+/// # Safety
+///
+/// Called by the MPI library with two buffers of `*len` elements of the
+/// contiguous type [`reduce_mixed`] built, that is `*len` [`Mixed`]s.
+unsafe extern "C" fn combine_mixed(
+    invec: *mut c_void,
+    inoutvec: *mut c_void,
+    len: *mut c_int,
+    _datatype: *mut sys::MPI_Datatype,
+) {
+    // Never unwind into the library (nothing below panics; a panic would
+    // leave `inoutvec` as it is, and the agreement after the call is what
+    // the ranks trust).
+    let _ = std::panic::catch_unwind(|| {
+        // SAFETY: the library passes a valid element count.
+        let n = usize::try_from(unsafe { *len }).unwrap_or(0);
+        if n == 0 || invec.is_null() || inoutvec.is_null() {
+            return;
+        }
+        // SAFETY: both buffers hold `n` elements of the contiguous type of
+        // three MPI_INT64_T built in `reduce_mixed`, laid out as `Mixed`
+        // (repr(C), three i64, no padding), and do not overlap (MPI-4.1
+        // section 6.9.5: the library passes distinct buffers).
+        let (input, inout) = unsafe {
+            (
+                std::slice::from_raw_parts(invec.cast::<Mixed>(), n),
+                std::slice::from_raw_parts_mut(inoutvec.cast::<Mixed>(), n),
+            )
+        };
+        for (y, x) in inout.iter_mut().zip(input) {
+            y.combine(x);
+        }
+    });
+}
+
+/// The type and operation of the tool's mixed reductions: a contiguous
+/// type of three `MPI_INT64_T` and a user-defined commutative operation
+/// on it ([`Mixed::combine`]). Made once, before the first agreement (so
+/// that a rank that cannot make them says so there, and never makes a
+/// reduction its peers make differently), freed at finalize.
+#[derive(Debug)]
+pub struct MixedOp {
+    datatype: sys::MPI_Datatype,
+    op: sys::MPI_Op,
+}
+
+// SAFETY: datatype and operation handles are process-wide identifiers (an
+// integer in MPICH's ABI, a pointer to a library object in Open MPI's),
+// not memory owned by a thread; the tool uses them on the application's
+// thread inside MPI_Init and MPI_Finalize only.
+unsafe impl Send for MixedOp {}
+
+/// Makes the [`MixedOp`] (local calls).
+pub(crate) fn mixed_op_create() -> Result<MixedOp> {
+    let api = api()?;
+    // SAFETY: reading shim constants.
+    let (int64, mut datatype, mut op) =
+        unsafe { (sys::MPIT_INT64_T, sys::MPIT_DATATYPE_NULL, sys::MPIT_MIN) };
+    // SAFETY: a basic datatype and a valid out-pointer.
+    let rc = unsafe { func!(api, PMPI_Type_contiguous)?(3, int64, &mut datatype) };
+    check(api, "MPI_Type_contiguous", rc)?;
+    let made = func!(api, PMPI_Type_commit)
+        .and_then(|commit| {
+            // SAFETY: the type made above, not yet committed.
+            let rc = unsafe { commit(&mut datatype) };
+            check(api, "MPI_Type_commit", rc)
+        })
+        .and_then(|()| {
+            // SAFETY: `combine_mixed` has MPI_User_function's signature and
+            // handles the type made above; commutative (`Mixed::combine`).
+            let rc = unsafe { func!(api, PMPI_Op_create)?(Some(combine_mixed), 1, &mut op) };
+            check(api, "MPI_Op_create", rc)
+        });
+    if let Err(e) = made {
+        if let Ok(free) = func!(api, PMPI_Type_free) {
+            // SAFETY: the type made above, freed once; its error is
+            // secondary to the one returned.
+            let _ = unsafe { free(&mut datatype) };
+        }
+        return Err(e);
+    }
+    Ok(MixedOp { datatype, op })
+}
+
+/// Frees a [`MixedOp`] (local calls); the first error is returned.
+pub(crate) fn mixed_op_free(mut m: MixedOp) -> Result<()> {
+    let api = api()?;
+    // SAFETY: the operation made by `mixed_op_create`, freed once.
+    let rc = unsafe { func!(api, PMPI_Op_free)?(&mut m.op) };
+    let op = check(api, "MPI_Op_free", rc);
+    // SAFETY: the type made by `mixed_op_create`, freed once.
+    let rc = unsafe { func!(api, PMPI_Type_free)?(&mut m.datatype) };
+    op.and(check(api, "MPI_Type_free", rc))
+}
+
+/// A reduction of [`Mixed`] elements, each with its own operation, onto
+/// `root` (`PMPI_Reduce`) or to every rank (`PMPI_Allreduce`, `root`
+/// `None`), with `m`'s user-defined operation on its contiguous type
+/// (basic types only: no pair type, see [`ReduceOp`]).
+pub(crate) fn reduce_mixed(
+    comm: Comm,
+    m: &MixedOp,
+    send: &[Mixed],
+    recv: &mut [Mixed],
+    root: Option<i32>,
+) -> Result<()> {
+    let api = api()?;
+    let count = c_int::try_from(send.len())
+        .ok()
+        .filter(|_| send.len() == recv.len())
+        .ok_or_else(|| Error::BadValue {
+            variable: "reduction".into(),
+            message: format!("{} elements into {}", send.len(), recv.len()),
+        })?;
+    let (sendbuf, recvbuf) = (
+        send.as_ptr().cast::<c_void>() as *mut c_void,
+        recv.as_mut_ptr().cast::<c_void>(),
+    );
+    // SAFETY: both buffers hold `count` `Mixed`s, that is `count` elements
+    // of `m`'s contiguous type; the same count and root on every rank (the
+    // callers' contract); collective over `comm`, called by every rank at
+    // the same point.
+    let rc = unsafe {
+        match root {
+            None => func!(api, PMPI_Allreduce)?(sendbuf, recvbuf, count, m.datatype, m.op, comm.0),
+            Some(root) => {
+                func!(api, PMPI_Reduce)?(sendbuf, recvbuf, count, m.datatype, m.op, root, comm.0)
+            }
+        }
+    };
+    check(
+        api,
+        if root.is_some() {
+            "MPI_Reduce"
+        } else {
+            "MPI_Allreduce"
+        },
+        rc,
+    )
+}
+
+/// Gathers `send.len()` bytes of every rank onto `root` in rank order
+/// (`PMPI_Gather` of MPI_BYTE); `recv` holds `size * send.len()` bytes on
+/// `root` and is not used elsewhere.
+pub(crate) fn gather_bytes(comm: Comm, send: &[u8], recv: &mut [u8], root: i32) -> Result<()> {
+    let api = api()?;
+    let n = c_int::try_from(send.len()).map_err(|_| Error::BadValue {
+        variable: "gather".into(),
+        message: "too large".into(),
+    })?;
+    // SAFETY: `send` holds `n` bytes on every rank (the callers' contract:
+    // the same length everywhere); on `root`, `recv` holds `n` bytes a
+    // rank of `comm` (checked by the caller); collective over `comm`.
+    let rc = unsafe {
+        func!(api, PMPI_Gather)?(
+            send.as_ptr().cast::<c_void>() as *mut c_void,
+            n,
+            sys::MPIT_BYTE,
+            recv.as_mut_ptr().cast(),
+            n,
+            sys::MPIT_BYTE,
+            root,
+            comm.0,
+        )
+    };
+    check(api, "MPI_Gather", rc)
+}

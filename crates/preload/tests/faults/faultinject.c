@@ -32,7 +32,7 @@
  * A failing local call returns an error code without calling the library
  * (MPI_ERR_OTHER for MPI routines, MPI_T_ERR_INVALID_HANDLE for MPI_T ones).
  * A failing collective (PMPI_Bcast, PMPI_Reduce, PMPI_Allreduce,
- * PMPI_Comm_create_group) first calls the library, so that the other ranks
+ * PMPI_Gather, PMPI_Comm_create_group) first calls the library, so that the other ranks
  * never wait for a rank that skipped it, then returns the error: the error
  * is reported on the chosen ranks only, as when a library rejects a call
  * after taking part in it. Each injected fault is announced on stderr.
@@ -439,6 +439,9 @@ LOCAL(MPI_ERR_OTHER, PMPI_Error_class, error_class_t, (int code, int *class_), (
 typedef int (*error_string_t)(int, char *, int *);
 LOCAL(MPI_ERR_OTHER, PMPI_Error_string, error_string_t, (int code, char *text, int *len),
       (code, text, len))
+typedef int (*op_create_t)(MPI_User_function *, int, MPI_Op *);
+LOCAL(MPI_ERR_OTHER, PMPI_Op_create, op_create_t, (MPI_User_function *f, int commute, MPI_Op *op),
+      (f, commute, op))
 typedef int (*version_t)(char *, int *);
 LOCAL(MPI_ERR_OTHER, MPI_Get_library_version, version_t, (char *v, int *len), (v, len))
 
@@ -462,6 +465,11 @@ typedef int (*reduce_t)(const void *, void *, int, MPI_Datatype, MPI_Op, int, MP
 COLLECTIVE(PMPI_Reduce, reduce_t,
            (const void *s, void *r, int n, MPI_Datatype t, MPI_Op op, int root, MPI_Comm c),
            (s, r, n, t, op, root, c))
+typedef int (*gather_t)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, int, MPI_Comm);
+COLLECTIVE(PMPI_Gather, gather_t,
+           (const void *s, int sn, MPI_Datatype st, void *r, int rn, MPI_Datatype rt, int root,
+            MPI_Comm c),
+           (s, sn, st, r, rn, rt, root, c))
 typedef int (*allreduce_t)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
 COLLECTIVE(PMPI_Allreduce, allreduce_t,
            (const void *s, void *r, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c),

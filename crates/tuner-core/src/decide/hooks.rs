@@ -6,6 +6,7 @@ use super::engine::*;
 use crate::run::log::LogWriter;
 use crate::run::{LaunchEnv, RunInfo};
 use crate::sample::Snapshot;
+use mpit::collective::Mixed;
 use mpit::{Catalogue, MpiT};
 use policies::{CompiledPolicy, Phase, PolicySet};
 use std::collections::BTreeMap;
@@ -191,48 +192,70 @@ impl PolicyHooks {
         );
     }
 
-    /// See [`crate::services::Service::start`].
+    /// Right after `MPI_Init`: binds the policies of the phases from now
+    /// on to this library's variables; those that cannot run here are
+    /// disabled, each with a record for the log.
+    pub fn bind(&mut self, mpit: &MpiT, catalogue: &Catalogue) {
+        let view = CatalogueView::new(mpit, catalogue);
+        let newly = self.engine.bind(&view, RUNTIME_PHASES);
+        for (i, reason, _) in &newly {
+            self.pending
+                .push(Record::PolicyDisabled(record::PolicyDisabled {
+                    t: 0.0,
+                    policy: self.engine.policies()[*i].name().to_string(),
+                    reason: reason.clone(),
+                }));
+        }
+    }
+
+    /// This rank's part of the start agreement, after [`PolicyHooks::bind`]:
+    /// per policy, whether it is disabled here, as a count and the lowest
+    /// and highest such rank (three elements a policy: the same length on
+    /// every rank with the same policies).
+    pub fn disabled_votes(&self, rank: i32) -> Vec<Mixed> {
+        const NONE: i64 = i64::MAX;
+        let me = i64::from(rank);
+        (0..self.engine.policies().len())
+            .flat_map(|i| {
+                let d = self.engine.disabled(i).is_some();
+                [
+                    Mixed::sum(i64::from(d)),
+                    Mixed::min(if d { me } else { NONE }),
+                    Mixed::min(if d { -me } else { NONE }),
+                ]
+            })
+            .collect()
+    }
+
+    /// See [`crate::services::Service::start`]: `agreed` is
+    /// [`PolicyHooks::disabled_votes`] reduced over every rank.
     pub fn init(
         &mut self,
         mpit: &MpiT,
         catalogue: &Catalogue,
         info: &RunInfo,
         log: &mut LogWriter,
-        seq: &mut mpit::collective::Collectives,
+        agreed: &[Mixed],
     ) {
         self.rank = info.rank.max(0) as u32;
         self.size = info.size.max(1) as u32;
         for r in self.pending.drain(..) {
             log.record(&r);
         }
-        let view = CatalogueView::new(mpit, catalogue);
-        let newly = self.engine.bind(&view, RUNTIME_PHASES);
-        for (i, reason, _) in &newly {
-            log.record(&Record::PolicyDisabled(record::PolicyDisabled {
-                t: 0.0,
-                policy: self.engine.policies()[*i].name().to_string(),
-                reason: reason.clone(),
-            }));
-        }
         // One message per disabled policy for the whole job, on rank 0.
         let n = self.engine.policies().len();
-        let mine: Vec<bool> = (0..n).map(|i| self.engine.disabled(i).is_some()).collect();
-        let per_policy = aggregate_disabled(seq, &mine);
-        match seq.agree() {
-            mpit::collective::Verdict::AllOk => {
-                if let Some(per_policy) = per_policy.filter(|_| info.rank == 0) {
-                    self.announce_disabled(per_policy, n);
-                }
-            }
-            mpit::collective::Verdict::Failed(why) => {
-                let message = format!(
-                    "disabled policies not aggregated across ranks (each rank's log lists its own): {why}"
-                );
-                if info.rank == 0 {
-                    mpit::say!("mpit-tuner: {message}");
-                }
-                log.record(&Record::Warning(record::Warning::new(0.0, message)));
-            }
+        if info.rank == 0 && agreed.len() == 3 * n {
+            let per_policy = agreed
+                .chunks_exact(3)
+                .map(|c| {
+                    (
+                        u32::try_from(c[0].a).unwrap_or(0),
+                        i32::try_from(c[1].a).unwrap_or(-1),
+                        i32::try_from(-c[2].a).unwrap_or(-1),
+                    )
+                })
+                .collect();
+            self.announce_disabled(per_policy, n);
         }
         let snapshot = Snapshot::default();
         let mut backend = MpiBackend {
@@ -503,40 +526,4 @@ fn checked_engine(
         said.push_str(&format!(" ({})", parts.join("; ")));
     }
     Ok((engine, said))
-}
-
-/// Per policy: (how many ranks disabled it, lowest such rank, highest), on
-/// every rank: two reductions of 64-bit integers in `seq` (whose agreement
-/// afterwards says whether they can be trusted).
-fn aggregate_disabled(
-    seq: &mut mpit::collective::Collectives,
-    mine: &[bool],
-) -> Option<Vec<(u32, i32, i32)>> {
-    use mpit::collective::ReduceOp;
-    const NONE: i64 = i64::MAX;
-    let n = mine.len();
-    if n == 0 {
-        return Some(Vec::new());
-    }
-    let me = i64::from(seq.rank());
-    let counts: Vec<i64> = mine.iter().map(|d| i64::from(*d)).collect();
-    let mut total = vec![0i64; n];
-    seq.allreduce_i64(&counts, &mut total, ReduceOp::Sum);
-    let ends: Vec<i64> = mine
-        .iter()
-        .flat_map(|d| if *d { [me, -me] } else { [NONE, NONE] })
-        .collect();
-    let mut range = vec![0i64; 2 * n];
-    seq.allreduce_i64(&ends, &mut range, ReduceOp::Min);
-    Some(
-        (0..n)
-            .map(|i| {
-                (
-                    u32::try_from(total[i]).unwrap_or(0),
-                    i32::try_from(range[2 * i]).unwrap_or(-1),
-                    i32::try_from(-range[2 * i + 1]).unwrap_or(-1),
-                )
-            })
-            .collect(),
-    )
 }

@@ -7,7 +7,7 @@ pub mod recommend;
 mod summary;
 
 pub use summary::{
-    local_quantities, reduce, signature, table, Summary, VariableStats, HISTOGRAM_BINS,
+    local_quantities, reduce, signature, table, Signature, Summary, VariableStats, HISTOGRAM_BINS,
 };
 
 use crate::run::warning;
@@ -63,17 +63,18 @@ impl Runtime {
         if let Some(d) = &done {
             quantities.extend(d.services.iter().flat_map(|s| s.quantities()));
         }
-        let (signature, description) = signature(&snapshot);
+        let signature = signature(&snapshot);
         // The summary's collectives, then one agreement: every rank uses
         // the result, or none does.
         let rank = self.info.rank;
-        let mut seq = Collectives::resume(self.private.comm(), rank, self.failure.take());
+        let mut seq = Collectives::resume(self.private.comm(), rank, self.failure.take())
+            .with_mixed(self.mixed.take());
         let stats = reduce(
             &mut seq,
             0,
+            usize::try_from(self.info.size).unwrap_or(1),
             &quantities,
-            signature,
-            &description,
+            &signature,
             &self.info.host,
         );
         let verdict = seq.agree();
@@ -87,6 +88,9 @@ impl Runtime {
                 mpit::say!("mpit-tuner: {message}");
             }
             notes.push(message);
+        }
+        if let Err(e) = seq.release_mixed() {
+            notes.push(format!("freeing the tool's reduction operation: {e}"));
         }
         if let Err(e) = self.private.free() {
             notes.push(format!("freeing the tool's communicator: {e}"));

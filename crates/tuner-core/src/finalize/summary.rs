@@ -13,7 +13,7 @@
 //! on every rank alike, whether the summary is used.
 
 use crate::sample::Snapshot;
-use mpit::collective::{Collectives, ReduceOp};
+use mpit::collective::{Collectives, Extremes, Mixed};
 use serde::{Deserialize, Serialize};
 
 pub use vocab::summary::{HostRanks, RankClass, VariableStats};
@@ -64,149 +64,64 @@ pub fn local_quantities(snapshot: &Snapshot) -> Vec<(String, &'static str, f64)>
     out
 }
 
-/// Computes the statistics and the classes; every rank must call this with
-/// a sequence over the same communicator. Only `root` gets the result
-/// (`None` elsewhere), and only the caller's agreement after it says
-/// whether every rank's calls succeeded. `signature` and `description`
-/// characterise this rank's behaviour; `host` is its node's host name.
+/// Computes the statistics, the classes and the hosts; every rank must
+/// call this with a sequence over the same communicator of `size` ranks.
+/// Only `root` gets the result (`None` elsewhere), and only the caller's
+/// agreement after it says whether every rank's calls succeeded.
+/// `signature` characterises this rank's behaviour; `host` is its node's
+/// host name.
+///
+/// Three collectives whatever the number of quantities, classes and hosts
+/// (five when the ranks' lists of quantities differ): one mixed
+/// reduction to every rank (the extremes with their ranks, and whether
+/// every rank has the same quantities), one sum onto `root` (sums, counts,
+/// the histograms across ranks and the message-size histograms), one
+/// gather of a fixed-size record a rank (its signature's counts and its
+/// host name: O(ranks) bytes on `root` only, a few hundred a rank), from
+/// which `root` finds the classes and the hosts.
 pub fn reduce(
     seq: &mut Collectives,
     root: i32,
+    size: usize,
     local: &[(String, &'static str, f64)],
-    signature: u64,
-    description: &str,
+    signature: &Signature,
     host: &str,
 ) -> Option<Summary> {
-    let variables = reduce_variables(seq, root, local);
-    let classes = groups(seq, root, signature, description, MAX_CLASSES, "classes")
-        .into_iter()
-        .map(|g| RankClass {
-            count: g.count,
-            ranks: g.ranks,
-            members: g.members,
-            signature: g.description,
-        })
-        .collect();
-    let mut hosts: Vec<(i64, HostRanks)> = groups(
-        seq,
-        root,
-        crate::collectives::fnv1a(host),
-        host,
-        MAX_HOSTS,
-        "hosts",
-    )
-    .into_iter()
-    .map(|g| {
-        (
-            g.lowest,
-            HostRanks {
-                host: g.description,
-                count: g.count,
-                ranks: g.ranks,
-                members: g.members,
-            },
-        )
-    })
-    .collect();
-    // By lowest rank; the rest (lowest unknown) last.
-    hosts.sort_by_key(|(lowest, _)| *lowest);
-    let hosts = hosts.into_iter().map(|(_, h)| h).collect();
-    // Size histograms: every family, every bucket, summed onto the root.
     let families = crate::sample::toolmetrics::snapshot();
-    let mine: Vec<f64> = families
+    let sizes: Vec<f64> = families
         .iter()
         .flat_map(|f| f.hist.iter().map(|&n| n as f64))
         .collect();
-    let mut all = vec![0.0; mine.len()];
-    seq.reduce_sum(&mine, &mut all, root);
-    let size_histograms = families
-        .iter()
-        .enumerate()
-        .filter_map(|(i, f)| {
-            let h: Vec<u64> = all[i * crate::sample::toolmetrics::BUCKETS
-                ..(i + 1) * crate::sample::toolmetrics::BUCKETS]
-                .iter()
-                .map(|&n| n as u64)
-                .collect();
-            h.iter()
-                .any(|&n| n > 0)
-                .then(|| (f.family.name().to_string(), h))
-        })
-        .collect();
-    variables.map(|variables| Summary {
-        variables,
-        classes,
-        hosts,
-        size_histograms,
-    })
-}
-
-/// Broadcasts a byte string of any length from `root` (its length first).
-/// The length is capped, so that a failed broadcast can never make a rank
-/// allocate without bound.
-fn bcast_text(seq: &mut Collectives, mut text: Vec<u8>, root: i32) -> Vec<u8> {
-    const MAX: u64 = 64 << 20;
-    let mut len = (text.len() as u64).to_le_bytes();
-    seq.bcast_bytes(&mut len, root);
-    text.resize(u64::from_le_bytes(len).min(MAX) as usize, 0);
-    seq.bcast_bytes(&mut text, root);
-    text
-}
-
-fn reduce_variables(
-    seq: &mut Collectives,
-    root: i32,
-    local: &[(String, &'static str, f64)],
-) -> Option<Vec<VariableStats>> {
-    let rank = seq.rank();
-    // The list of quantities: root's, as "name\tkind\n" lines.
-    let names: Vec<u8> = if rank == root {
-        local
-            .iter()
-            .flat_map(|(n, k, _)| format!("{n}\t{k}\n").into_bytes())
-            .collect()
-    } else {
-        Vec::new()
-    };
-    let names = bcast_text(seq, names, root);
-    let text = String::from_utf8_lossy(&names).into_owned();
-    let keys: Vec<(&str, &str)> = text.lines().filter_map(|l| l.split_once('\t')).collect();
+    let (keys, values, extremes) = agree_on_quantities(seq, root, local);
     let n = keys.len();
-    if n == 0 {
-        return (rank == root).then(Vec::new);
-    }
-    // This rank's values in root's order (NaN = not present here).
-    let mine: std::collections::HashMap<&str, f64> =
-        local.iter().map(|(k, _, v)| (k.as_str(), *v)).collect();
-    let values: Vec<f64> = keys
-        .iter()
-        .map(|(k, _)| mine.get(k).copied().unwrap_or(f64::NAN))
-        .collect();
-    let mut send = Vec::with_capacity(3 * n);
+    // Sums, sums of squares and counts; the histogram across ranks of each
+    // quantity; the message-size histograms: one reduction.
+    let mut send = Vec::with_capacity(n * (3 + HISTOGRAM_BINS) + sizes.len());
     for v in &values {
         let present = v.is_finite();
         send.push(if present { *v } else { 0.0 });
         send.push(if present { v * v } else { 0.0 });
         send.push(if present { 1.0 } else { 0.0 });
     }
-    let mut sums = vec![0.0; 3 * n];
-    seq.reduce_sum(&send, &mut sums, root);
-    // Minimum and maximum with their ranks, known to every rank, which
-    // then bins its own value for the histogram across ranks.
-    let present: Vec<Option<f64>> = values.iter().map(|v| v.is_finite().then_some(*v)).collect();
-    let extremes = seq.min_max_with_ranks(&present);
-    let mut bins = vec![0.0; n * HISTOGRAM_BINS];
     for (i, v) in values.iter().enumerate() {
+        let mut bins = [0.0; HISTOGRAM_BINS];
         if let (true, Some(Some(e))) = (v.is_finite(), extremes.get(i)) {
-            bins[i * HISTOGRAM_BINS + bin(*v, e.min, e.max)] = 1.0;
+            bins[bin(*v, e.min, e.max)] = 1.0;
         }
+        send.extend(bins);
     }
-    let mut hist = vec![0.0; n * HISTOGRAM_BINS];
-    seq.reduce_sum(&bins, &mut hist, root);
-    if rank != root {
+    send.extend(&sizes);
+    let mut all = vec![0.0; send.len()];
+    seq.reduce_sum(&send, &mut all, root);
+    // Every rank's record onto the root.
+    let record = Record::new(signature, host).to_bytes();
+    let records = seq.gather_bytes(&record, size, root);
+    if seq.rank() != root {
         return None;
     }
-    let stats = keys
+    let (sums, rest) = all.split_at(3 * n);
+    let (hist, all_sizes) = rest.split_at(n * HISTOGRAM_BINS);
+    let variables = keys
         .iter()
         .enumerate()
         .map(|(i, (name, kind))| {
@@ -235,7 +150,156 @@ fn reduce_variables(
             }
         })
         .collect();
-    Some(stats)
+    let size_histograms = families
+        .iter()
+        .enumerate()
+        .filter_map(|(i, f)| {
+            let b = crate::sample::toolmetrics::BUCKETS;
+            let h: Vec<u64> = all_sizes
+                .get(i * b..(i + 1) * b)?
+                .iter()
+                .map(|&n| n as u64)
+                .collect();
+            h.iter()
+                .any(|&n| n > 0)
+                .then(|| (f.family.name().to_string(), h))
+        })
+        .collect();
+    let records: Vec<Record> = records
+        .chunks_exact(Record::BYTES)
+        .map(Record::from_bytes)
+        .collect();
+    let (classes, hosts) = classes_and_hosts(&records);
+    Some(Summary {
+        variables,
+        classes,
+        hosts,
+        size_histograms,
+    })
+}
+
+/// The quantities every rank reduces, in one order (root's), with this
+/// rank's value of each (NaN: not here) and their extremes across ranks.
+/// One mixed reduction when every rank has the same list (the common
+/// case: it carries the list's hash); else root's list is broadcast and
+/// the extremes reduced again in its order.
+#[allow(clippy::type_complexity)]
+fn agree_on_quantities(
+    seq: &mut Collectives,
+    root: i32,
+    local: &[(String, &'static str, f64)],
+) -> (Vec<(String, String)>, Vec<f64>, Vec<Option<Extremes>>) {
+    let mine: Vec<(String, String)> = local
+        .iter()
+        .map(|(n, k, _)| (n.clone(), k.to_string()))
+        .collect();
+    let values: Vec<f64> = local.iter().map(|(_, _, v)| *v).collect();
+    let hash = (list_hash(&mine) >> 1) as i64;
+    let n = i64::try_from(mine.len()).unwrap_or(i64::MAX);
+    let mut head = vec![
+        Mixed::min(hash),
+        Mixed::min(!hash),
+        Mixed::min(n),
+        Mixed::min(!n),
+    ];
+    let (same, extremes) = extremes_with_ranks(seq, &mut head, &values);
+    if seq.failed() || same(&head) {
+        return (mine, values, extremes);
+    }
+    // The lists differ: root's, as "name\tkind\n" lines, and this rank's
+    // values in its order.
+    let names: Vec<u8> = if seq.rank() == root {
+        mine.iter()
+            .flat_map(|(n, k)| format!("{n}\t{k}\n").into_bytes())
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let names = bcast_text(seq, names, root);
+    let text = String::from_utf8_lossy(&names);
+    let keys: Vec<(String, String)> = text
+        .lines()
+        .filter_map(|l| l.split_once('\t'))
+        .map(|(n, k)| (n.to_string(), k.to_string()))
+        .collect();
+    let by_name: std::collections::HashMap<&str, f64> =
+        local.iter().map(|(k, _, v)| (k.as_str(), *v)).collect();
+    let values: Vec<f64> = keys
+        .iter()
+        .map(|(k, _)| by_name.get(k.as_str()).copied().unwrap_or(f64::NAN))
+        .collect();
+    let (_, extremes) = extremes_with_ranks(seq, &mut Vec::new(), &values);
+    (keys, values, extremes)
+}
+
+/// One mixed reduction of `head` (reduced in place) and, per value, its
+/// minimum and maximum with the lowest rank holding each (NaN: absent);
+/// returns a test of `head` that says whether every rank sent the same
+/// (its elements come in pairs `x, !x`).
+#[allow(clippy::type_complexity)]
+fn extremes_with_ranks(
+    seq: &mut Collectives,
+    head: &mut Vec<Mixed>,
+    values: &[f64],
+) -> (fn(&[Mixed]) -> bool, Vec<Option<Extremes>>) {
+    const NONE: i64 = i64::MAX;
+    let me = i64::from(seq.rank());
+    let mut send = std::mem::take(head);
+    let h = send.len();
+    for v in values {
+        let key = Some(*v)
+            .filter(|x| !x.is_nan())
+            .map(mpit::collective::order_key);
+        send.push(match key {
+            Some(k) => Mixed::min_pair(k, me),
+            None => Mixed::min_pair(NONE, NONE),
+        });
+        send.push(match key {
+            Some(k) => Mixed::min_pair(mpit::collective::neg_key(k), me),
+            None => Mixed::min_pair(NONE, NONE),
+        });
+    }
+    let got = seq.reduce_mixed(&send, None);
+    *head = got[..h].to_vec();
+    let extremes = got[h..]
+        .chunks_exact(2)
+        .map(|p| {
+            (p[0].a != NONE).then(|| Extremes {
+                min: mpit::collective::from_order_key(p[0].a),
+                min_rank: i32::try_from(p[0].b).unwrap_or(-1),
+                max: mpit::collective::from_order_key(mpit::collective::neg_key(p[1].a)),
+                max_rank: i32::try_from(p[1].b).unwrap_or(-1),
+            })
+        })
+        .collect();
+    fn same(head: &[Mixed]) -> bool {
+        head.chunks_exact(2).all(|p| p[0].a == !p[1].a)
+    }
+    (same, extremes)
+}
+
+/// FNV-1a of a list of quantities, in order.
+fn list_hash(list: &[(String, String)]) -> u64 {
+    let mut text = String::new();
+    for (n, k) in list {
+        text.push_str(n);
+        text.push('\t');
+        text.push_str(k);
+        text.push('\n');
+    }
+    crate::collectives::fnv1a(&text)
+}
+
+/// Broadcasts a byte string of any length from `root` (its length first).
+/// The length is capped, so that a failed broadcast can never make a rank
+/// allocate without bound.
+fn bcast_text(seq: &mut Collectives, mut text: Vec<u8>, root: i32) -> Vec<u8> {
+    const MAX: u64 = 64 << 20;
+    let mut len = (text.len() as u64).to_le_bytes();
+    seq.bcast_bytes(&mut len, root);
+    text.resize(u64::from_le_bytes(len).min(MAX) as usize, 0);
+    seq.bcast_bytes(&mut text, root);
+    text
 }
 
 /// The bin of `v` among [`HISTOGRAM_BINS`] equal bins from `lo` to `hi`.
@@ -246,158 +310,216 @@ fn bin(v: f64, lo: f64, hi: f64) -> usize {
     (((v - lo) / (hi - lo) * HISTOGRAM_BINS as f64) as usize).min(HISTOGRAM_BINS - 1)
 }
 
-/// A group of ranks with equal keys, as the root sees it.
-struct Group {
-    count: u32,
-    ranks: String,
-    members: Option<Vec<u32>>,
-    /// From its lowest member.
-    description: String,
-    /// Its lowest member (`i64::MAX` for the rest, after `max` groups).
-    lowest: i64,
+/// A rank's behaviour: calls and bytes per MPI call family, from its tool
+/// metrics. Ranks with equal signatures form a class.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Signature {
+    /// Per family of [`Family::ALL`](crate::sample::toolmetrics::Family::ALL):
+    /// (calls, bytes).
+    pub counts: [(u64, u64); FAMILIES],
 }
 
-/// Finds the groups of ranks with equal keys (the classes of equal
-/// signatures, the ranks of each host), lowest key first, at most `max`
-/// and the rest as one (`what`: what the groups are, for its
-/// description): a few reductions of scalars per group, O(log P) each.
-fn groups(
-    seq: &mut Collectives,
-    root: i32,
-    key: u64,
-    description: &str,
-    max: usize,
-    what: &str,
-) -> Vec<Group> {
-    const NONE: i64 = i64::MAX;
-    let rank = seq.rank();
-    let me = i64::from(rank);
-    // Keys are kept below 2^62 so that NONE is never one.
-    let signature = (key >> 2) as i64;
-    let mut assigned = false;
-    let mut out = Vec::new();
-    for _ in 0..max {
-        let mut next = [0i64];
-        seq.allreduce_i64(
-            &[if assigned { NONE } else { signature }],
-            &mut next,
-            ReduceOp::Min,
-        );
-        if next[0] == NONE {
-            break;
+const FAMILIES: usize = crate::sample::toolmetrics::Family::ALL.len();
+
+impl Signature {
+    /// The class key (FNV-1a of the families with calls).
+    pub fn key(&self) -> u64 {
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        for (f, (calls, bytes)) in crate::sample::toolmetrics::Family::ALL
+            .iter()
+            .zip(&self.counts)
+        {
+            if *calls == 0 {
+                continue;
+            }
+            for b in f
+                .name()
+                .bytes()
+                .chain(calls.to_le_bytes())
+                .chain(bytes.to_le_bytes())
+            {
+                hash ^= u64::from(b);
+                hash = hash.wrapping_mul(0x0100_0000_01b3);
+            }
         }
-        let member = !assigned && signature == next[0];
-        // Lowest rank, highest rank (as -rank, so one MIN does both).
-        let mut stats = [0i64; 2];
-        seq.allreduce_i64(
-            &[
-                if member { me } else { NONE },
-                if member { -me } else { NONE },
-            ],
-            &mut stats,
-            ReduceOp::Min,
-        );
-        let mut count = [0i64];
-        seq.allreduce_i64(&[i64::from(member)], &mut count, ReduceOp::Sum);
-        let (lo, hi, count) = (stats[0], -stats[1], count[0].max(1));
-        // The second lowest member gives the stride of a regular pattern.
-        let mut second = [0i64];
-        seq.allreduce_i64(
-            &[if member && me > lo { me } else { NONE }],
-            &mut second,
-            ReduceOp::Min,
-        );
-        // Every rank goes through the same collectives whatever the
-        // values: the arithmetic between them must never panic.
-        let stride = if count > 1 {
-            second[0].saturating_sub(lo).max(1)
+        hash
+    }
+
+    /// The readable description: "allreduce 100 calls 800 B, ...".
+    pub fn describe(&self) -> String {
+        let parts: Vec<String> = crate::sample::toolmetrics::Family::ALL
+            .iter()
+            .zip(&self.counts)
+            .filter(|(_, (calls, _))| *calls > 0)
+            .map(|(f, (calls, bytes))| format!("{} {} calls {} B", f.name(), calls, bytes))
+            .collect();
+        if parts.is_empty() {
+            "no counted MPI calls".into()
         } else {
-            1
-        };
-        let mut off = [0i64];
-        seq.allreduce_i64(
-            &[i64::from(member && me.saturating_sub(lo) % stride != 0)],
-            &mut off,
-            ReduceOp::Max,
-        );
-        let regular = off[0] == 0 && hi >= lo && count == (hi - lo) / stride + 1;
-        // The lowest member describes the class to the root.
-        let text = if me == lo {
-            description.as_bytes()[..description.len().min(1 << 16)].to_vec()
-        } else {
-            Vec::new()
-        };
-        let describer = i32::try_from(lo).unwrap_or(0);
-        let text = bcast_text(seq, text, describer);
-        if rank == root {
-            let (ranks, members) = if regular {
-                let members: Vec<u32> = (0..count)
-                    .map(|k| lo.saturating_add(k.saturating_mul(stride)) as u32)
-                    .collect();
-                let ranks = match (count, stride) {
-                    (1, _) => lo.to_string(),
-                    (_, 1) => format!("{lo}-{hi}"),
-                    _ => format!("{lo}-{hi}:{stride}"),
-                };
-                (ranks, Some(members))
-            } else {
-                (format!("{count} ranks in {lo}-{hi}"), None)
-            };
-            out.push(Group {
-                count: count as u32,
-                ranks,
-                members,
-                description: String::from_utf8_lossy(&text).into_owned(),
-                lowest: lo,
-            });
+            parts.join(", ")
         }
-        assigned |= member;
     }
-    let mut left = [0i64];
-    seq.allreduce_i64(&[i64::from(!assigned)], &mut left, ReduceOp::Sum);
-    if rank == root && left[0] > 0 {
-        out.push(Group {
-            count: left[0] as u32,
-            ranks: format!("{} more ranks", left[0]),
-            members: None,
-            description: format!("more than {max} {what}: the rest"),
-            lowest: NONE,
-        });
-    }
-    out
 }
 
-/// A rank's behaviour signature from its tool metrics: calls and bytes per
-/// MPI call family (FNV-1a), and a readable description.
-pub fn signature(snapshot: &Snapshot) -> (u64, String) {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    let mut parts = Vec::new();
-    for f in crate::sample::toolmetrics::Family::ALL {
+/// A rank's signature from its tool metrics.
+pub fn signature(snapshot: &Snapshot) -> Signature {
+    let mut sig = Signature::default();
+    for (f, slot) in crate::sample::toolmetrics::Family::ALL
+        .iter()
+        .zip(sig.counts.iter_mut())
+    {
         let get = |m: &str| {
             snapshot
                 .get(&format!("tool.{}.{m}", f.name()))
                 .and_then(|v| v.metric.value.first().copied())
                 .unwrap_or(0.0)
         };
-        let (calls, bytes) = (get("calls"), get("bytes"));
-        if calls == 0.0 {
-            continue;
-        }
-        for b in f
-            .name()
-            .bytes()
-            .chain((calls as u64).to_le_bytes())
-            .chain((bytes as u64).to_le_bytes())
-        {
-            hash ^= u64::from(b);
-            hash = hash.wrapping_mul(0x0100_0000_01b3);
-        }
-        parts.push(format!("{} {} calls {} B", f.name(), calls, bytes));
+        *slot = (get("calls") as u64, get("bytes") as u64);
     }
-    if parts.is_empty() {
-        parts.push("no counted MPI calls".into());
+    sig
+}
+
+/// What a rank sends the root at finalize: its signature and host name,
+/// in a fixed number of bytes.
+#[derive(Debug, Clone, PartialEq)]
+struct Record {
+    signature: Signature,
+    host: String,
+}
+
+/// Bytes of a host name in a [`Record`] (`HOST_NAME_MAX` is 64 on Linux).
+const HOST_BYTES: usize = 64;
+
+impl Record {
+    const BYTES: usize = FAMILIES * 16 + HOST_BYTES;
+
+    fn new(signature: &Signature, host: &str) -> Record {
+        let mut end = host.len().min(HOST_BYTES);
+        while !host.is_char_boundary(end) {
+            end -= 1;
+        }
+        Record {
+            signature: signature.clone(),
+            host: host[..end].to_string(),
+        }
     }
-    (hash, parts.join(", "))
+
+    fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(Record::BYTES);
+        for (calls, bytes) in &self.signature.counts {
+            out.extend(calls.to_le_bytes());
+            out.extend(bytes.to_le_bytes());
+        }
+        let mut host = self.host.as_bytes().to_vec();
+        host.resize(HOST_BYTES, 0);
+        out.extend(host);
+        out
+    }
+
+    /// From [`Record::BYTES`] bytes (what [`Record::to_bytes`] made).
+    fn from_bytes(b: &[u8]) -> Record {
+        let word =
+            |i: usize| u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().unwrap_or_default());
+        let mut signature = Signature::default();
+        for (i, slot) in signature.counts.iter_mut().enumerate() {
+            *slot = (word(2 * i), word(2 * i + 1));
+        }
+        let host = &b[FAMILIES * 16..Record::BYTES];
+        let end = host.iter().position(|&c| c == 0).unwrap_or(HOST_BYTES);
+        Record {
+            signature,
+            host: String::from_utf8_lossy(&host[..end]).into_owned(),
+        }
+    }
+}
+
+/// The classes of equal signatures (lowest key first, at most
+/// [`MAX_CLASSES`] and the rest as one) and the ranks of each host (by
+/// lowest rank, at most [`MAX_HOSTS`] and the rest as one), from every
+/// rank's record in rank order.
+fn classes_and_hosts(records: &[Record]) -> (Vec<RankClass>, Vec<HostRanks>) {
+    use std::collections::BTreeMap;
+    let mut by_class: BTreeMap<u64, Vec<u32>> = BTreeMap::new();
+    let mut by_host: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
+    for (rank, r) in records.iter().enumerate() {
+        let rank = rank as u32;
+        by_class
+            .entry(r.signature.key() >> 2)
+            .or_default()
+            .push(rank);
+        by_host.entry(r.host.as_str()).or_default().push(rank);
+    }
+    let mut classes: Vec<RankClass> = by_class
+        .values()
+        .take(MAX_CLASSES)
+        .map(|members| {
+            // Described by its lowest member.
+            let signature = records[members[0] as usize].signature.describe();
+            let (count, ranks, members) = describe_members(members);
+            RankClass {
+                count,
+                ranks,
+                members,
+                signature,
+            }
+        })
+        .collect();
+    let rest: usize = by_class.values().skip(MAX_CLASSES).map(Vec::len).sum();
+    if rest > 0 {
+        classes.push(RankClass {
+            count: rest as u32,
+            ranks: format!("{rest} more ranks"),
+            members: None,
+            signature: format!("more than {MAX_CLASSES} classes: the rest"),
+        });
+    }
+    let mut hosts: Vec<(&str, &Vec<u32>)> = by_host.iter().map(|(h, m)| (*h, m)).collect();
+    hosts.sort_by_key(|(_, m)| m[0]);
+    let rest: usize = hosts.iter().skip(MAX_HOSTS).map(|(_, m)| m.len()).sum();
+    let mut out: Vec<HostRanks> = hosts
+        .iter()
+        .take(MAX_HOSTS)
+        .map(|(host, members)| {
+            let (count, ranks, members) = describe_members(members);
+            HostRanks {
+                host: host.to_string(),
+                count,
+                ranks,
+                members,
+            }
+        })
+        .collect();
+    if rest > 0 {
+        out.push(HostRanks {
+            host: format!("more than {MAX_HOSTS} hosts: the rest"),
+            count: rest as u32,
+            ranks: format!("{rest} more ranks"),
+            members: None,
+        });
+    }
+    (classes, out)
+}
+
+/// A group's count, its ranks as text (`3`, `0-7`, `0-14:2`, or `5 ranks
+/// in 0-12` when irregular) and its members when regular. `members` is
+/// sorted and not empty.
+fn describe_members(members: &[u32]) -> (u32, String, Option<Vec<u32>>) {
+    let count = members.len() as u32;
+    let (lo, hi) = (members[0], members[members.len() - 1]);
+    let stride = members.get(1).map_or(1, |s| s - lo).max(1);
+    let regular = members
+        .iter()
+        .enumerate()
+        .all(|(i, &m)| u64::from(m) == u64::from(lo) + i as u64 * u64::from(stride));
+    if !regular {
+        return (count, format!("{count} ranks in {lo}-{hi}"), None);
+    }
+    let ranks = match (count, stride) {
+        (1, _) => lo.to_string(),
+        (_, 1) => format!("{lo}-{hi}"),
+        _ => format!("{lo}-{hi}:{stride}"),
+    };
+    (count, ranks, Some(members.to_vec()))
 }
 
 /// A short table of the statistics for the terminal: the `limit` quantities
@@ -440,4 +562,85 @@ pub fn table(stats: &[VariableStats], limit: usize) -> String {
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(calls: u64, host: &str) -> Record {
+        let mut signature = Signature::default();
+        signature.counts[6] = (calls, calls * 8);
+        Record::new(&signature, host)
+    }
+
+    #[test]
+    fn records_keep_their_size_and_content() {
+        let long = "h".repeat(100);
+        for r in [
+            record(3, "node1"),
+            record(0, ""),
+            record(u64::MAX / 8, &long),
+        ] {
+            let bytes = r.to_bytes();
+            assert_eq!(bytes.len(), Record::BYTES);
+            let back = Record::from_bytes(&bytes);
+            assert_eq!(back.signature, r.signature);
+            assert_eq!(
+                back.host,
+                r.host.chars().take(HOST_BYTES).collect::<String>()
+            );
+        }
+    }
+
+    #[test]
+    fn classes_and_hosts_from_every_rank_record() {
+        // Ranks 0, 2, 4, 6 call allreduce 5 times, the others 9 times;
+        // ranks 0-3 on node1, 4-7 on node2, rank 5 alone on node3.
+        let records: Vec<Record> = (0..8)
+            .map(|r| {
+                let host = match r {
+                    5 => "node3",
+                    0..=3 => "node1",
+                    _ => "node2",
+                };
+                record(if r % 2 == 0 { 5 } else { 9 }, host)
+            })
+            .collect();
+        let (classes, hosts) = classes_and_hosts(&records);
+        assert_eq!(classes.len(), 2);
+        let evens = classes.iter().find(|c| c.ranks == "0-6:2").expect("evens");
+        assert_eq!(evens.count, 4);
+        assert_eq!(evens.members.as_deref(), Some(&[0, 2, 4, 6][..]));
+        assert_eq!(evens.signature, "allreduce 5 calls 40 B");
+        let odds = classes.iter().find(|c| c.count == 4 && c.ranks != "0-6:2");
+        assert_eq!(odds.map(|c| c.ranks.as_str()), Some("1-7:2"));
+        let hosts: Vec<(&str, &str)> = hosts
+            .iter()
+            .map(|h| (h.host.as_str(), h.ranks.as_str()))
+            .collect();
+        assert_eq!(
+            hosts,
+            [
+                ("node1", "0-3"),
+                ("node2", "3 ranks in 4-7"),
+                ("node3", "5")
+            ]
+        );
+    }
+
+    #[test]
+    fn classes_and_hosts_beyond_the_caps_are_counted_as_one() {
+        let records: Vec<Record> = (0..40)
+            .map(|r| record(r + 1, &format!("n{r:02}")))
+            .collect();
+        let (classes, hosts) = classes_and_hosts(&records);
+        assert_eq!(classes.len(), MAX_CLASSES + 1);
+        assert_eq!(classes[MAX_CLASSES].count, 40 - MAX_CLASSES as u32);
+        assert_eq!(hosts.len(), MAX_HOSTS + 1);
+        assert_eq!(hosts[0].host, "n00");
+        assert_eq!(hosts[MAX_HOSTS].count, 40 - MAX_HOSTS as u32);
+        let counted: u32 = classes.iter().map(|c| c.count).sum();
+        assert_eq!(counted, 40);
+    }
 }

@@ -122,6 +122,8 @@ pub struct Runtime {
     /// heard of yet (an agreement that failed on this rank): told at the
     /// next agreement, at finalize.
     pub(crate) failure: Option<Failure>,
+    /// The type and operation of the tool's mixed reductions, for finalize.
+    pub(crate) mixed: Option<mpit::collective::MixedOp>,
     pub(crate) helper: Option<std::thread::Thread>,
     pub(crate) done: crossbeam_channel::Receiver<HelperDone>,
     /// What the services must run first inside `MPI_Finalize`.

@@ -1,53 +1,85 @@
 //! The run directory: rank 0 names and creates it, every rank learns it.
 
 use super::*;
+use mpit::collective::Mixed;
+use std::os::unix::ffi::OsStrExt;
 
-/// Bytes of the run directory broadcast: `ok<TAB>path` or `err<TAB>why`.
+/// Bytes of the run directory's name in the first agreement (a path of
+/// up to this many bytes, less one).
 const RUN_DIR_MESSAGE: usize = 4096;
 
-/// The run directory, the same on every rank: rank 0 names and creates it
-/// (`dir` from MPIT_TUNER_DIR, else [`default_run_dir`]), everyone learns
-/// the name, or why not, from one fixed-size broadcast. `None` when there
-/// is none; rank 0 then records its failure in `seq`.
-pub(super) fn agree_on_run_dir(
+/// The run directory as rank 0 proposes it in the first agreement: it
+/// names and creates it (`dir` from MPIT_TUNER_DIR, else
+/// [`default_run_dir`]); the error says why it could not.
+pub(super) fn propose_run_dir(dir: Option<&Path>) -> std::result::Result<PathBuf, String> {
+    let dir = dir.map_or_else(default_run_dir, Path::to_path_buf);
+    if dir.as_os_str().len() >= RUN_DIR_MESSAGE {
+        return Err(format!(
+            "the run directory's path is longer than {} bytes (MPIT_TUNER_DIR)",
+            RUN_DIR_MESSAGE - 1
+        ));
+    }
+    create_private_dir(&dir).map_err(|e| {
+        format!(
+            "cannot create run directory {} (MPIT_TUNER_DIR): {e}",
+            dir.display()
+        )
+    })?;
+    Ok(dir)
+}
+
+/// Bytes of the run directory's name carried in the first agreement
+/// itself; a longer name (rare) follows in one broadcast.
+const RUN_DIR_INLINE: usize = 248;
+
+/// A rank's part of the first agreement for the run directory: a word
+/// saying whether rank 0's name is longer than [`RUN_DIR_INLINE`] bytes,
+/// then its first bytes (NUL-padded, as 64-bit words). Other ranks send
+/// the largest word, so that the minimum over ranks is rank 0's.
+pub(super) fn run_dir_votes(dir: Option<&Path>) -> Vec<Mixed> {
+    let words = 1 + RUN_DIR_INLINE / 8;
+    let Some(dir) = dir else {
+        return vec![Mixed::min(i64::MAX); words];
+    };
+    let mut bytes = dir.as_os_str().as_bytes().to_vec();
+    let long = bytes.len() >= RUN_DIR_INLINE;
+    bytes.resize(RUN_DIR_INLINE, 0);
+    std::iter::once(Mixed::min(i64::from(long)))
+        .chain(
+            bytes
+                .chunks_exact(8)
+                .map(|w| Mixed::min(i64::from_le_bytes(w.try_into().unwrap_or_default()))),
+        )
+        .collect()
+}
+
+/// The run directory from the reduced [`run_dir_votes`] (`None` when rank
+/// 0 proposed none; the agreement then failed). A name too long for the
+/// agreement comes from rank 0 (`proposed`) in one broadcast in `seq`,
+/// which every rank makes alike.
+pub(super) fn agreed_run_dir(
     seq: &mut Collectives,
-    rank: i32,
-    dir: Option<&Path>,
+    words: &[Mixed],
+    proposed: Option<&Path>,
 ) -> Option<PathBuf> {
-    let mut message = [0u8; RUN_DIR_MESSAGE];
-    if rank == 0 {
-        let dir = dir.map_or_else(default_run_dir, Path::to_path_buf);
-        let text = match create_private_dir(&dir) {
-            Ok(()) => format!("ok\t{}", dir.display()),
-            Err(e) => format!(
-                "err\tcannot create run directory {} (MPIT_TUNER_DIR): {e}",
-                dir.display()
-            ),
-        };
-        let text = if text.len() > RUN_DIR_MESSAGE {
-            format!(
-                "err\tthe run directory's path is longer than {} bytes (MPIT_TUNER_DIR)",
-                RUN_DIR_MESSAGE - 40
-            )
-        } else {
-            text
-        };
-        message[..text.len()].copy_from_slice(text.as_bytes());
-    }
-    let received = seq.bcast_bytes(&mut message, 0);
-    let end = message
-        .iter()
-        .position(|&b| b == 0)
-        .unwrap_or(message.len());
-    let message = String::from_utf8_lossy(&message[..end]).into_owned();
-    match message.split_once('\t') {
-        Some(("ok", dir)) if received => Some(PathBuf::from(dir)),
-        Some(("err", why)) if rank == 0 => {
-            seq.fail_local(why.to_string());
-            None
+    let (long, words) = words.split_first()?;
+    let mut bytes: Vec<u8> = if long.a == 1 {
+        let mut message = [0u8; RUN_DIR_MESSAGE];
+        if let Some(dir) = proposed {
+            let b = dir.as_os_str().as_bytes();
+            message[..b.len().min(RUN_DIR_MESSAGE - 1)]
+                .copy_from_slice(&b[..b.len().min(RUN_DIR_MESSAGE - 1)]);
         }
-        _ => None,
-    }
+        if !seq.bcast_bytes(&mut message, 0) {
+            return None;
+        }
+        message.to_vec()
+    } else {
+        words.iter().flat_map(|w| w.a.to_le_bytes()).collect()
+    };
+    let end = bytes.iter().position(|&b| b == 0)?;
+    bytes.truncate(end);
+    (end > 0).then(|| PathBuf::from(std::ffi::OsStr::from_bytes(&bytes)))
 }
 
 /// Creates the run directory, and what it lacks of its parents, readable
@@ -99,6 +131,31 @@ fn utc_stamp(secs: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn run_dir_names_travel_in_words() {
+        let dir = Path::new("/tmp/run dir/é");
+        let mine = run_dir_votes(Some(dir));
+        let others = run_dir_votes(None);
+        assert_eq!(mine.len(), others.len());
+        let reduced: Vec<Mixed> = mine
+            .iter()
+            .zip(&others)
+            .map(|(a, b)| {
+                let mut a = *a;
+                a.combine(b);
+                a
+            })
+            .collect();
+        assert_eq!(reduced[0].a, 0, "a short name is carried whole");
+        let bytes: Vec<u8> = reduced[1..]
+            .iter()
+            .flat_map(|w| w.a.to_le_bytes())
+            .collect();
+        assert!(bytes.starts_with(dir.as_os_str().as_bytes()));
+        let long = "x".repeat(RUN_DIR_INLINE);
+        assert_eq!(run_dir_votes(Some(Path::new(&long)))[0].a, 1);
+    }
 
     #[test]
     fn dates() {

@@ -63,6 +63,8 @@ struct Joined {
     seq: Collectives,
     /// Per service, whether its identity is the same on every rank.
     same: Vec<bool>,
+    /// The run directory rank 0 made.
+    dir: Option<PathBuf>,
 }
 
 impl Runtime {
@@ -91,6 +93,7 @@ impl Runtime {
             private,
             mut seq,
             same,
+            dir,
         } = join(world, pre).map_err(NotJoined::leave_log)?;
         let PreInit {
             config,
@@ -101,7 +104,6 @@ impl Runtime {
             start,
         } = pre;
 
-        let dir = rundir::agree_on_run_dir(&mut seq, rank, config.dir.as_deref());
         let growth = catalogue.refresh(&mpit).unwrap_or_else(|e| {
             warnings.push(format!(
                 "the variables added by MPI_Init could not be listed ({e}); the catalogue is the one from before MPI_Init"
@@ -125,6 +127,7 @@ impl Runtime {
             mpit: &mpit,
             catalogue: &catalogue,
             config: &config,
+            rank,
             warnings: &mut warnings,
         };
         let mut opened = true;
@@ -146,8 +149,25 @@ impl Runtime {
         }
         // Who started is on disk before anything else can go wrong.
         log.flush();
-
-        match seq.agree() {
+        // A service whose set-up differs across ranks is off on all of
+        // them; the others start, each with its own part of the agreement
+        // below and its own collectives after it: a failure there turns
+        // off only that service.
+        for (s, same) in services.iter_mut().zip(&same) {
+            if !same {
+                let message = s.differs();
+                if rank == 0 {
+                    mpit::say!("mpit-tuner: {message}");
+                }
+                log.record(&warning(0.0, &message));
+            }
+        }
+        // The second agreement: every rank opened its log and services;
+        // it carries what the services agree on at start.
+        let parts: Vec<Vec<collective::Mixed>> = services.iter().map(|s| s.agreement()).collect();
+        let payload: Vec<collective::Mixed> = parts.iter().flatten().copied().collect();
+        let (verdict, agreed) = seq.agree_with(&payload);
+        match verdict {
             Verdict::AllOk if opened => {}
             verdict => {
                 let why = match verdict {
@@ -161,19 +181,13 @@ impl Runtime {
                     start,
                     &format!("the tuner could not start: {why}; it is off on all ranks"),
                 );
-                return Err(stop(rank, Some(private), &why));
-            }
-        }
-        // A service whose set-up differs across ranks is off on all of
-        // them; the others start, each with its own collectives and
-        // agreement: a failure there turns off only that service.
-        for (s, same) in services.iter_mut().zip(&same) {
-            if !same {
-                let message = s.differs();
-                if rank == 0 {
-                    mpit::say!("mpit-tuner: {message}");
+                if let Err(e) = seq.release_mixed() {
+                    log.record(&warning(
+                        0.0,
+                        &format!("freeing the tool's reduction operation: {e}"),
+                    ));
                 }
-                log.record(&warning(0.0, &message));
+                return Err(stop(rank, Some(private), &why));
             }
         }
         let mut starting = crate::services::Start {
@@ -184,11 +198,16 @@ impl Runtime {
             dir: dir.as_deref(),
             log: &mut log,
             seq: &mut seq,
+            agreed: &[],
         };
-        for s in &mut services {
+        let mut at = 0;
+        for (s, part) in services.iter_mut().zip(&parts) {
+            starting.agreed = agreed.get(at..at + part.len()).unwrap_or_default();
+            at += part.len();
             s.start(&mut starting);
         }
         log.flush();
+        let mixed = seq.take_mixed();
         let failure = seq.into_pending();
         let stoppers = services.iter().filter_map(|s| s.stopper()).collect();
 
@@ -219,6 +238,7 @@ impl Runtime {
             mpit,
             private,
             failure,
+            mixed,
             helper,
             done,
             stoppers,
@@ -256,16 +276,47 @@ fn join(
     if let Err(why) = &pre {
         seq.fail_local(format!("{why} (rank {rank})"));
     }
+    // Rank 0 names and makes the run directory now: its name travels in
+    // the agreement below.
+    let proposed = match (&pre, rank) {
+        (Ok(p), 0) => match rundir::propose_run_dir(p.config.dir.as_deref()) {
+            Ok(dir) => Some(dir),
+            Err(why) => {
+                seq.fail_local(why);
+                None
+            }
+        },
+        _ => None,
+    };
     // Services that make collectives of their own at start (the
     // policies' init aggregation, collective tuning's set-up) run only
-    // where every rank holds the same: one reduction for all of them.
+    // where every rank holds the same: checked in the same reduction.
     let identities: Vec<u64> = match &pre {
         Ok(p) => p.services.iter().map(|s| s.identity()).collect(),
         Err(_) => Vec::new(),
     };
-    let same = same_identities(&mut seq, &identities);
     let private = collective::create_private(&mut seq, world);
-    let verdict = seq.agree();
+    // The mixed reductions' operation, made here so that a rank that
+    // cannot make it votes no below (before any reduction uses it).
+    seq.prepare_mixed();
+    let mut payload = identity_votes(&identities);
+    let n = payload.len();
+    payload.extend(rundir::run_dir_votes(proposed.as_deref()));
+    let (verdict, agreed) = seq.agree_with(&payload);
+    let same = same_identities(&agreed[..n.min(agreed.len())], seq.failed());
+    let dir = match (&verdict, agreed.get(n..)) {
+        (Verdict::AllOk, Some(words)) => {
+            rundir::agreed_run_dir(&mut seq, words, proposed.as_deref())
+        }
+        _ => None,
+    };
+    // A rank whose agreement call failed goes on without rank 0's word:
+    // its log goes to the directory the user named, if any, so that it
+    // still says why the tuner stops at the next agreement.
+    let dir = dir.or_else(|| {
+        let named = pre.as_ref().ok()?.config.dir.clone()?;
+        (seq.failed() && rundir::create_private_dir(&named).is_ok()).then_some(named)
+    });
     if let Err(e) = guard.restore() {
         mpit::say!(
             "mpit-tuner[rank {rank}]: while putting the application's error handler back on MPI_COMM_WORLD: {e}"
@@ -300,6 +351,7 @@ fn join(
         private,
         seq,
         same,
+        dir,
     })
 }
 
@@ -487,24 +539,32 @@ fn close_disabled(log: &mut LogWriter, start: Instant, message: &str) {
     log.flush();
 }
 
-/// Per service identity, whether it is the same on every rank, in one
-/// reduction (its length is the same everywhere: a rank without services
-/// contributes zeros, and its failure fails the agreement that follows).
-fn same_identities(seq: &mut Collectives, identities: &[u64]) -> Vec<bool> {
-    let n = crate::services::COUNT;
-    // Each identity and its complement: the minimum of both says whether
-    // every rank holds the same (identities are below 2^63).
-    let send: Vec<i64> = (0..n)
+/// A rank's part of the first agreement for the services' identities:
+/// each identity and its complement (identities are below 2^63), whose
+/// minimums say whether every rank holds the same. Its length is the same
+/// everywhere: a rank without services contributes zeros, and its failure
+/// fails the agreement.
+fn identity_votes(identities: &[u64]) -> Vec<collective::Mixed> {
+    (0..crate::services::COUNT)
         .flat_map(|i| {
             let x = identities
                 .get(i)
                 .map_or(0, |x| (*x & (u64::MAX >> 1)) as i64);
-            [x, !x]
+            [collective::Mixed::min(x), collective::Mixed::min(!x)]
         })
-        .collect();
-    let mut ends = vec![0i64; 2 * n];
-    seq.allreduce_i64(&send, &mut ends, collective::ReduceOp::Min);
-    (0..n)
-        .map(|i| seq.failed() || ends[2 * i] == !ends[2 * i + 1])
+        .collect()
+}
+
+/// Per service, from the reduced [`identity_votes`], whether its identity
+/// is the same on every rank (yes after a failed call: the agreement
+/// fails).
+fn same_identities(reduced: &[collective::Mixed], failed: bool) -> Vec<bool> {
+    (0..crate::services::COUNT)
+        .map(|i| {
+            failed
+                || reduced
+                    .get(2 * i..2 * i + 2)
+                    .is_none_or(|p| p[0].a == !p[1].a)
+        })
         .collect()
 }

@@ -33,7 +33,7 @@ pub mod steering;
 use crate::run::log::LogWriter;
 use crate::run::{Config, LaunchEnv, RunInfo};
 use crate::sample::{ObjectTable, Snapshot};
-use mpit::collective::Collectives;
+use mpit::collective::{Collectives, Mixed};
 use mpit::{Catalogue, MpiT};
 use std::path::Path;
 use std::sync::Arc;
@@ -82,6 +82,17 @@ pub trait Service: Send {
     /// header's warnings go to `open.warnings`.
     fn open(&mut self, _open: &mut Open<'_>) -> Result<(), String> {
         Ok(())
+    }
+
+    /// What the service adds to the start agreement, once every service
+    /// opened: elements reduced over every rank in the agreement's own
+    /// call (one collective for the job's start, whatever the number of
+    /// services). Their number and operations must follow from what the
+    /// first agreement made the same on every rank ([`Service::identity`]),
+    /// never from what this rank found. [`Start::agreed`] gives them back
+    /// reduced.
+    fn agreement(&self) -> Vec<Mixed> {
+        Vec::new()
     }
 
     /// What the service adds to this rank's log header.
@@ -148,6 +159,8 @@ pub struct Open<'a> {
     pub catalogue: &'a Catalogue,
     /// The configuration.
     pub config: &'a Config,
+    /// This rank.
+    pub rank: i32,
     /// Messages for the log (and rank 0's terminal when they are the
     /// configuration's); the service's own go here.
     pub warnings: &'a mut Vec<String>,
@@ -169,6 +182,8 @@ pub struct Start<'a> {
     pub log: &'a mut LogWriter,
     /// The tool's collectives on its private communicator.
     pub seq: &'a mut Collectives,
+    /// This service's [`Service::agreement`], reduced over every rank.
+    pub agreed: &'a [Mixed],
 }
 
 /// What the services share on a tick of the helper thread (and at

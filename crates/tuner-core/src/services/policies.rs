@@ -4,9 +4,10 @@
 //! one that did not parse) the service monitors only, and a `reload` can
 //! still start policies.
 
-use super::{Peers, Service, Start, Tick};
+use super::{Open, Peers, Service, Start, Tick};
 use crate::decide::PolicyHooks;
 use crate::run::{Config, LaunchEnv};
+use mpit::collective::Mixed;
 use mpit::{Catalogue, MpiT};
 use policies::{CollectiveSpec, PolicySet};
 use vocab::steering::Action;
@@ -71,6 +72,21 @@ impl Service for Policies {
             .into()
     }
 
+    fn open(&mut self, open: &mut Open<'_>) -> Result<(), String> {
+        self.rank = open.rank.max(0) as u32;
+        if let Some(h) = &mut self.hooks {
+            h.bind(open.mpit, open.catalogue);
+        }
+        Ok(())
+    }
+
+    /// Which policies this rank disabled, for rank 0's one message a policy.
+    fn agreement(&self) -> Vec<Mixed> {
+        self.hooks
+            .as_ref()
+            .map_or_else(Vec::new, |h| h.disabled_votes(self.rank as i32))
+    }
+
     fn start(&mut self, start: &mut Start<'_>) {
         self.rank = start.info.rank.max(0) as u32;
         self.size = start.info.size.max(1) as u32;
@@ -80,7 +96,7 @@ impl Service for Policies {
                 start.catalogue,
                 start.info,
                 start.log,
-                start.seq,
+                start.agreed,
             );
         }
     }
