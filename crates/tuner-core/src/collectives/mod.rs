@@ -89,7 +89,6 @@ pub use library::{
 };
 pub use mpi::{AlgorithmVar, RealMpi, Sequence, TuningComm, TuningMpi};
 pub use search::{Agreed, Event, Params, Search, State, Why};
-pub(crate) use tuner::fnv1a;
 pub use tuner::{
     activate, after, application_wrote, before, call_failed, comm_freeing, events, on, prepare,
     request_key, started, stop, try_write, tuner, ByComms, Fallback, Ticket, TuneEvent, Tuner,

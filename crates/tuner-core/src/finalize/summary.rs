@@ -71,10 +71,9 @@ pub fn local_quantities(snapshot: &Snapshot) -> Vec<(String, &'static str, f64)>
 /// `signature` characterises this rank's behaviour; `host` is its node's
 /// host name.
 ///
-/// Three collectives whatever the number of quantities, classes and hosts
-/// (five when the ranks' lists of quantities differ): one mixed
-/// reduction to every rank (the extremes with their ranks, and whether
-/// every rank has the same quantities), one sum onto `root` (sums, counts,
+/// Five collectives whatever the number of quantities, classes and hosts:
+/// root's list of quantities (two broadcasts), one mixed reduction to
+/// every rank (the extremes with their ranks), one sum onto `root` (sums, counts,
 /// the histograms across ranks and the message-size histograms), one
 /// gather of a fixed-size record a rank (its signature's counts and its
 /// host name: O(ranks) bytes on `root` only, a few hundred a rank), from
@@ -178,39 +177,22 @@ pub fn reduce(
     })
 }
 
-/// The quantities every rank reduces, in one order (root's), with this
-/// rank's value of each (NaN: not here) and their extremes across ranks.
-/// One mixed reduction when every rank has the same list (the common
-/// case: it carries the list's hash); else root's list is broadcast and
-/// the extremes reduced again in its order.
+/// The quantities every rank reduces, in one order (root's, broadcast:
+/// two calls whatever the lists, so that the sequence of calls never
+/// depends on a result a failed call may have left different on some
+/// rank), with this rank's value of each (NaN: not here) and their
+/// extremes across ranks (one mixed reduction).
 #[allow(clippy::type_complexity)]
 fn agree_on_quantities(
     seq: &mut Collectives,
     root: i32,
     local: &[(String, &'static str, f64)],
 ) -> (Vec<(String, String)>, Vec<f64>, Vec<Option<Extremes>>) {
-    let mine: Vec<(String, String)> = local
-        .iter()
-        .map(|(n, k, _)| (n.clone(), k.to_string()))
-        .collect();
-    let values: Vec<f64> = local.iter().map(|(_, _, v)| *v).collect();
-    let hash = (list_hash(&mine) >> 1) as i64;
-    let n = i64::try_from(mine.len()).unwrap_or(i64::MAX);
-    let mut head = vec![
-        Mixed::min(hash),
-        Mixed::min(!hash),
-        Mixed::min(n),
-        Mixed::min(!n),
-    ];
-    let (same, extremes) = extremes_with_ranks(seq, &mut head, &values);
-    if seq.failed() || same(&head) {
-        return (mine, values, extremes);
-    }
-    // The lists differ: root's, as "name\tkind\n" lines, and this rank's
-    // values in its order.
+    // Root's list, as "name\tkind\n" lines.
     let names: Vec<u8> = if seq.rank() == root {
-        mine.iter()
-            .flat_map(|(n, k)| format!("{n}\t{k}\n").into_bytes())
+        local
+            .iter()
+            .flat_map(|(n, k, _)| format!("{n}\t{k}\n").into_bytes())
             .collect()
     } else {
         Vec::new()
@@ -228,24 +210,16 @@ fn agree_on_quantities(
         .iter()
         .map(|(k, _)| by_name.get(k.as_str()).copied().unwrap_or(f64::NAN))
         .collect();
-    let (_, extremes) = extremes_with_ranks(seq, &mut Vec::new(), &values);
+    let extremes = extremes_with_ranks(seq, &values);
     (keys, values, extremes)
 }
 
-/// One mixed reduction of `head` (reduced in place) and, per value, its
-/// minimum and maximum with the lowest rank holding each (NaN: absent);
-/// returns a test of `head` that says whether every rank sent the same
-/// (its elements come in pairs `x, !x`).
-#[allow(clippy::type_complexity)]
-fn extremes_with_ranks(
-    seq: &mut Collectives,
-    head: &mut Vec<Mixed>,
-    values: &[f64],
-) -> (fn(&[Mixed]) -> bool, Vec<Option<Extremes>>) {
+/// Per value, its minimum and maximum over every rank with the lowest
+/// rank holding each (NaN: absent), in one mixed reduction.
+fn extremes_with_ranks(seq: &mut Collectives, values: &[f64]) -> Vec<Option<Extremes>> {
     const NONE: i64 = i64::MAX;
     let me = i64::from(seq.rank());
-    let mut send = std::mem::take(head);
-    let h = send.len();
+    let mut send = Vec::with_capacity(2 * values.len());
     for v in values {
         let key = Some(*v)
             .filter(|x| !x.is_nan())
@@ -259,9 +233,10 @@ fn extremes_with_ranks(
             None => Mixed::min_pair(NONE, NONE),
         });
     }
-    let got = seq.reduce_mixed(&send, None);
-    *head = got[..h].to_vec();
-    let extremes = got[h..]
+    if send.is_empty() {
+        return Vec::new();
+    }
+    seq.reduce_mixed(&send, None)
         .chunks_exact(2)
         .map(|p| {
             (p[0].a != NONE).then(|| Extremes {
@@ -271,23 +246,7 @@ fn extremes_with_ranks(
                 max_rank: i32::try_from(p[1].b).unwrap_or(-1),
             })
         })
-        .collect();
-    fn same(head: &[Mixed]) -> bool {
-        head.chunks_exact(2).all(|p| p[0].a == !p[1].a)
-    }
-    (same, extremes)
-}
-
-/// FNV-1a of a list of quantities, in order.
-fn list_hash(list: &[(String, String)]) -> u64 {
-    let mut text = String::new();
-    for (n, k) in list {
-        text.push_str(n);
-        text.push('\t');
-        text.push_str(k);
-        text.push('\n');
-    }
-    crate::collectives::fnv1a(&text)
+        .collect()
 }
 
 /// Broadcasts a byte string of any length from `root` (its length first).
