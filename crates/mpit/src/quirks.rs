@@ -349,6 +349,43 @@ fn mapped_objects() -> Vec<PathBuf> {
         .collect()
 }
 
+/// How long a reading of `/proc/self/maps` answers [`mapped_stems`]: the
+/// checks come in bursts (every variable a rank opens at start, every PVAR
+/// of a catalogue refresh), and reading the file costs the kernel a
+/// rendering of every mapping (with Open MPI's hundred-odd components, 34
+/// readings took a quarter of the tool's CPU time at a rank's start,
+/// measured with perf). Components are unloaded inside `MPI_Init` and
+/// `MPI_Finalize`, not while the tool checks; a component unloaded between
+/// a check and the read it guards would crash the read either way.
+const MAPPED_FOR: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The stems of the component objects mapped now (see [`MAPPED_FOR`]).
+/// Never waits: a caller that finds the cache busy reads the file itself.
+fn mapped_stems() -> std::sync::Arc<HashSet<String>> {
+    use std::sync::{Arc, Mutex};
+    use std::time::Instant;
+    static CACHE: Mutex<Option<(Instant, Arc<HashSet<String>>)>> = Mutex::new(None);
+    let read = || -> Arc<HashSet<String>> {
+        Arc::new(
+            mapped_objects()
+                .iter()
+                .filter_map(|p| object_stem(p))
+                .collect(),
+        )
+    };
+    let Ok(mut cache) = CACHE.try_lock() else {
+        return read();
+    };
+    if let Some((at, stems)) = cache.as_ref() {
+        if at.elapsed() < MAPPED_FOR {
+            return Arc::clone(stems);
+        }
+    }
+    let stems = read();
+    *cache = Some((Instant::now(), Arc::clone(&stems)));
+    stems
+}
+
 /// Whether the storage of Open MPI's variable (CVAR or PVAR) `name` may lie in a shared object
 /// that was unloaded: true when the variable belongs to a component or
 /// common library installed as a shared object that is not mapped now.
@@ -361,10 +398,7 @@ pub fn openmpi_storage_unloaded(name: &str) -> bool {
     if candidates.is_empty() {
         return false;
     }
-    let mapped: HashSet<String> = mapped_objects()
-        .iter()
-        .filter_map(|p| object_stem(p))
-        .collect();
+    let mapped = mapped_stems();
     // An MTL serves only the cm messaging layer: where another layer runs
     // the job (`OMPI_MCA_pml=ob1`), the MTLs registered for MPI_T stay
     // mapped but never start, and their PVARs crash as unloaded ones do.

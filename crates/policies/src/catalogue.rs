@@ -53,6 +53,7 @@ pub trait VariableLookup {
     /// The control variable called `name`, if exported.
     fn cvar(&self, name: &str) -> Option<CvarInfo>;
     /// Every PVAR and CVAR name, for "did you mean" suggestions.
+    /// (A view may give none: then no suggestion is made.)
     fn names(&self) -> Vec<String>;
     /// True if the tuner provides the tool metric `name` (such as
     /// `tool.allreduce.bytes_p50`). The default accepts every name.

@@ -25,8 +25,12 @@ impl PolicySet {
     ///   not select every rank or computes the value from per-rank variables.
     pub fn check(&self, catalogue: &dyn VariableLookup) -> Vec<Diagnostic> {
         let mut out = Vec::new();
-        let names = catalogue.names();
-        let near = |name: &str| suggestion(&closest(name, names.iter().map(String::as_str)));
+        // Every name, asked of the catalogue only when a name is missing.
+        let names = std::cell::OnceCell::new();
+        let near = |name: &str| {
+            let names = names.get_or_init(|| catalogue.names());
+            suggestion(&closest(name, names.iter().map(String::as_str)))
+        };
         let diag = |out: &mut Vec<Diagnostic>,
                     severity,
                     policy: usize,

@@ -195,8 +195,14 @@ impl PolicyHooks {
     /// Right after `MPI_Init`: binds the policies of the phases from now
     /// on to this library's variables; those that cannot run here are
     /// disabled, each with a record for the log.
-    pub fn bind(&mut self, mpit: &MpiT, catalogue: &Catalogue) {
+    /// Only rank 0's reasons name the closest known names (`suggest`).
+    pub fn bind(&mut self, mpit: &MpiT, catalogue: &Catalogue, suggest: bool) {
         let view = CatalogueView::new(mpit, catalogue);
+        let view = if suggest {
+            view
+        } else {
+            view.without_suggestions()
+        };
         let newly = self.engine.bind(&view, RUNTIME_PHASES);
         for (i, reason, _) in &newly {
             self.pending

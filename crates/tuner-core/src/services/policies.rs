@@ -75,7 +75,7 @@ impl Service for Policies {
     fn open(&mut self, open: &mut Open<'_>) -> Result<(), String> {
         self.rank = open.rank.max(0) as u32;
         if let Some(h) = &mut self.hooks {
-            h.bind(open.mpit, open.catalogue);
+            h.bind(open.mpit, open.catalogue, open.rank == 0);
         }
         Ok(())
     }
