@@ -1,15 +1,15 @@
 //! The tool's own collective MPI calls, made so that they can never end or
 //! hang the job.
 //!
-//! Every collective of the tool (the agreement at init, the private
-//! communicator, the run directory broadcast, the aggregation of disabled
-//! policies, the cross-rank summary) goes through a [`Collectives`]
-//! sequence:
+//! Every collective of the tool (the agreements at init, the cross-rank
+//! summary at finalize, collective tuning's set-up and its private
+//! communicators) goes through a [`Collectives`] sequence:
 //!
 //! - the communicator's error handler returns (`MPI_ERRORS_RETURN`: set on
-//!   the private communicator for good, swapped in on `MPI_COMM_WORLD` for
-//!   the few calls made there inside `MPI_Init`, see [`ErrorsReturn`]), so
-//!   a failing call returns its code instead of aborting;
+//!   collective tuning's private communicators for good, swapped in on
+//!   `MPI_COMM_WORLD` for the calls made there inside `MPI_Init` and
+//!   `MPI_Finalize`, see [`ErrorsReturn`]), so a failing call returns its
+//!   code instead of aborting;
 //! - every return code is checked; the first failure of a rank is kept, and
 //!   the rank still makes every later call of the sequence, with its own
 //!   contribution as it is, so that no other rank waits in a call this rank
@@ -165,8 +165,8 @@ pub struct Collectives {
 
 impl Collectives {
     /// A sequence over `comm`, on which this process has rank `rank` (for
-    /// messages). The communicator's error handler must return: the
-    /// tool's private communicator, or one inside an [`ErrorsReturn`].
+    /// messages). The communicator's error handler must return: a private
+    /// communicator of collective tuning, or one inside an [`ErrorsReturn`].
     pub fn new(comm: Comm, rank: i32) -> Collectives {
         Collectives {
             comm,
@@ -185,13 +185,6 @@ impl Collectives {
             failure: pending,
             mixed: None,
         }
-    }
-
-    /// The same sequence, continued on another communicator with the same
-    /// ranks (the private one, after the first agreement on
-    /// `MPI_COMM_WORLD`).
-    pub fn moved_to(self, comm: Comm) -> Collectives {
-        Collectives { comm, ..self }
     }
 
     /// Ends the sequence, returning a failure not yet agreed on.
@@ -235,6 +228,17 @@ impl Collectives {
     /// This rank in it.
     pub fn rank(&self) -> i32 {
         self.rank
+    }
+
+    /// This rank's failure not yet agreed on, if any.
+    pub fn failure(&self) -> Option<&Failure> {
+        self.failure.as_ref()
+    }
+
+    /// Takes this rank's failure (its caller tells it otherwise than by
+    /// an agreement).
+    pub fn take_failure(&mut self) -> Option<Failure> {
+        self.failure.take()
     }
 
     /// Whether this rank has a failure not yet agreed on.
@@ -491,6 +495,14 @@ pub fn tally(
         call,
         class,
         mine,
+    })
+}
+
+/// [`tally`] of votes reduced elsewhere (gathered onto one rank and reduced
+/// there), with the library's texts of error classes.
+pub fn tally_votes(reduced: &[i64; 4]) -> Verdict {
+    tally(reduced, None, |c| {
+        ffi::error_string(c).unwrap_or_else(|| format!("error class {c}"))
     })
 }
 

@@ -442,6 +442,10 @@ LOCAL(MPI_ERR_OTHER, PMPI_Error_string, error_string_t, (int code, char *text, i
 typedef int (*op_create_t)(MPI_User_function *, int, MPI_Op *);
 LOCAL(MPI_ERR_OTHER, PMPI_Op_create, op_create_t, (MPI_User_function *f, int commute, MPI_Op *op),
       (f, commute, op))
+typedef int (*op_free_t)(MPI_Op *);
+LOCAL(MPI_ERR_OTHER, PMPI_Op_free, op_free_t, (MPI_Op *op), (op))
+typedef int (*type_free_t)(MPI_Datatype *);
+LOCAL(MPI_ERR_OTHER, PMPI_Type_free, type_free_t, (MPI_Datatype *t), (t))
 typedef int (*version_t)(char *, int *);
 LOCAL(MPI_ERR_OTHER, MPI_Get_library_version, version_t, (char *v, int *len), (v, len))
 

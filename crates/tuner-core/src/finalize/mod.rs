@@ -14,7 +14,7 @@ use crate::run::warning;
 use crate::runtime::{HelperDone, Runtime};
 use crate::sample::Snapshot;
 use crate::services::{Service, Tick};
-use mpit::collective::{Collectives, Verdict};
+use mpit::collective::{Collectives, ErrorsReturn, Verdict};
 use mpit::{Catalogue, MpiT, Object};
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::Arc;
@@ -23,7 +23,7 @@ use vocab::record::{self, Record};
 
 impl Runtime {
     /// Stops the tuner inside `MPI_Finalize`, before `PMPI_Finalize`:
-    /// collective over the private communicator. Returns the `MpiT` guard,
+    /// collective over `MPI_COMM_WORLD`. Returns the `MpiT` guard,
     /// which the caller drops after `PMPI_Finalize` (it calls
     /// `MPI_T_finalize` only where that is safe for this library).
     pub fn finalize(mut self) -> MpiT {
@@ -64,12 +64,18 @@ impl Runtime {
             quantities.extend(d.services.iter().flat_map(|s| s.quantities()));
         }
         let signature = signature(&snapshot);
-        // The summary's collectives, then one agreement: every rank uses
-        // the result, or none does.
+        // The summary's collectives; rank 0 decides from every rank's vote
+        // whether it writes summary.json.
         let rank = self.info.rank;
-        let mut seq = Collectives::resume(self.private.comm(), rank, self.failure.take())
+        // On MPI_COMM_WORLD, with MPI_ERRORS_RETURN swapped in: inside
+        // MPI_Finalize the application has no operation pending there.
+        let mut seq = Collectives::resume(self.world, rank, self.failure.take())
             .with_mixed(self.mixed.take());
-        let stats = reduce(
+        let (guard, swap_error) = ErrorsReturn::swap_in(self.world);
+        if let Some(e) = swap_error {
+            seq.fail("MPI_Comm_set_errhandler", &e);
+        }
+        let (stats, verdict) = reduce(
             &mut seq,
             0,
             usize::try_from(self.info.size).unwrap_or(1),
@@ -77,13 +83,27 @@ impl Runtime {
             &signature,
             &self.info.host,
         );
-        let verdict = seq.agree();
         let catalogue = done.as_ref().map(|d| d.catalogue.clone());
         let mut notes = Vec::new();
+        if rank == 0 && quantities.len() > summary::MAX_QUANTITIES {
+            notes.push(format!(
+                "{} of this run's {} quantities are left out of summary.json (at most {})",
+                quantities.len() - summary::MAX_QUANTITIES,
+                quantities.len(),
+                summary::MAX_QUANTITIES
+            ));
+        }
         if let Verdict::Failed(why) = &verdict {
-            let message = format!(
-                "cross-rank summary turned off on all ranks: {why}; the logs of every rank are complete"
-            );
+            let message = if rank == 0 {
+                format!(
+                    "cross-rank summary not written: {why}; the logs of every rank are complete"
+                )
+            } else {
+                format!(
+                    "this rank's part of the cross-rank summary failed: {why}; rank 0 writes \
+                     summary.json only if every rank's part reached it (its log says)"
+                )
+            };
             if rank == 0 {
                 mpit::say!("mpit-tuner: {message}");
             }
@@ -92,8 +112,10 @@ impl Runtime {
         if let Err(e) = seq.release_mixed() {
             notes.push(format!("freeing the tool's reduction operation: {e}"));
         }
-        if let Err(e) = self.private.free() {
-            notes.push(format!("freeing the tool's communicator: {e}"));
+        if let Err(e) = guard.restore() {
+            notes.push(format!(
+                "putting the application's error handler back on MPI_COMM_WORLD: {e}"
+            ));
         }
         notes.extend(counted_failures());
         notes.extend(stop_notes);
@@ -109,7 +131,7 @@ impl Runtime {
                 }
             }
         }
-        if let (Verdict::AllOk, Some(summary)) = (verdict, stats) {
+        if let Some(summary) = stats {
             let advice = recommend::recommend(&summary, &self.advice_context(catalogue.as_ref()));
             self.write_summary(&summary, &snapshot, &report, &advice, &services)
         }

@@ -1,19 +1,20 @@
-//! The cross-rank summary computed at finalize with MPI reductions on the
-//! tool's private communicator, in O(log P) steps and without gathering
-//! every rank's data in one place.
+//! The cross-rank summary computed at finalize with the tool's collectives
+//! on `MPI_COMM_WORLD`: six calls whatever the number of quantities,
+//! classes and hosts.
 //!
 //! Rank 0 broadcasts the list of summarised quantities (its own); every rank
 //! contributes its value of each (or nothing, if it has none); reductions
 //! give the sum, the sum of squares, the count, and the minimum and maximum
-//! with the ranks that held them (two reductions of basic types instead of
-//! MINLOC/MAXLOC, which some MVAPICH2 builds reject).
+//! with the ranks that held them (one mixed reduction, not MINLOC/MAXLOC
+//! with pair types, which some MVAPICH2 builds reject); one gather of a
+//! fixed-size record a rank gives rank 0 the classes and hosts.
 //!
 //! Every call goes through a [`Collectives`] sequence: a failing call is
 //! recorded and the rank goes on, so that the caller's agreement decides,
 //! on every rank alike, whether the summary is used.
 
 use crate::sample::Snapshot;
-use mpit::collective::{Collectives, Extremes, Mixed};
+use mpit::collective::{Collectives, Extremes, FailedOn, Mixed, Verdict};
 use serde::{Deserialize, Serialize};
 
 pub use vocab::summary::{HostRanks, RankClass, VariableStats};
@@ -66,18 +67,23 @@ pub fn local_quantities(snapshot: &Snapshot) -> Vec<(String, &'static str, f64)>
 
 /// Computes the statistics, the classes and the hosts; every rank must
 /// call this with a sequence over the same communicator of `size` ranks.
-/// Only `root` gets the result (`None` elsewhere), and only the caller's
-/// agreement after it says whether every rank's calls succeeded.
 /// `signature` characterises this rank's behaviour; `host` is its node's
 /// host name.
 ///
-/// Five collectives whatever the number of quantities, classes and hosts:
-/// root's list of quantities (two broadcasts), one mixed reduction to
-/// every rank (the extremes with their ranks), one sum onto `root` (sums, counts,
-/// the histograms across ranks and the message-size histograms), one
-/// gather of a fixed-size record a rank (its signature's counts and its
-/// host name: O(ranks) bytes on `root` only, a few hundred a rank), from
-/// which `root` finds the classes and the hosts.
+/// Four collectives whatever the number of quantities, classes and hosts,
+/// and no agreement after them: one broadcast of root's list (the hashes
+/// of its quantities' names, a fixed size), one mixed reduction to every
+/// rank (the extremes with their ranks), one sum onto `root` (sums,
+/// counts, the histograms across ranks and the message-size histograms),
+/// one gather of a fixed-size record a rank (its vote on the calls so
+/// far, its signature's counts and its host name: O(ranks) bytes on `root`
+/// only, a few hundred a rank), from which `root` finds the classes and
+/// the hosts, and whether every rank's part arrived.
+///
+/// `root` gets the summary, or why not (its own failure, a rank's vote, a
+/// damaged record); another rank gets `None`, or its own failure (rank 0
+/// decides from what it received: a rank's failure before the gather is
+/// in its vote).
 pub fn reduce(
     seq: &mut Collectives,
     root: i32,
@@ -85,7 +91,7 @@ pub fn reduce(
     local: &[(String, &'static str, f64)],
     signature: &Signature,
     host: &str,
-) -> Option<Summary> {
+) -> (Option<Summary>, Verdict) {
     let families = crate::sample::toolmetrics::snapshot();
     let sizes: Vec<f64> = families
         .iter()
@@ -112,11 +118,57 @@ pub fn reduce(
     send.extend(&sizes);
     let mut all = vec![0.0; send.len()];
     seq.reduce_sum(&send, &mut all, root);
-    // Every rank's record onto the root.
-    let record = Record::new(signature, host).to_bytes();
+    // Every rank's record onto the root, with its vote on the calls so far.
+    let vote = mpit::collective::vote(seq.rank(), seq.failure());
+    let record = Record::new(signature, host, vote).to_bytes();
     let records = seq.gather_bytes(&record, size, root);
     if seq.rank() != root {
-        return None;
+        let verdict = match seq.take_failure() {
+            Some(mine) => Verdict::Failed(FailedOn {
+                ranks: (seq.rank(), seq.rank()),
+                call: mine.call.clone(),
+                class: None,
+                mine: Some(mine),
+            }),
+            None => Verdict::AllOk,
+        };
+        return (None, verdict);
+    }
+    if let Some(mine) = seq.take_failure() {
+        return (
+            None,
+            Verdict::Failed(FailedOn {
+                ranks: (root, root),
+                call: mine.call.clone(),
+                class: None,
+                mine: Some(mine),
+            }),
+        );
+    }
+    let records: Vec<Option<Record>> = records
+        .chunks_exact(Record::BYTES)
+        .map(Record::from_bytes)
+        .collect();
+    if let Some(bad) = records.iter().position(Option::is_none) {
+        return (
+            None,
+            Verdict::Failed(FailedOn::local(
+                bad as i32,
+                &format!("the record rank {bad} gathered onto rank {root} is damaged"),
+            )),
+        );
+    }
+    let records: Vec<Record> = records.into_iter().flatten().collect();
+    // The ranks' votes, reduced here as an agreement reduces them.
+    let mut votes = [i64::MAX; 4];
+    for r in &records {
+        for (v, x) in votes.iter_mut().zip(r.vote) {
+            *v = (*v).min(x);
+        }
+    }
+    let verdict = mpit::collective::tally_votes(&votes);
+    if let Verdict::Failed(_) = verdict {
+        return (None, verdict);
     }
     let (sums, rest) = all.split_at(3 * n);
     let (hist, all_sizes) = rest.split_at(n * HISTOGRAM_BINS);
@@ -164,54 +216,75 @@ pub fn reduce(
                 .then(|| (f.family.name().to_string(), h))
         })
         .collect();
-    let records: Vec<Record> = records
-        .chunks_exact(Record::BYTES)
-        .map(Record::from_bytes)
-        .collect();
     let (classes, hosts) = classes_and_hosts(&records);
-    Some(Summary {
-        variables,
-        classes,
-        hosts,
-        size_histograms,
-    })
+    (
+        Some(Summary {
+            variables,
+            classes,
+            hosts,
+            size_histograms,
+        }),
+        Verdict::AllOk,
+    )
 }
 
-/// The quantities every rank reduces, in one order (root's, broadcast:
-/// two calls whatever the lists, so that the sequence of calls never
-/// depends on a result a failed call may have left different on some
-/// rank), with this rank's value of each (NaN: not here) and their
-/// extremes across ranks (one mixed reduction).
+/// At most this many quantities are summarised (root's first ones; the
+/// rest are left out, and rank 0's log says how many): the hashes of
+/// their names travel in one broadcast of a fixed size (64 KiB).
+pub const MAX_QUANTITIES: usize = 8191;
+
+/// The quantities every rank reduces, in root's order: root broadcasts
+/// the FNV-1a hashes of its quantities' names (one call of a fixed size,
+/// whatever the lists, so that the sequence of calls never depends on a
+/// result a failed call may have left different on some rank); every
+/// rank gives its value of each (NaN: not here). Returns root's names and
+/// kinds (empty elsewhere), this rank's values, and the extremes across
+/// ranks (one mixed reduction).
 #[allow(clippy::type_complexity)]
 fn agree_on_quantities(
     seq: &mut Collectives,
     root: i32,
     local: &[(String, &'static str, f64)],
 ) -> (Vec<(String, String)>, Vec<f64>, Vec<Option<Extremes>>) {
-    // Root's list, as "name\tkind\n" lines.
-    let names: Vec<u8> = if seq.rank() == root {
-        local
+    let mut message = vec![0u8; 8 * (MAX_QUANTITIES + 1)];
+    let mut keys = Vec::new();
+    if seq.rank() == root {
+        keys = local
             .iter()
-            .flat_map(|(n, k, _)| format!("{n}\t{k}\n").into_bytes())
-            .collect()
-    } else {
-        Vec::new()
-    };
-    let names = bcast_text(seq, names, root);
-    let text = String::from_utf8_lossy(&names);
-    let keys: Vec<(String, String)> = text
-        .lines()
-        .filter_map(|l| l.split_once('\t'))
-        .map(|(n, k)| (n.to_string(), k.to_string()))
+            .take(MAX_QUANTITIES)
+            .map(|(n, k, _)| (n.clone(), k.to_string()))
+            .collect();
+        message[..8].copy_from_slice(&(keys.len() as u64).to_le_bytes());
+        for (slot, (name, _)) in message[8..].chunks_exact_mut(8).zip(&keys) {
+            slot.copy_from_slice(&name_hash(name).to_le_bytes());
+        }
+    }
+    seq.bcast_bytes(&mut message, root);
+    let words: Vec<u64> = message
+        .chunks_exact(8)
+        .map(|w| u64::from_le_bytes(w.try_into().unwrap_or_default()))
         .collect();
-    let by_name: std::collections::HashMap<&str, f64> =
-        local.iter().map(|(k, _, v)| (k.as_str(), *v)).collect();
-    let values: Vec<f64> = keys
+    let n = usize::try_from(words[0]).unwrap_or(0).min(MAX_QUANTITIES);
+    let by_hash: std::collections::HashMap<u64, f64> = local
         .iter()
-        .map(|(k, _)| by_name.get(k.as_str()).copied().unwrap_or(f64::NAN))
+        .map(|(name, _, v)| (name_hash(name), *v))
+        .collect();
+    let values: Vec<f64> = words[1..=n]
+        .iter()
+        .map(|h| by_hash.get(h).copied().unwrap_or(f64::NAN))
         .collect();
     let extremes = extremes_with_ranks(seq, &values);
     (keys, values, extremes)
+}
+
+/// The FNV-1a hash of a quantity's name.
+fn name_hash(name: &str) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in name.bytes() {
+        hash ^= u64::from(b);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    hash
 }
 
 /// Per value, its minimum and maximum over every rank with the lowest
@@ -247,18 +320,6 @@ fn extremes_with_ranks(seq: &mut Collectives, values: &[f64]) -> Vec<Option<Extr
             })
         })
         .collect()
-}
-
-/// Broadcasts a byte string of any length from `root` (its length first).
-/// The length is capped, so that a failed broadcast can never make a rank
-/// allocate without bound.
-fn bcast_text(seq: &mut Collectives, mut text: Vec<u8>, root: i32) -> Vec<u8> {
-    const MAX: u64 = 64 << 20;
-    let mut len = (text.len() as u64).to_le_bytes();
-    seq.bcast_bytes(&mut len, root);
-    text.resize(u64::from_le_bytes(len).min(MAX) as usize, 0);
-    seq.bcast_bytes(&mut text, root);
-    text
 }
 
 /// The bin of `v` among [`HISTOGRAM_BINS`] equal bins from `lo` to `hi`.
@@ -338,10 +399,12 @@ pub fn signature(snapshot: &Snapshot) -> Signature {
     sig
 }
 
-/// What a rank sends the root at finalize: its signature and host name,
-/// in a fixed number of bytes.
+/// What a rank sends the root at finalize: its vote on the tool's calls
+/// so far ([`mpit::collective::vote`]), its signature and host name, and a
+/// checksum, in a fixed number of bytes.
 #[derive(Debug, Clone, PartialEq)]
 struct Record {
+    vote: [i64; 4],
     signature: Signature,
     host: String,
 }
@@ -350,14 +413,15 @@ struct Record {
 const HOST_BYTES: usize = 64;
 
 impl Record {
-    const BYTES: usize = FAMILIES * 16 + HOST_BYTES;
+    const BYTES: usize = 32 + FAMILIES * 16 + HOST_BYTES + 8;
 
-    fn new(signature: &Signature, host: &str) -> Record {
+    fn new(signature: &Signature, host: &str, vote: [i64; 4]) -> Record {
         let mut end = host.len().min(HOST_BYTES);
         while !host.is_char_boundary(end) {
             end -= 1;
         }
         Record {
+            vote,
             signature: signature.clone(),
             host: host[..end].to_string(),
         }
@@ -365,6 +429,9 @@ impl Record {
 
     fn to_bytes(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(Record::BYTES);
+        for v in self.vote {
+            out.extend(v.to_le_bytes());
+        }
         for (calls, bytes) in &self.signature.counts {
             out.extend(calls.to_le_bytes());
             out.extend(bytes.to_le_bytes());
@@ -372,24 +439,47 @@ impl Record {
         let mut host = self.host.as_bytes().to_vec();
         host.resize(HOST_BYTES, 0);
         out.extend(host);
+        let sum = checksum(&out);
+        out.extend(sum.to_le_bytes());
         out
     }
 
-    /// From [`Record::BYTES`] bytes (what [`Record::to_bytes`] made).
-    fn from_bytes(b: &[u8]) -> Record {
+    /// From [`Record::BYTES`] bytes (what [`Record::to_bytes`] made);
+    /// `None` when the checksum does not match (a damaged transfer).
+    fn from_bytes(b: &[u8]) -> Option<Record> {
+        let (body, sum) = b.split_at(Record::BYTES - 8);
+        if u64::from_le_bytes(sum.try_into().ok()?) != checksum(body) {
+            return None;
+        }
         let word =
-            |i: usize| u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().unwrap_or_default());
+            |i: usize| u64::from_le_bytes(body[i * 8..i * 8 + 8].try_into().unwrap_or_default());
+        let mut vote = [0i64; 4];
+        for (i, v) in vote.iter_mut().enumerate() {
+            *v = word(i) as i64;
+        }
         let mut signature = Signature::default();
         for (i, slot) in signature.counts.iter_mut().enumerate() {
-            *slot = (word(2 * i), word(2 * i + 1));
+            *slot = (word(4 + 2 * i), word(4 + 2 * i + 1));
         }
-        let host = &b[FAMILIES * 16..Record::BYTES];
+        let host = &body[32 + FAMILIES * 16..];
         let end = host.iter().position(|&c| c == 0).unwrap_or(HOST_BYTES);
-        Record {
+        Some(Record {
+            vote,
             signature,
             host: String::from_utf8_lossy(&host[..end]).into_owned(),
-        }
+        })
     }
+}
+
+/// FNV-1a of a record's bytes (not zero for a record of zeros, so that a
+/// rank whose data never arrived is told apart).
+fn checksum(bytes: &[u8]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        hash ^= u64::from(b);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    hash
 }
 
 /// The classes of equal signatures (lowest key first, at most
@@ -530,7 +620,7 @@ mod tests {
     fn record(calls: u64, host: &str) -> Record {
         let mut signature = Signature::default();
         signature.counts[6] = (calls, calls * 8);
-        Record::new(&signature, host)
+        Record::new(&signature, host, [i64::MAX, i64::MAX, 3, i64::MAX])
     }
 
     #[test]
@@ -541,10 +631,14 @@ mod tests {
             record(0, ""),
             record(u64::MAX / 8, &long),
         ] {
-            let bytes = r.to_bytes();
+            let mut bytes = r.to_bytes();
             assert_eq!(bytes.len(), Record::BYTES);
-            let back = Record::from_bytes(&bytes);
+            let back = Record::from_bytes(&bytes).expect("a whole record");
             assert_eq!(back.signature, r.signature);
+            assert_eq!(back.vote, r.vote);
+            bytes[40] ^= 1;
+            assert_eq!(Record::from_bytes(&bytes), None, "a damaged record");
+            assert_eq!(Record::from_bytes(&vec![0; Record::BYTES]), None);
             assert_eq!(
                 back.host,
                 r.host.chars().take(HOST_BYTES).collect::<String>()

@@ -8,8 +8,8 @@
 //! 1. [`PreInit::start`] inside `MPI_Init`, before `PMPI_Init`: MPI_T is
 //!    initialised and the catalogue loaded (the hook point for `pre-init`
 //!    policies);
-//! 2. [`Runtime::start`] right after `PMPI_Init`: rank, size, private
-//!    communicator, run directory, log header, then the helper thread;
+//! 2. [`Runtime::start`] right after `PMPI_Init`: rank, size, run
+//!    directory, log header, then the helper thread;
 //! 3. [`ObjectTable::register`] / [`ObjectTable::retire`] from the object
 //!    wrappers, lock-free, at any time;
 //! 4. [`Runtime::finalize`] inside `MPI_Finalize`, before `PMPI_Finalize`:
@@ -36,7 +36,7 @@ use mpit::quirks::LibraryVersion;
 use mpit::MpiT;
 use mpit::Result;
 use mpit::{Catalogue, Growth};
-use mpit::{Object, PrivateComm};
+use mpit::{Comm, Object};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 use std::sync::Arc;
@@ -117,7 +117,9 @@ pub struct Runtime {
     pub(crate) info: RunInfo,
     pub(crate) config: Config,
     pub(crate) mpit: MpiT,
-    pub(crate) private: PrivateComm,
+    /// `MPI_COMM_WORLD`, where the tool's collectives run (inside
+    /// `MPI_Init` and `MPI_Finalize` only, with `MPI_ERRORS_RETURN`).
+    pub(crate) world: Comm,
     /// A failure of the tool's collectives that the other ranks have not
     /// heard of yet (an agreement that failed on this rank): told at the
     /// next agreement, at finalize.

@@ -53,13 +53,14 @@ impl PreInit {
 }
 
 /// What the first agreement leaves a rank that may go on: its place, its
-/// state from before init, the tool's communicator and the sequence of the
+/// state from before init, the error handler guard and the sequence of the
 /// tool's collectives on it.
 struct Joined {
     rank: i32,
     size: i32,
     pre: PreInit,
-    private: PrivateComm,
+    /// `MPI_ERRORS_RETURN` on `MPI_COMM_WORLD` until the start is over.
+    guard: ErrorsReturn,
     seq: Collectives,
     /// Per service, whether its identity is the same on every rank.
     same: Vec<bool>,
@@ -75,10 +76,11 @@ impl Runtime {
     /// others) when the tuner cannot run, on every rank alike: the ranks go
     /// through the same sequence of the tool's collectives whatever fails
     /// locally, and two agreements decide (see [`mpit::collective`]). The
-    /// first, on `MPI_COMM_WORLD` with `MPI_ERRORS_RETURN` swapped in, says
-    /// whether MPI_T and the private communicator exist everywhere; the
-    /// second, on the private communicator, whether every rank has its run
-    /// directory, log and sampler. Each rank's log header is on disk before
+    /// first says whether MPI_T and the mixed reductions' operation exist
+    /// everywhere (and carries the run directory's name); the second,
+    /// whether every rank has its run directory, log and sampler. Both run
+    /// on `MPI_COMM_WORLD` with `MPI_ERRORS_RETURN` swapped in until the
+    /// start is over. Each rank's log header is on disk before
     /// the second one, so that a run directory always says who started.
     ///
     /// `pre` is what [`PreInit::start`] returned on this rank.
@@ -90,7 +92,7 @@ impl Runtime {
             rank,
             size,
             pre,
-            private,
+            guard,
             mut seq,
             same,
             dir,
@@ -176,18 +178,19 @@ impl Runtime {
                     // failure was recorded), but never a reason to crash.
                     Verdict::AllOk => collective::FailedOn::local(rank, "a service did not open"),
                 };
-                close_disabled(
-                    &mut log,
-                    start,
-                    &format!("the tuner could not start: {why}; it is off on all ranks"),
-                );
                 if let Err(e) = seq.release_mixed() {
                     log.record(&warning(
                         0.0,
                         &format!("freeing the tool's reduction operation: {e}"),
                     ));
                 }
-                return Err(stop(rank, Some(private), &why));
+                close_disabled(
+                    &mut log,
+                    start,
+                    &format!("the tuner could not start: {why}; it is off on all ranks"),
+                );
+                restore_world(guard, rank);
+                return Err(stop(rank, &why));
             }
         }
         let mut starting = crate::services::Start {
@@ -209,6 +212,7 @@ impl Runtime {
         log.flush();
         let mixed = seq.take_mixed();
         let failure = seq.into_pending();
+        restore_world(guard, rank);
         let stoppers = services.iter().filter_map(|s| s.stopper()).collect();
 
         let shared: &'static Shared = Box::leak(Box::new(Shared {
@@ -236,7 +240,7 @@ impl Runtime {
             info,
             config,
             mpit,
-            private,
+            world,
             failure,
             mixed,
             helper,
@@ -248,7 +252,7 @@ impl Runtime {
 
 /// The first agreement, on `MPI_COMM_WORLD` with `MPI_ERRORS_RETURN`
 /// swapped in: every rank has MPI_T, its place, the same policies'
-/// identity, and the tool's private communicator; or the tuner is off on
+/// identity, and the mixed reductions' operation; or the tuner is off on
 /// every rank.
 fn join(
     world: Comm,
@@ -295,7 +299,6 @@ fn join(
         Ok(p) => p.services.iter().map(|s| s.identity()).collect(),
         Err(_) => Vec::new(),
     };
-    let private = collective::create_private(&mut seq, world);
     // The mixed reductions' operation, made here so that a rank that
     // cannot make it votes no below (before any reduction uses it).
     seq.prepare_mixed();
@@ -317,14 +320,10 @@ fn join(
         let named = pre.as_ref().ok()?.config.dir.clone()?;
         (seq.failed() && rundir::create_private_dir(&named).is_ok()).then_some(named)
     });
-    if let Err(e) = guard.restore() {
-        mpit::say!(
-            "mpit-tuner[rank {rank}]: while putting the application's error handler back on MPI_COMM_WORLD: {e}"
-        );
-    }
     if let Verdict::Failed(why) = verdict {
+        restore_world(guard, rank);
         return Err(Box::new(NotJoined {
-            disabled: stop(rank, private, &why),
+            disabled: stop(rank, &why),
             reason: format!("the tuner could not start: {why}; it is off on all ranks"),
             pre: pre.ok(),
             rank,
@@ -332,8 +331,9 @@ fn join(
         }));
     }
     // This rank voted yes (else the verdict was Failed everywhere), so
-    // it has MPI_T and the communicator.
-    let (Ok(pre), Some(private)) = (pre, private) else {
+    // it has MPI_T.
+    let Ok(pre) = pre else {
+        restore_world(guard, rank);
         let reason = "the tuner could not start on this rank".to_string();
         return Err(Box::new(NotJoined {
             disabled: Disabled(reason.clone()),
@@ -343,16 +343,25 @@ fn join(
             size,
         }));
     };
-    let seq = seq.moved_to(private.comm());
     Ok(Joined {
         rank,
         size,
         pre,
-        private,
+        guard,
         seq,
         same,
         dir,
     })
+}
+
+/// Puts the application's error handler back on `MPI_COMM_WORLD` (before
+/// its `MPI_Init` returns); a failure is said on this rank's stderr.
+fn restore_world(guard: ErrorsReturn, rank: i32) {
+    if let Err(e) = guard.restore() {
+        mpit::say!(
+            "mpit-tuner[rank {rank}]: while putting the application's error handler back on MPI_COMM_WORLD: {e}"
+        );
+    }
 }
 
 /// A rank whose first agreement failed: the tuner is off on every rank.
@@ -424,15 +433,9 @@ impl NotJoined {
     }
 }
 
-/// Turns the tuner off on this rank after a failed agreement: frees the
-/// tool's communicator; rank 0 says it for the job, another rank only what
-/// failed there.
-fn stop(rank: i32, private: Option<PrivateComm>, why: &collective::FailedOn) -> Disabled {
-    if let Some(mut comm) = private {
-        if let Err(e) = comm.free() {
-            mpit::say!("mpit-tuner[rank {rank}]: freeing the tool's communicator: {e}");
-        }
-    }
+/// Turns the tuner off on this rank after a failed agreement: rank 0 says
+/// it for the job, another rank only what failed there.
+fn stop(rank: i32, why: &collective::FailedOn) -> Disabled {
     Disabled(match (&why.mine, rank) {
         (_, 0) => format!("the tuner could not start: {why}; it is off on all ranks"),
         (Some(mine), _) => format!("{} (this rank)", mine.message),

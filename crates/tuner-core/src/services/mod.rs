@@ -180,7 +180,7 @@ pub struct Start<'a> {
     pub dir: Option<&'a Path>,
     /// This rank's log (its header is written).
     pub log: &'a mut LogWriter,
-    /// The tool's collectives on its private communicator.
+    /// The tool's collectives (on `MPI_COMM_WORLD`, inside `MPI_Init`).
     pub seq: &'a mut Collectives,
     /// This service's [`Service::agreement`], reduced over every rank.
     pub agreed: &'a [Mixed],
