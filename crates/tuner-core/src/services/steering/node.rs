@@ -102,9 +102,10 @@ impl Node {
         };
         let members = open("members")?;
         // The first live rank of the node removes a listing a crashed job
-        // of the same run directory left.
+        // of the same run directory left, and what dead jobs left.
         if flock(&members, FlockOperation::NonBlockingLockExclusive).is_ok() {
             let _ = std::fs::remove_file(base.with_extension("listing"));
+            sweep_stale(dir, &base, owner, STALE_AFTER);
         }
         flock(&members, FlockOperation::LockShared).map_err(|e| {
             format!(
@@ -221,6 +222,60 @@ impl Node {
     }
 }
 
+/// How long ago a job that died must have started before another job
+/// removes its files.
+const STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// Removes the files jobs that died left in `dir` (a job killed whole, or
+/// ended by `MPI_Abort`, never leaves: three small files a node): those of
+/// `owner` whose `.members` no live rank holds (an exclusive lock is
+/// granted) and that were made more than `older` ago, never `own`'s, never
+/// through a link. Best effort: what cannot be removed stays. Returns how
+/// many jobs' files were removed.
+fn sweep_stale(dir: &Path, own: &Path, owner: u32, older: std::time::Duration) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut swept = 0;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if !name.starts_with("mpit-tuner-") || !name.ends_with(".members") {
+            continue;
+        }
+        let base = path.with_extension("");
+        if base == own {
+            continue;
+        }
+        let old_enough = std::fs::symlink_metadata(&path).is_ok_and(|m| {
+            m.file_type().is_file()
+                && m.uid() == owner
+                && m.modified()
+                    .ok()
+                    .and_then(|t| t.elapsed().ok())
+                    .is_some_and(|age| age > older)
+        });
+        if !old_enough {
+            continue;
+        }
+        let Ok(members) = OpenOptions::new()
+            .read(true)
+            .custom_flags(OFlags::NOFOLLOW.bits() as i32)
+            .open(&path)
+        else {
+            continue;
+        };
+        if flock(&members, FlockOperation::NonBlockingLockExclusive).is_ok() {
+            for suffix in ["listing", "lock", "members"] {
+                let _ = std::fs::remove_file(base.with_extension(suffix));
+            }
+            swept += 1;
+        }
+    }
+    swept
+}
+
 /// Fails unless `file` (at `path`) belongs to `owner` and nobody else may
 /// write it.
 fn private(file: &File, path: &Path, owner: u32) -> Result<(), String> {
@@ -278,6 +333,44 @@ mod tests {
             .iter()
             .map(|n| (n.to_string(), Read::Bytes(n.as_bytes().to_vec())))
             .collect()
+    }
+
+    /// A dead job's files go; a live job's, a new one's and the joining
+    /// job's own stay.
+    #[test]
+    fn files_of_dead_jobs_are_swept() {
+        let tmp = tempfile::tempdir().unwrap();
+        let make = |base: &str, age_s: u64| {
+            for suffix in ["members", "lock", "listing"] {
+                let f = File::create(tmp.path().join(format!("{base}.{suffix}"))).unwrap();
+                let t = std::time::SystemTime::now() - std::time::Duration::from_secs(age_s);
+                f.set_modified(t).unwrap();
+            }
+        };
+        make("mpit-tuner-node1-dead", 7200);
+        make("mpit-tuner-node2-live", 7200);
+        make("mpit-tuner-node1-new", 10);
+        make("mpit-tuner-node1-own", 7200);
+        // A live job's ranks hold its members file shared.
+        let live = File::open(tmp.path().join("mpit-tuner-node2-live.members")).unwrap();
+        flock(&live, FlockOperation::LockShared).unwrap();
+        let own = tmp.path().join("mpit-tuner-node1-own");
+        let swept = sweep_stale(tmp.path(), &own, me(), STALE_AFTER);
+        assert_eq!(swept, 1);
+        let mut left: Vec<String> = std::fs::read_dir(tmp.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert!(
+            !left.iter().any(|n| n.contains("-dead")),
+            "the dead job's files: {left:?}"
+        );
+        assert_eq!(left.len(), 9, "{left:?}");
+        // Another user's files are never touched.
+        make("mpit-tuner-node1-dead2", 7200);
+        assert_eq!(sweep_stale(tmp.path(), &own, me() + 1, STALE_AFTER), 0);
+        drop(live);
     }
 
     #[test]
