@@ -301,6 +301,16 @@ fn run_directory_broadcast_fails_on_one_rank() {
         "{}",
         f.context
     );
+    // The first agreement's call fails on rank 1: that rank still makes
+    // the broadcast (it decides from its own MPIT_TUNER_DIR, not from the
+    // agreement's result, which it does not have), so nobody waits.
+    let f = run_in("PMPI_Allreduce#1@1", None, &long);
+    assert!(f.injected, "the fault was never injected: {}", f.context);
+    assert!(
+        f.stderr.contains("MPI_Allreduce failed on rank 1"),
+        "{}",
+        f.context
+    );
     // Without the fault, the long name reaches every rank.
     let f = run_in("PMPI_Bcast#99", None, &long);
     assert_eq!(

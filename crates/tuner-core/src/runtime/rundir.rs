@@ -12,11 +12,19 @@ const RUN_DIR_MESSAGE: usize = 4096;
 /// names and creates it (`dir` from MPIT_TUNER_DIR, else
 /// [`default_run_dir`]); the error says why it could not.
 pub(super) fn propose_run_dir(dir: Option<&Path>) -> std::result::Result<PathBuf, String> {
+    let named = dir.is_some();
     let dir = dir.map_or_else(default_run_dir, Path::to_path_buf);
     if dir.as_os_str().len() >= RUN_DIR_MESSAGE {
         return Err(format!(
             "the run directory's path is longer than {} bytes (MPIT_TUNER_DIR)",
             RUN_DIR_MESSAGE - 1
+        ));
+    }
+    if !named && dir.as_os_str().len() >= RUN_DIR_INLINE {
+        return Err(format!(
+            "the default run directory's name {} is longer than {} bytes: set MPIT_TUNER_DIR",
+            dir.display(),
+            RUN_DIR_INLINE - 1
         ));
     }
     create_private_dir(&dir).map_err(|e| {
@@ -32,38 +40,54 @@ pub(super) fn propose_run_dir(dir: Option<&Path>) -> std::result::Result<PathBuf
 /// itself; a longer name (rare) follows in one broadcast.
 const RUN_DIR_INLINE: usize = 248;
 
-/// A rank's part of the first agreement for the run directory: a word
-/// saying whether rank 0's name is longer than [`RUN_DIR_INLINE`] bytes,
-/// then its first bytes (NUL-padded, as 64-bit words). Other ranks send
-/// the largest word, so that the minimum over ranks is rank 0's.
-pub(super) fn run_dir_votes(dir: Option<&Path>) -> Vec<Mixed> {
-    let words = 1 + RUN_DIR_INLINE / 8;
-    let Some(dir) = dir else {
-        return vec![Mixed::min(i64::MAX); words];
-    };
-    let mut bytes = dir.as_os_str().as_bytes().to_vec();
-    let long = bytes.len() >= RUN_DIR_INLINE;
-    bytes.resize(RUN_DIR_INLINE, 0);
-    std::iter::once(Mixed::min(i64::from(long)))
-        .chain(
-            bytes
-                .chunks_exact(8)
-                .map(|w| Mixed::min(i64::from_le_bytes(w.try_into().unwrap_or_default()))),
-        )
-        .collect()
+/// Whether the run directory's name follows the first agreement in a
+/// broadcast: MPIT_TUNER_DIR (`named`) is too long to travel in it. Every
+/// rank decides from its own configuration (the same environment on every
+/// rank of a job), never from the agreement's result, which a rank whose
+/// call failed does not have: so every rank makes the broadcast, or none.
+pub(super) fn named_too_long(named: Option<&Path>) -> bool {
+    named.is_some_and(|d| d.as_os_str().len() >= RUN_DIR_INLINE)
 }
 
-/// The run directory from the reduced [`run_dir_votes`] (`None` when rank
-/// 0 proposed none; the agreement then failed). A name too long for the
-/// agreement comes from rank 0 (`proposed`) in one broadcast in `seq`,
-/// which every rank makes alike.
+/// A rank's part of the first agreement for the run directory: its
+/// [`named_too_long`] and the complement (so that the ranks learn whether
+/// they all decided alike), then rank 0's name, up to [`RUN_DIR_INLINE`]
+/// bytes, NUL-padded, as 64-bit words (other ranks send the largest word,
+/// so that the minimum over ranks is rank 0's).
+pub(super) fn run_dir_votes(dir: Option<&Path>, long: bool) -> Vec<Mixed> {
+    let flag = i64::from(long);
+    let mut out = vec![Mixed::min(flag), Mixed::min(!flag)];
+    match dir {
+        Some(dir) => {
+            let mut bytes = dir.as_os_str().as_bytes().to_vec();
+            bytes.resize(RUN_DIR_INLINE, 0);
+            out.extend(
+                bytes
+                    .chunks_exact(8)
+                    .map(|w| Mixed::min(i64::from_le_bytes(w.try_into().unwrap_or_default()))),
+            );
+        }
+        None => out.extend(vec![Mixed::min(i64::MAX); RUN_DIR_INLINE / 8]),
+    }
+    out
+}
+
+/// The run directory from the reduced [`run_dir_votes`]; `None`, with
+/// this rank's failure in `seq`, when the ranks did not decide alike
+/// whether the name is too long, or the broadcast failed. A name too long
+/// for the agreement (`long`, this rank's [`named_too_long`]) comes from
+/// rank 0 (`proposed`) in one broadcast.
 pub(super) fn agreed_run_dir(
     seq: &mut Collectives,
     words: &[Mixed],
     proposed: Option<&Path>,
+    long: bool,
 ) -> Option<PathBuf> {
-    let (long, words) = words.split_first()?;
-    let mut bytes: Vec<u8> = if long.a == 1 {
+    if words.len() < 2 || words[0].a != !words[1].a {
+        seq.fail_local("MPIT_TUNER_DIR differs across ranks");
+        return None;
+    }
+    let mut bytes: Vec<u8> = if long {
         let mut message = [0u8; RUN_DIR_MESSAGE];
         if let Some(dir) = proposed {
             let b = dir.as_os_str().as_bytes();
@@ -75,7 +99,7 @@ pub(super) fn agreed_run_dir(
         }
         message.to_vec()
     } else {
-        words.iter().flat_map(|w| w.a.to_le_bytes()).collect()
+        words[2..].iter().flat_map(|w| w.a.to_le_bytes()).collect()
     };
     let end = bytes.iter().position(|&b| b == 0)?;
     bytes.truncate(end);
@@ -135,8 +159,8 @@ mod tests {
     #[test]
     fn run_dir_names_travel_in_words() {
         let dir = Path::new("/tmp/run dir/é");
-        let mine = run_dir_votes(Some(dir));
-        let others = run_dir_votes(None);
+        let mine = run_dir_votes(Some(dir), false);
+        let others = run_dir_votes(None, false);
         assert_eq!(mine.len(), others.len());
         let reduced: Vec<Mixed> = mine
             .iter()
@@ -147,14 +171,23 @@ mod tests {
                 a
             })
             .collect();
-        assert_eq!(reduced[0].a, 0, "a short name is carried whole");
-        let bytes: Vec<u8> = reduced[1..]
+        assert_eq!(reduced[0].a, !reduced[1].a, "every rank decided alike");
+        let bytes: Vec<u8> = reduced[2..]
             .iter()
             .flat_map(|w| w.a.to_le_bytes())
             .collect();
         assert!(bytes.starts_with(dir.as_os_str().as_bytes()));
-        let long = "x".repeat(RUN_DIR_INLINE);
-        assert_eq!(run_dir_votes(Some(Path::new(&long)))[0].a, 1);
+        // Ranks that decide differently are told apart.
+        let long = run_dir_votes(None, true);
+        let mut flag = reduced[0];
+        flag.combine(&long[0]);
+        let mut not = reduced[1];
+        not.combine(&long[1]);
+        assert_ne!(flag.a, !not.a);
+        let name = "x".repeat(RUN_DIR_INLINE);
+        assert!(named_too_long(Some(Path::new(&name))));
+        assert!(!named_too_long(Some(dir)));
+        assert!(!named_too_long(None));
     }
 
     #[test]

@@ -302,14 +302,15 @@ fn join(
     // The mixed reductions' operation, made here so that a rank that
     // cannot make it votes no below (before any reduction uses it).
     seq.prepare_mixed();
+    let long = rundir::named_too_long(pre.as_ref().ok().and_then(|p| p.config.dir.as_deref()));
     let mut payload = identity_votes(&identities);
     let n = payload.len();
-    payload.extend(rundir::run_dir_votes(proposed.as_deref()));
+    payload.extend(rundir::run_dir_votes(proposed.as_deref(), long));
     let (verdict, agreed) = seq.agree_with(&payload);
     let same = same_identities(&agreed[..n.min(agreed.len())], seq.failed());
     let dir = match (&verdict, agreed.get(n..)) {
         (Verdict::AllOk, Some(words)) => {
-            rundir::agreed_run_dir(&mut seq, words, proposed.as_deref())
+            rundir::agreed_run_dir(&mut seq, words, proposed.as_deref(), long)
         }
         _ => None,
     };
