@@ -186,6 +186,19 @@ fn reduce<T: Reduced>(
     op: ReduceOp,
     root: Option<i32>,
 ) -> Result<()> {
+    reduce_as(comm, send, recv, T::datatype(), op.handle(), root)
+}
+
+/// [`reduce`] with the MPI datatype of one element of `T` and the
+/// operation given (a basic pair, or [`MixedOp`]'s).
+fn reduce_as<T: Copy>(
+    comm: Comm,
+    send: &[T],
+    recv: &mut [T],
+    datatype: sys::MPI_Datatype,
+    op: sys::MPI_Op,
+    root: Option<i32>,
+) -> Result<()> {
     let api = api()?;
     let count = c_int::try_from(send.len())
         .ok()
@@ -198,29 +211,16 @@ fn reduce<T: Reduced>(
         send.as_ptr().cast::<c_void>() as *mut c_void,
         recv.as_mut_ptr().cast::<c_void>(),
     );
-    // SAFETY: both buffers hold `count` elements of `T`, whose MPI datatype
-    // is `T::datatype()`; the same count, operation and root on every rank
-    // (the callers' contract); collective over `comm`, called by every
-    // rank at the same point.
+    // SAFETY: both buffers hold `count` elements of `T`, one `datatype`
+    // each (the callers' contract: `T::datatype()`, or `MixedOp`'s type for
+    // `Mixed`); the same count, operation and root on every rank; collective
+    // over `comm`, called by every rank at the same point.
     let rc = unsafe {
         match root {
-            None => func!(api, PMPI_Allreduce)?(
-                sendbuf,
-                recvbuf,
-                count,
-                T::datatype(),
-                op.handle(),
-                comm.0,
-            ),
-            Some(root) => func!(api, PMPI_Reduce)?(
-                sendbuf,
-                recvbuf,
-                count,
-                T::datatype(),
-                op.handle(),
-                root,
-                comm.0,
-            ),
+            None => func!(api, PMPI_Allreduce)?(sendbuf, recvbuf, count, datatype, op, comm.0),
+            Some(root) => {
+                func!(api, PMPI_Reduce)?(sendbuf, recvbuf, count, datatype, op, root, comm.0)
+            }
         }
     };
     check(
@@ -411,39 +411,7 @@ pub(crate) fn reduce_mixed(
     recv: &mut [Mixed],
     root: Option<i32>,
 ) -> Result<()> {
-    let api = api()?;
-    let count = c_int::try_from(send.len())
-        .ok()
-        .filter(|_| send.len() == recv.len())
-        .ok_or_else(|| Error::BadValue {
-            variable: "reduction".into(),
-            message: format!("{} elements into {}", send.len(), recv.len()),
-        })?;
-    let (sendbuf, recvbuf) = (
-        send.as_ptr().cast::<c_void>() as *mut c_void,
-        recv.as_mut_ptr().cast::<c_void>(),
-    );
-    // SAFETY: both buffers hold `count` `Mixed`s, that is `count` elements
-    // of `m`'s contiguous type; the same count and root on every rank (the
-    // callers' contract); collective over `comm`, called by every rank at
-    // the same point.
-    let rc = unsafe {
-        match root {
-            None => func!(api, PMPI_Allreduce)?(sendbuf, recvbuf, count, m.datatype, m.op, comm.0),
-            Some(root) => {
-                func!(api, PMPI_Reduce)?(sendbuf, recvbuf, count, m.datatype, m.op, root, comm.0)
-            }
-        }
-    };
-    check(
-        api,
-        if root.is_some() {
-            "MPI_Reduce"
-        } else {
-            "MPI_Allreduce"
-        },
-        rc,
-    )
+    reduce_as(comm, send, recv, m.datatype, m.op, root)
 }
 
 /// Gathers `send.len()` bytes of every rank onto `root` in rank order
