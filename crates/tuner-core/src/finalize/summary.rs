@@ -256,7 +256,7 @@ fn agree_on_quantities(
             .collect();
         message[..8].copy_from_slice(&(keys.len() as u64).to_le_bytes());
         for (slot, (name, _)) in message[8..].chunks_exact_mut(8).zip(&keys) {
-            slot.copy_from_slice(&name_hash(name).to_le_bytes());
+            slot.copy_from_slice(&crate::run::fnv1a(name).to_le_bytes());
         }
     }
     seq.bcast_bytes(&mut message, root);
@@ -267,7 +267,7 @@ fn agree_on_quantities(
     let n = usize::try_from(words[0]).unwrap_or(0).min(MAX_QUANTITIES);
     let by_hash: std::collections::HashMap<u64, f64> = local
         .iter()
-        .map(|(name, _, v)| (name_hash(name), *v))
+        .map(|(name, _, v)| (crate::run::fnv1a(name), *v))
         .collect();
     let values: Vec<f64> = words[1..=n]
         .iter()
@@ -275,16 +275,6 @@ fn agree_on_quantities(
         .collect();
     let extremes = extremes_with_ranks(seq, &values);
     (keys, values, extremes)
-}
-
-/// The FNV-1a hash of a quantity's name.
-fn name_hash(name: &str) -> u64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in name.bytes() {
-        hash ^= u64::from(b);
-        hash = hash.wrapping_mul(0x0100_0000_01b3);
-    }
-    hash
 }
 
 /// Per value, its minimum and maximum over every rank with the lowest

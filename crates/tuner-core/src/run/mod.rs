@@ -66,6 +66,17 @@ pub struct RunInfo {
 }
 
 /// The name serde gives a unit variant (`openmpi`, `MULTIPLE`).
+/// FNV-1a of `s`: stable across processes and builds, unlike the std
+/// hasher, so every rank hashes the same string alike.
+pub(crate) fn fnv1a(s: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in s.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
 pub(crate) fn serde_name(value: impl serde::Serialize) -> String {
     match serde_json::to_value(value) {
         Ok(serde_json::Value::String(s)) => s,

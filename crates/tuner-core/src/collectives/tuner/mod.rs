@@ -191,16 +191,7 @@ pub fn request_key(id: &str) -> u64 {
     (fnv1a(id) & ((1 << (63 - PIN_CANDIDATE_BITS)) - 1)).max(1)
 }
 
-/// FNV-1a of `s`: stable across processes and builds, unlike the std
-/// hasher, so every rank hashes the same string alike.
-pub(crate) fn fnv1a(s: &str) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in s.bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    h
-}
+pub(crate) use crate::run::fnv1a;
 
 impl<M: TuningMpi> std::fmt::Debug for Tuner<M> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
