@@ -525,6 +525,129 @@ fn headers_are_on_disk_when_mpi_init_returns() {
     }
 }
 
+/// The per-node layout after `kill -9` of a rank in the middle of its
+/// run: what every rank wrote before stays readable in the node's log
+/// (every line a whole record of its writer, but at most one line of the
+/// killed rank, cut short by the kill), each rank's header first.
+#[test]
+fn node_log_stays_readable_after_kill_9() {
+    let tmp = tempdir();
+    let dir = tmp.path().join("run");
+    let _guard = mpit_testkit::job_lock();
+    let err = tmp.path().join("stderr");
+    let sampled = |dir: &Path| {
+        let Ok(text) = std::fs::read_to_string(node_log_of(dir)?) else {
+            return None;
+        };
+        let ranks: std::collections::BTreeSet<&str> = text
+            .lines()
+            .filter(|l| l.contains("\"type\":\"sample\""))
+            .filter_map(|l| l.strip_prefix("{\"writer\":")?.split(',').next())
+            .collect();
+        (ranks.len() == RANKS as usize).then_some(text.len())
+    };
+    let (mut child, watched) = mpit_testkit::spawn_watched(
+        &err,
+        std::time::Duration::from_secs(60),
+        |stderr| {
+            let mut cmd = mpi_job(RANKS, &example("traffic"), &["allreduces=100000000"]);
+            preload(&mut cmd, &dir);
+            cmd.env("MPIT_TUNER_LOG_LAYOUT", "node")
+                .env("MPIT_TUNER_INTERVAL", "5ms")
+                .env("MPIT_TUNER_FLUSH", "5ms")
+                .stdout(std::process::Stdio::null())
+                .stderr(stderr)
+                .spawn()
+                .expect("the job starts")
+        },
+        || sampled(&dir).is_some(),
+    );
+    // Rank 1, which may be writing at this moment, goes first.
+    let victim = node_log_of(&dir)
+        .and_then(|p| read_node_log_lenient(&p).0.get(&1)?.first().cloned())
+        .and_then(|h| h["pid"].as_u64());
+    if let Some(pid) = victim {
+        let _ = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
+    let _ = Command::new("pkill")
+        .args(["-KILL", "-f", "traffic allreduces=100000000"])
+        .status();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        watched == mpit_testkit::Watched::Ready && victim.is_some(),
+        "{watched:?}: not every rank sampling in one node log within 60 s in {}; the job \
+         said:\n{}",
+        dir.display(),
+        std::fs::read_to_string(&err).unwrap_or_default()
+    );
+    let path = node_log_of(&dir).expect("the node's log");
+    let names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".jsonl"))
+        .collect();
+    assert_eq!(names.len(), 1, "one log for the one node: {names:?}");
+    let (per_rank, cut) = read_node_log_lenient(&path);
+    assert_eq!(
+        per_rank.keys().copied().collect::<Vec<_>>(),
+        (0..RANKS).collect::<Vec<_>>()
+    );
+    for (rank, records) in &per_rank {
+        assert_eq!(records[0]["type"], "header", "rank {rank}");
+        assert_eq!(records[0]["rank"], *rank, "rank {rank}");
+        assert_eq!(records[0]["layout"], "node", "rank {rank}");
+        assert!(
+            records.iter().any(|r| r["type"] == "sample"),
+            "rank {rank} sampled"
+        );
+    }
+    assert!(
+        cut.iter().all(|(writer, _)| *writer == Some(1)) && cut.len() <= 1,
+        "only the killed rank may leave a line cut short: {cut:?}"
+    );
+}
+
+/// The node log in a run directory, if there is one.
+fn node_log_of(dir: &Path) -> Option<PathBuf> {
+    std::fs::read_dir(dir).ok()?.find_map(|e| {
+        let path = e.ok()?.path();
+        let name = path.file_name()?.to_str()?;
+        (name.starts_with("node-") && name.ends_with(".jsonl")).then_some(path)
+    })
+}
+
+/// A node's log read as it may be after a kill: the whole records per
+/// writer, and the lines that are not (with the writer they start with).
+#[allow(clippy::type_complexity)]
+fn read_node_log_lenient(
+    path: &Path,
+) -> (
+    std::collections::BTreeMap<u32, Vec<serde_json::Value>>,
+    Vec<(Option<u32>, String)>,
+) {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let mut whole: std::collections::BTreeMap<u32, Vec<serde_json::Value>> = Default::default();
+    let mut cut = Vec::new();
+    // A last line without its newline is one being written.
+    let complete = match text.rfind('\n') {
+        Some(end) => &text[..=end],
+        None => "",
+    };
+    for line in complete.lines().filter(|l| !l.trim().is_empty()) {
+        let writer = line
+            .strip_prefix("{\"writer\":")
+            .and_then(|r| r.split(',').next()?.parse().ok());
+        match (writer, serde_json::from_str::<serde_json::Value>(line)) {
+            (Some(w), Ok(v)) if v["type"].is_string() => whole.entry(w).or_default().push(v),
+            _ => cut.push((writer, line.chars().take(80).collect())),
+        }
+    }
+    (whole, cut)
+}
+
 // ---------------------------------------------------------------------------
 // Every other call, in turn.
 

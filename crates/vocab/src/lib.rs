@@ -19,6 +19,8 @@ pub mod summary;
 pub mod value;
 
 pub use meta::{Binding, Datatype, PvarClass, Scope, Verbosity};
-pub use read::{rank_files, records, records_from, DamageKind, Damaged, Follow, RankFile};
+pub use read::{
+    log_paths, rank_files, records, records_from, DamageKind, Damaged, Follow, RankFile,
+};
 pub use record::{Record, FORMAT_VERSION};
 pub use value::{Value, ValueError};

@@ -1,7 +1,18 @@
 //! The one reader of run directories: finds the rank logs and streams
 //! their records, telling damaged lines apart from the end of a log.
+//!
+//! A run directory holds its logs in one of two layouts
+//! ([`LogLayout`](crate::record::LogLayout)): one file a rank
+//! (`rank-NNNNN.jsonl`) or one file a node (`node-<host>.jsonl`, every
+//! line starting with the rank that wrote it). [`rank_files`] lists the
+//! ranks of both, and a [`RankFile`]'s [`records`](RankFile::records) and
+//! [`follow`](RankFile::follow) read that rank's lines only, so a reader
+//! never needs to know which layout it reads.
 
-use crate::record::{rank_of_file_name, Record, FORMAT_VERSION, KINDS};
+use crate::record::{
+    is_node_file_name, rank_of_file_name, rank_of_line, Record, FORMAT_VERSION, KINDS,
+};
+use std::collections::BTreeSet;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -9,28 +20,145 @@ use std::path::{Path, PathBuf};
 /// A rank's log in a run directory.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct RankFile {
-    /// The rank, from the file name.
+    /// The rank, from the file name or the node log's lines.
     pub rank: u32,
     /// The file.
     pub path: PathBuf,
+    /// Whether the file is a node's log that other ranks share (its lines
+    /// are told apart by their rank).
+    pub shared: bool,
 }
 
-/// The rank logs of a run directory (`rank-NNNNN.jsonl`), by rank. Other
-/// files are ignored.
+impl RankFile {
+    /// This rank's records, as [`records`] reads a file of its own.
+    pub fn records(&self) -> io::Result<Records> {
+        let records = records(&self.path)?;
+        Ok(if self.shared {
+            records.rank(self.rank)
+        } else {
+            records
+        })
+    }
+
+    /// This rank's records from the file's current end, as
+    /// [`Follow::from_end`].
+    pub fn follow_from_end(&self) -> Follow {
+        let follow = Follow::from_end(&self.path);
+        if self.shared {
+            follow.rank(self.rank)
+        } else {
+            follow
+        }
+    }
+
+    /// This rank's records from the file's beginning, as [`Follow::new`].
+    pub fn follow(&self) -> Follow {
+        let follow = Follow::new(&self.path);
+        if self.shared {
+            follow.rank(self.rank)
+        } else {
+            follow
+        }
+    }
+
+    /// The file name and, for a node's log, the rank in it, for messages
+    /// (`rank-00003.jsonl`, `node-n1.jsonl (rank 3)`).
+    pub fn describe(&self) -> String {
+        let name = self.path.file_name().map_or_else(
+            || self.path.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        if self.shared {
+            format!("{name} (rank {})", self.rank)
+        } else {
+            name
+        }
+    }
+}
+
+/// The rank logs of a run directory, by rank: `rank-NNNNN.jsonl` files, and
+/// every rank that wrote a line in a `node-<host>.jsonl` (each node log is
+/// read once, its lines' starts only). Other files are ignored.
 pub fn rank_files(dir: &Path) -> io::Result<Vec<RankFile>> {
     let mut files = Vec::new();
-    for entry in std::fs::read_dir(dir)? {
-        let path = entry?.path();
-        let rank = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .and_then(rank_of_file_name);
-        if let Some(rank) = rank {
-            files.push(RankFile { rank, path });
+    for (path, rank) in log_paths(dir)? {
+        match rank {
+            Some(rank) => files.push(RankFile {
+                rank,
+                path,
+                shared: false,
+            }),
+            None => {
+                for rank in ranks_in(&path)? {
+                    files.push(RankFile {
+                        rank,
+                        path: path.clone(),
+                        shared: true,
+                    });
+                }
+            }
         }
     }
     files.sort();
     Ok(files)
+}
+
+/// The log files of a run directory, without reading them: each rank's
+/// (with its rank) and each node's (`None`: its lines say their ranks), by
+/// name. Other files are ignored.
+pub fn log_paths(dir: &Path) -> io::Result<Vec<(PathBuf, Option<u32>)>> {
+    let mut paths = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        if let Some(rank) = rank_of_file_name(name) {
+            paths.push((path, Some(rank)));
+        } else if is_node_file_name(name) && path.is_file() {
+            paths.push((path, None));
+        }
+    }
+    paths.sort();
+    Ok(paths)
+}
+
+/// The log of one rank in a run directory, in either layout (a node's
+/// log is found by reading the node logs' line starts).
+pub fn rank_file(dir: &Path, rank: u32) -> io::Result<RankFile> {
+    let own = dir.join(crate::record::rank_file_name(rank as i32));
+    if own.is_file() {
+        return Ok(RankFile {
+            rank,
+            path: own,
+            shared: false,
+        });
+    }
+    rank_files(dir)?
+        .into_iter()
+        .find(|f| f.rank == rank)
+        .ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("no log of rank {rank} in {}", dir.display()),
+            )
+        })
+}
+
+/// The ranks that wrote lines in a node's log.
+pub fn ranks_in(path: &Path) -> io::Result<BTreeSet<u32>> {
+    let mut reader = BufReader::with_capacity(1 << 18, File::open(path)?);
+    let mut ranks = BTreeSet::new();
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        if reader.read_until(b'\n', &mut line)? == 0 {
+            return Ok(ranks);
+        }
+        if let Some(rank) = rank_of_line(&line) {
+            ranks.insert(rank);
+        }
+    }
 }
 
 /// A line that is not a record of this format.
@@ -126,6 +254,7 @@ pub fn records_from<R: BufRead>(reader: R, path: &Path) -> Records<R> {
         buf: Vec::new(),
         done: false,
         only: &[],
+        rank: None,
     }
 }
 
@@ -139,9 +268,21 @@ pub struct Records<R = BufReader<File>> {
     buf: Vec<u8>,
     done: bool,
     only: &'static [&'static str],
+    /// In a node's log: the rank whose lines are read.
+    rank: Option<u32>,
 }
 
 impl<R> Records<R> {
+    /// Only the lines of `rank` in a node's log (lines of other ranks, and
+    /// lines without a rank, are skipped; line numbers stay the file's).
+    /// A line of that rank that is not JSON is a write cut short by the
+    /// rank's end (the next write of another rank starts on a new line):
+    /// it reads as truncated.
+    pub fn rank(mut self, rank: u32) -> Records<R> {
+        self.rank = Some(rank);
+        self
+    }
+
     /// Only records of these types; the other lines are skipped without
     /// being parsed (a report over thousands of logs reads samples only).
     pub fn only(mut self, kinds: &'static [&'static str]) -> Records<R> {
@@ -202,7 +343,10 @@ impl<R: BufRead> Iterator for Records<R> {
             }
             let complete = self.buf.ends_with(b"\n");
             let text = self.buf.trim_ascii();
-            if text.is_empty() || !self.wanted(text) {
+            if text.is_empty()
+                || self.rank.is_some_and(|r| rank_of_line(text) != Some(r))
+                || !self.wanted(text)
+            {
                 continue;
             }
             return Some(match parse_line(text) {
@@ -210,7 +354,10 @@ impl<R: BufRead> Iterator for Records<R> {
                     continue
                 }
                 Ok(record) => Ok((self.line, record)),
-                Err((error, kind)) => Err(damaged(self, error, kind, !complete)),
+                Err((error, kind)) => {
+                    let cut = !complete || (self.rank.is_some() && kind == DamageKind::NotJson);
+                    Err(damaged(self, error, kind, cut))
+                }
             });
         }
     }
@@ -229,6 +376,8 @@ pub struct Follow {
     partial: Vec<u8>,
     /// Started in the middle of a line: its rest is skipped.
     skip_line: bool,
+    /// In a node's log: the rank whose lines are read.
+    rank: Option<u32>,
 }
 
 impl Follow {
@@ -240,7 +389,14 @@ impl Follow {
             line: 0,
             partial: Vec::new(),
             skip_line: false,
+            rank: None,
         }
+    }
+
+    /// Only the lines of `rank` in a node's log, as [`Records::rank`].
+    pub fn rank(mut self, rank: u32) -> Follow {
+        self.rank = Some(rank);
+        self
     }
 
     /// Follows `path` from its current end: only what is written from now
@@ -279,13 +435,27 @@ impl Follow {
     /// The records of the lines completed since the last call, with their
     /// line numbers; a line that does not parse is a [`Damaged`] item.
     pub fn poll(&mut self) -> Vec<Result<(usize, Record<'static>), Damaged>> {
+        self.poll_tagged()
+            .into_iter()
+            .map(|(_, item)| item)
+            .collect()
+    }
+
+    /// As [`Follow::poll`], each item with the rank its line starts with
+    /// (a node's log, [`rank_of_line`]; `None` in a rank's own log): one
+    /// reader follows every rank of a node.
+    #[allow(clippy::type_complexity)]
+    pub fn poll_tagged(&mut self) -> Vec<(Option<u32>, Result<(usize, Record<'static>), Damaged>)> {
         use std::io::{Read, Seek, SeekFrom};
         let mut out = Vec::new();
         let mut file = match File::open(&self.path) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return out,
             Err(e) => {
-                out.push(Err(self.damaged(e.to_string(), DamageKind::Io, false)));
+                out.push((
+                    None,
+                    Err(self.damaged(e.to_string(), DamageKind::Io, false)),
+                ));
                 return out;
             }
         };
@@ -294,7 +464,10 @@ impl Follow {
             .seek(SeekFrom::Start(self.offset))
             .and_then(|_| file.read_to_end(&mut bytes));
         if let Err(e) = read {
-            out.push(Err(self.damaged(e.to_string(), DamageKind::Io, false)));
+            out.push((
+                None,
+                Err(self.damaged(e.to_string(), DamageKind::Io, false)),
+            ));
             return out;
         }
         self.offset += bytes.len() as u64;
@@ -310,16 +483,23 @@ impl Follow {
             self.line += 1;
             let text = String::from_utf8_lossy(line);
             let text = text.trim();
-            if text.is_empty() {
+            let tag = rank_of_line(text.as_bytes());
+            if text.is_empty() || self.rank.is_some_and(|r| tag != Some(r)) {
                 continue;
             }
-            out.push(match parse_line(text.as_bytes()) {
-                Ok(r) => Ok((self.line, r)),
-                Err((error, kind)) => Err(Damaged {
-                    bytes: text.len(),
-                    ..self.damaged(error, kind, false)
-                }),
-            });
+            out.push((
+                tag,
+                match parse_line(text.as_bytes()) {
+                    Ok(r) => Ok((self.line, r)),
+                    Err((error, kind)) => {
+                        let cut = tag.is_some() && kind == DamageKind::NotJson;
+                        Err(Damaged {
+                            bytes: text.len(),
+                            ..self.damaged(error, kind, cut)
+                        })
+                    }
+                },
+            ));
         }
         out
     }
@@ -374,6 +554,54 @@ mod tests {
             ]
         );
         assert_eq!(records.lines(), 8);
+    }
+
+    /// A node's log: each rank reads its own lines only, with the file's
+    /// line numbers; a write cut short reads as truncated, and the lines
+    /// after it (another rank's next write starts on a new line) read whole.
+    #[test]
+    fn node_logs_are_read_rank_by_rank() {
+        let dir = std::env::temp_dir().join(format!("vocab-node-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let w = |rank: u32, t: u32| {
+            format!(
+                "{}\"type\":\"warning\",\"t\":{t},\"message\":\"m\"}}",
+                crate::record::rank_tag(rank)
+            )
+        };
+        let cut = &w(3, 9)[..20];
+        let text = format!(
+            "\n{}\n{}\n\n{}\n{cut}\n{}\n\n{}\n",
+            w(2, 1),
+            w(3, 1),
+            w(2, 2),
+            w(2, 3),
+            w(3, 2)
+        );
+        std::fs::write(dir.join("node-n1.jsonl"), &text).unwrap();
+        std::fs::write(
+            dir.join("rank-00000.jsonl"),
+            "{\"type\":\"warning\",\"t\":1,\"message\":\"m\"}\n",
+        )
+        .unwrap();
+        std::fs::write(dir.join("node-.jsonl"), "not a node log\n").unwrap();
+        let files = rank_files(&dir).unwrap();
+        let ranks: Vec<_> = files.iter().map(|f| (f.rank, f.shared)).collect();
+        assert_eq!(ranks, [(0, false), (2, true), (3, true)]);
+        assert_eq!(files[2].describe(), "node-n1.jsonl (rank 3)");
+        let read = |f: &RankFile| -> Vec<_> {
+            f.records()
+                .unwrap()
+                .map(|r| r.map(|(n, _)| n).map_err(|d| (d.line, d.truncated)))
+                .collect()
+        };
+        assert_eq!(read(&files[1]), [Ok(2), Ok(5), Ok(7)]);
+        assert_eq!(read(&files[2]), [Ok(3), Err((6, true)), Ok(9)]);
+        let mut follow = files[2].follow();
+        let got: Vec<_> = follow.poll().into_iter().map(|r| r.is_ok()).collect();
+        assert_eq!(got, [true, false, true]);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -87,6 +87,50 @@ pub fn rank_file_name(rank: i32) -> String {
     format!("rank-{rank:05}.jsonl")
 }
 
+/// The file name of a node's log within the run directory, in the per-node
+/// layout ([`LogLayout::Node`]): `node-<host>.jsonl`, the host name with
+/// every byte but ASCII letters, digits, `.`, `_` and `-` replaced by `_`
+/// (at most 200 bytes of it).
+pub fn node_file_name(host: &str) -> String {
+    let mut name: String = host
+        .chars()
+        .map(|c| match c {
+            'a'..='z' | 'A'..='Z' | '0'..='9' | '.' | '_' | '-' => c,
+            _ => '_',
+        })
+        .take(200)
+        .collect();
+    if name.is_empty() {
+        name.push('_');
+    }
+    format!("node-{name}.jsonl")
+}
+
+/// Whether a file name is a node's log (`node-*.jsonl`).
+pub fn is_node_file_name(name: &str) -> bool {
+    name.strip_prefix("node-")
+        .and_then(|n| n.strip_suffix(".jsonl"))
+        .is_some_and(|n| !n.is_empty())
+}
+
+/// The start every line of a node's log has: `{"writer":N,` before the
+/// record's own fields, N the rank that wrote it (not `rank`: a header
+/// has a field of that name). Readers ignore the field otherwise.
+pub fn rank_tag(rank: u32) -> String {
+    format!("{{\"writer\":{rank},")
+}
+
+/// The rank a line of a node's log starts with ([`rank_tag`]), read
+/// without parsing the line: `None` for a line without it.
+pub fn rank_of_line(line: &[u8]) -> Option<u32> {
+    let rest = line.strip_prefix(b"{\"writer\":")?;
+    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+    if digits == 0 || digits > 9 || rest.get(digits) != Some(&b',') {
+        return None;
+    }
+    std::str::from_utf8(&rest[..digits]).ok()?.parse().ok()
+}
+
 /// The rank of a log file name (`rank-00003.jsonl` -> 3).
 pub fn rank_of_file_name(name: &str) -> Option<u32> {
     name.strip_prefix("rank-")?
@@ -241,6 +285,33 @@ pub struct Header {
     pub catalogue: CatalogueCounts,
     /// The PVARs sampled.
     pub variables: Vec<SampledVariable>,
+    /// The run directory's layout, agreed by every rank at start (logs
+    /// written before it say nothing: per rank).
+    #[serde(default)]
+    pub layout: LogLayout,
+}
+
+/// How a run directory holds the ranks' logs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum LogLayout {
+    /// `rank`: one file a rank, `rank-NNNNN.jsonl` ([`rank_file_name`]).
+    #[default]
+    Rank,
+    /// `node`: one file a node, `node-<host>.jsonl` ([`node_file_name`]),
+    /// that each rank of the node appends to with whole writes; every line
+    /// starts with the rank that wrote it ([`rank_tag`]).
+    Node,
+}
+
+impl LogLayout {
+    /// The name in the header and in `MPIT_TUNER_LOG_LAYOUT`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogLayout::Rank => "rank",
+            LogLayout::Node => "node",
+        }
+    }
 }
 
 /// The MPI library family a run was made with, as a header, `summary.json`
@@ -1299,5 +1370,16 @@ mod tests {
         assert_eq!(rank_of_file_name("rank-+3.jsonl"), None);
         assert_eq!(rank_of_file_name("rank-.jsonl"), None);
         assert_eq!(rank_of_file_name("summary.json"), None);
+        assert_eq!(node_file_name("node1"), "node-node1.jsonl");
+        assert_eq!(node_file_name("a b/c\u{e9}"), "node-a_b_c_.jsonl");
+        assert_eq!(node_file_name(""), "node-_.jsonl");
+        assert!(is_node_file_name("node-n1.jsonl"));
+        assert!(!is_node_file_name("node-.jsonl"));
+        assert!(!is_node_file_name("rank-00001.jsonl"));
+        let line = format!("{}\"type\":\"warning\"}}", rank_tag(17));
+        assert_eq!(rank_of_line(line.as_bytes()), Some(17));
+        assert_eq!(rank_of_line(b"{\"writer\":x,"), None);
+        assert_eq!(rank_of_line(b"{\"writer\":3"), None);
+        assert_eq!(rank_of_line(b"{\"type\":\"warning\"}"), None);
     }
 }

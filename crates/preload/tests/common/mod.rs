@@ -348,35 +348,105 @@ pub fn read_jsonl(path: &Path) -> Vec<Value> {
         .collect()
 }
 
-/// Reads the per-rank logs of a run directory; there must be exactly one
-/// per rank `0..ranks` (`rank-00000.jsonl`, ...).
+/// Reads the logs of a run directory, in either layout: one
+/// `rank-NNNNN.jsonl` per rank, or one `node-<host>.jsonl` per node whose
+/// lines start with `{"writer":N,`. Every rank `0..ranks` must have its
+/// records in exactly one file, and no other rank any.
 pub fn read_run_dir(dir: &Path, ranks: u32) -> Vec<RankLog> {
     let names: BTreeSet<String> = std::fs::read_dir(dir)
         .unwrap_or_else(|e| panic!("no run directory {}: {e}", dir.display()))
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    let logs: BTreeSet<String> = names
-        .iter()
-        .filter(|n| n.ends_with(".jsonl"))
-        .cloned()
-        .collect();
-    let expected: BTreeSet<String> = (0..ranks).map(|r| format!("rank-{r:05}.jsonl")).collect();
+    let mut found: std::collections::BTreeMap<u32, Vec<RankLog>> = Default::default();
+    for name in names.iter().filter(|n| n.ends_with(".jsonl")) {
+        let path = dir.join(name);
+        if let Some(rank) = name
+            .strip_prefix("rank-")
+            .and_then(|n| n.strip_suffix(".jsonl"))
+            .and_then(|n| n.parse::<u32>().ok())
+        {
+            found.entry(rank).or_default().push(RankLog {
+                rank,
+                records: read_jsonl(&path),
+                path,
+            });
+        } else if name.starts_with("node-") {
+            for (rank, records) in read_node_log(&path) {
+                found.entry(rank).or_default().push(RankLog {
+                    rank,
+                    records,
+                    path: path.clone(),
+                });
+            }
+        } else {
+            panic!("{}: a .jsonl file that is no log", path.display());
+        }
+    }
+    let got: Vec<(u32, usize)> = found.iter().map(|(r, l)| (*r, l.len())).collect();
+    let expected: Vec<(u32, usize)> = (0..ranks).map(|r| (r, 1)).collect();
     assert_eq!(
-        logs,
+        got,
         expected,
         "expected one log per rank in {} (all files: {names:?})",
         dir.display()
     );
-    (0..ranks)
-        .map(|rank| {
-            let path = dir.join(format!("rank-{rank:05}.jsonl"));
-            RankLog {
-                rank,
-                records: read_jsonl(&path),
-                path,
-            }
+    found.into_values().flatten().collect()
+}
+
+/// Whether the run directory's logs are one file a node.
+pub fn node_layout(dir: &Path) -> bool {
+    std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("no run directory {}: {e}", dir.display()))
+        .any(|e| {
+            let name = e.unwrap().file_name().to_string_lossy().into_owned();
+            name.starts_with("node-") && name.ends_with(".jsonl")
         })
-        .collect()
+}
+
+/// Reads a node's log: per rank (its lines' `writer`), its records in
+/// order, the `writer` field removed; blank lines are skipped, every other
+/// line must be a whole record with its writer.
+pub fn read_node_log(path: &Path) -> std::collections::BTreeMap<u32, Vec<Value>> {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    assert!(
+        text.is_empty() || text.ends_with('\n'),
+        "{}: the last line is not complete",
+        path.display()
+    );
+    let mut out: std::collections::BTreeMap<u32, Vec<Value>> = Default::default();
+    for (i, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
+        assert!(
+            line.starts_with("{\"writer\":"),
+            "{} line {}: no writer first: {line}",
+            path.display(),
+            i + 1
+        );
+        let mut value: Value = serde_json::from_str(line).unwrap_or_else(|e| {
+            panic!(
+                "{} line {} is not JSON ({e}): {line:?}",
+                path.display(),
+                i + 1
+            )
+        });
+        let writer = value
+            .as_object_mut()
+            .and_then(|o| o.remove("writer"))
+            .and_then(|w| w.as_u64())
+            .unwrap_or_else(|| panic!("{} line {}: no writer rank", path.display(), i + 1));
+        assert!(
+            value["type"].is_string(),
+            "{} line {} is not a record with a \"type\": {line}",
+            path.display(),
+            i + 1
+        );
+        out.entry(writer as u32).or_default().push(value);
+    }
+    out
 }
 
 /// Checks the header record: first in the file, with the format version

@@ -384,6 +384,7 @@ mod tests {
             },
             catalogue: record::CatalogueCounts::default(),
             variables,
+            layout: record::LogLayout::Rank,
         }))
         .unwrap()
     }
@@ -890,6 +891,39 @@ then = [ { recommend = "queue was busy" } ]
         assert!(err.contains("cannot read"), "{err}");
         let err = read_paths(&[cat]).unwrap_err().to_string();
         assert!(err.contains("no samples to replay"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A node's log replays as one trace a rank, each with its own
+    /// samples, from a run directory or named alone.
+    #[test]
+    fn node_logs_replay_rank_by_rank() {
+        let dir = std::env::temp_dir().join(format!("mpit-replay-node-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let tagged = |rank: u32, record: &Json| {
+            let text = record.to_string();
+            format!("{}{}", vocab::record::rank_tag(rank), &text[1..])
+        };
+        let mut text = String::new();
+        for (rank, t) in [(1, 0.0), (0, 0.0), (1, 0.5), (0, 0.5), (1, 1.0)] {
+            let record = if t == 0.0 {
+                header(rank as i32, 2, Vec::new())
+            } else {
+                json!({"type": "sample", "t": t, "seq": 1, "vars": []})
+            };
+            text.push('\n');
+            text.push_str(&tagged(rank, &record));
+            text.push('\n');
+        }
+        let node = dir.join(log::node_file_name("n1"));
+        std::fs::write(&node, text).unwrap();
+        for paths in [vec![dir.clone()], vec![node.clone()]] {
+            let traces = read_paths(&paths).unwrap();
+            let got: Vec<(u32, usize)> = traces.iter().map(|t| (t.rank, t.samples.len())).collect();
+            assert_eq!(got, [(0, 1), (1, 2)], "{paths:?}");
+            assert!(traces[1].source.ends_with("node-n1.jsonl (rank 1)"));
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -4,7 +4,8 @@
 use super::*;
 
 /// Reads logs and traces: files, and run directories (every
-/// `rank-*.jsonl` inside). Catalogue-only trace files apply to every rank.
+/// `rank-*.jsonl` and `node-*.jsonl` inside; a node's log is one trace a
+/// rank). Catalogue-only trace files apply to every rank.
 /// The result is sorted by rank (then by file).
 pub fn read_paths(paths: &[PathBuf]) -> Result<Vec<RankTrace>, ReplayError> {
     let mut traces = Vec::new();
@@ -45,21 +46,21 @@ pub fn read_paths(paths: &[PathBuf]) -> Result<Vec<RankTrace>, ReplayError> {
     Ok(traces)
 }
 
-/// The per-rank logs of a run directory, by name.
+/// The logs of a run directory (each rank's, each node's), by name.
 pub(super) fn rank_logs_in(dir: &Path) -> Result<Vec<PathBuf>, ReplayError> {
     let io = |source| ReplayError::Io {
         path: dir.to_path_buf(),
         source,
     };
-    let files: Vec<PathBuf> = vocab::rank_files(dir)
+    let files: Vec<PathBuf> = vocab::log_paths(dir)
         .map_err(io)?
         .into_iter()
-        .map(|f| f.path)
+        .map(|(path, _)| path)
         .collect();
     if files.is_empty() {
         return Err(ReplayError::Empty {
             source_name: dir.display().to_string(),
-            message: "this directory holds no per-rank logs (rank-*.jsonl)".into(),
+            message: "this directory holds no logs (rank-*.jsonl, node-*.jsonl)".into(),
         });
     }
     Ok(files)
@@ -78,10 +79,26 @@ pub(super) fn parse_any(
         });
     }
     if is_log(text, source) {
-        return Ok((vec![parse_log(text, source)?], Declarations::default()));
+        let ranks = node_log_ranks(text);
+        if ranks.is_empty() {
+            return Ok((vec![parse_log(text, source)?], Declarations::default()));
+        }
+        // A node's log: one trace a rank that wrote in it.
+        let traces = ranks
+            .into_iter()
+            .map(|rank| parse_log_of(text, &format!("{source} (rank {rank})"), Some(rank)))
+            .collect::<Result<Vec<_>, _>>()?;
+        return Ok((traces, Declarations::default()));
     }
     let (ranks, declared) = parse_trace_parts(text, source)?;
     Ok((ranks, declared))
+}
+
+/// The ranks whose lines a node's log holds (none: a rank's own log).
+fn node_log_ranks(text: &str) -> std::collections::BTreeSet<u32> {
+    text.lines()
+        .filter_map(|l| vocab::record::rank_of_line(l.trim().as_bytes()))
+        .collect()
 }
 
 /// Whether `text` is a log: its first line is a record, or names a record
@@ -114,12 +131,22 @@ pub(super) fn format_error(source: &str, line: usize, message: impl Into<String>
 /// Parses one rank's log (the records of [`vocab::record`], read by
 /// [`vocab::read`]).
 pub fn parse_log(text: &str, source: &str) -> Result<RankTrace, ReplayError> {
+    parse_log_of(text, source, None)
+}
+
+/// Parses one rank's log, or one rank's lines of a node's log (`rank`).
+fn parse_log_of(text: &str, source: &str, rank: Option<u32>) -> Result<RankTrace, ReplayError> {
     let mut trace = RankTrace {
         source: source.to_string(),
         ..RankTrace::default()
     };
     let mut header = false;
-    for item in vocab::records_from(text.as_bytes(), Path::new(source)) {
+    let records = vocab::records_from(text.as_bytes(), Path::new(source));
+    let records = match rank {
+        Some(rank) => records.rank(rank),
+        None => records,
+    };
+    for item in records {
         let (n, record) = item.map_err(|d| {
             let message = match d.kind {
                 DamageKind::NewerFormat(v) => format!(

@@ -59,6 +59,10 @@ pub const VARIABLES: &[(&str, &str)] = &[
         "node-local directory where one rank a node shares what it read of the control directory with the node's other ranks (default /dev/shm; `off`: every rank lists the control directory)",
     ),
     (
+        "MPIT_TUNER_LOG_LAYOUT",
+        "`rank`: one log file a rank; `node`: one a node, which the node's ranks append to; default `auto`: per node when the job spans several hosts or has 64 ranks or more (if ranks ask for different layouts, per rank wins)",
+    ),
+    (
         "MPIT_TUNER_COLLECTIVES",
         "`tune` tunes the collective algorithms online on the application's calls, or a list such as `allreduce,bcast`; default `off` (a different algorithm can change floating-point results in the last bits)",
     ),
@@ -98,6 +102,9 @@ pub struct Config {
     /// The node-local directory of steering's shared listing
     /// (`MPIT_TUNER_NODE_DIR`; `None`: `off`, every rank lists).
     pub node_dir: Option<PathBuf>,
+    /// The logs' layout asked for (`MPIT_TUNER_LOG_LAYOUT`; `None`:
+    /// `auto`, decided at start from the job's hosts and size).
+    pub log_layout: Option<vocab::record::LogLayout>,
     /// Online collective tuning, when asked for (`MPIT_TUNER_COLLECTIVES`).
     pub collectives: Option<CollectiveConfig>,
     /// `MPIT_TUNER_COLLECTIVES=off` said explicitly: a policy file's
@@ -156,6 +163,7 @@ impl Default for Config {
             flush: Duration::from_secs(1),
             pvar_patterns: Vec::new(),
             node_dir: Some(PathBuf::from(DEFAULT_NODE_DIR)),
+            log_layout: None,
             collectives: None,
             collectives_off: false,
         }
@@ -228,6 +236,17 @@ impl Config {
                 warnings.push(format!(
                     "MPIT_TUNER_NODE_DIR={v:?} is neither `off` nor an absolute path; using {DEFAULT_NODE_DIR}"
                 ));
+            }
+        }
+        if let Some(v) = lookup("MPIT_TUNER_LOG_LAYOUT") {
+            use vocab::record::LogLayout;
+            match v.trim().to_ascii_lowercase().as_str() {
+                "" | "auto" => config.log_layout = None,
+                "rank" => config.log_layout = Some(LogLayout::Rank),
+                "node" => config.log_layout = Some(LogLayout::Node),
+                _ => warnings.push(format!(
+                    "MPIT_TUNER_LOG_LAYOUT={v:?} is not rank, node or auto; using auto"
+                )),
             }
         }
         if let Some(v) = lookup("MPIT_TUNER_REFRESH") {
@@ -383,6 +402,21 @@ mod tests {
         let (c, w) = config(&[("MPIT_TUNER_NODE_DIR", "shm")]);
         assert_eq!(c.node_dir.as_deref(), Some(Path::new("/dev/shm")));
         assert!(w[0].contains("MPIT_TUNER_NODE_DIR=\"shm\""), "{w:?}");
+    }
+
+    #[test]
+    fn the_log_layout_is_rank_node_or_auto() {
+        use vocab::record::LogLayout;
+        assert_eq!(config(&[]).0.log_layout, None);
+        let (c, w) = config(&[("MPIT_TUNER_LOG_LAYOUT", "Node")]);
+        assert_eq!((c.log_layout, w.len()), (Some(LogLayout::Node), 0));
+        let (c, w) = config(&[("MPIT_TUNER_LOG_LAYOUT", "rank")]);
+        assert_eq!((c.log_layout, w.len()), (Some(LogLayout::Rank), 0));
+        let (c, w) = config(&[("MPIT_TUNER_LOG_LAYOUT", "auto")]);
+        assert_eq!((c.log_layout, w.len()), (None, 0));
+        let (c, w) = config(&[("MPIT_TUNER_LOG_LAYOUT", "per-host")]);
+        assert_eq!(c.log_layout, None);
+        assert!(w[0].contains("MPIT_TUNER_LOG_LAYOUT=\"per-host\""), "{w:?}");
     }
 
     #[test]

@@ -1,11 +1,21 @@
-//! Per-rank tuning logs: JSON Lines, one file per rank, written by the
-//! helper thread through a buffer.
+//! Tuning logs: JSON Lines written by the helper thread through a buffer,
+//! one file per rank (`rank-NNNNN.jsonl`) or one per node
+//! (`node-<host>.jsonl`, [`vocab::record::LogLayout`]).
 //!
 //! The format is a public interface, defined by the types of
 //! [`vocab::record`] (versioned by [`FORMAT_VERSION`]; `mpit-tuner schema`
-//! prints it): this writer takes nothing else. Lines are only ever written whole: the buffer holds
-//! complete lines and is written with a single `write` call, so a file is
-//! valid JSON Lines at every moment, even after `MPI_Abort` or a kill.
+//! prints it): this writer takes nothing else. Lines are only ever written
+//! whole: the buffer holds complete lines and is written with a single
+//! `write` call, so a file is valid JSON Lines at every moment, even after
+//! `MPI_Abort` or a kill.
+//!
+//! A node's log is opened with `O_APPEND` by every rank of the node: each
+//! flush is one `write` at the file's end, which the kernel does not
+//! interleave with another process's on a local file system (and a
+//! parallel file system's client serialises on its node). Each line starts
+//! with the rank that wrote it ([`vocab::record::rank_tag`]) and each flush
+//! starts with a newline, so that a write cut short by a killed rank
+//! leaves one damaged line of that rank, never a damaged line of another.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
@@ -13,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use vocab::Record;
 
-pub use vocab::record::{rank_file_name, FORMAT_VERSION};
+pub use vocab::record::{node_file_name, rank_file_name, FORMAT_VERSION};
 
 /// A buffered JSON Lines writer.
 #[derive(Debug)]
@@ -26,6 +36,8 @@ pub struct LogWriter {
     last_flush: Instant,
     every: Duration,
     failed: bool,
+    /// In a node's log: the start of each line (`{"writer":N,`).
+    tag: Option<Vec<u8>>,
 }
 
 impl LogWriter {
@@ -43,6 +55,22 @@ impl LogWriter {
             last_flush: Instant::now(),
             every,
             failed: false,
+            tag: None,
+        })
+    }
+
+    /// Opens (creates if need be) a node's log shared with the other ranks
+    /// of the node, to append this rank's lines to.
+    pub fn append_shared(path: &Path, rank: u32, every: Duration) -> io::Result<LogWriter> {
+        let file = OpenOptions::new().create(true).append(true).open(path)?;
+        Ok(LogWriter {
+            path: path.to_path_buf(),
+            file: Some(file),
+            buf: Vec::with_capacity(64 * 1024),
+            last_flush: Instant::now(),
+            every,
+            failed: false,
+            tag: Some(vocab::record::rank_tag(rank).into_bytes()),
         })
     }
 
@@ -55,6 +83,7 @@ impl LogWriter {
             last_flush: Instant::now(),
             every: Duration::MAX,
             failed: false,
+            tag: None,
         }
     }
 
@@ -67,9 +96,21 @@ impl LogWriter {
     /// period has passed or the buffer is large.
     pub fn record(&mut self, record: &Record<'_>) {
         let start = self.buf.len();
+        if let Some(tag) = &self.tag {
+            // Each write to a shared file starts on a new line.
+            if start == 0 {
+                self.buf.push(b'\n');
+            }
+            self.buf.extend_from_slice(tag);
+        }
+        let body = self.buf.len();
         if serde_json::to_writer(&mut self.buf, record).is_err() {
             self.buf.truncate(start);
             return;
+        }
+        if self.tag.is_some() {
+            // The tag opened the object: the record's own `{` goes.
+            self.buf.remove(body);
         }
         self.buf.push(b'\n');
         if self.last_flush.elapsed() >= self.every || self.buf.len() > 1 << 20 {
@@ -103,5 +144,59 @@ impl LogWriter {
 impl Drop for LogWriter {
     fn drop(&mut self) {
         self.flush();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two ranks appending to one node log: each reads back its own
+    /// records whole, through the one reader.
+    #[test]
+    fn shared_log_lines_carry_their_rank() {
+        let dir = std::env::temp_dir().join(format!("tuner-log-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(node_file_name("n1"));
+        let warning = |m: &str| {
+            Record::Warning(vocab::record::Warning {
+                t: 1.0,
+                message: m.into(),
+                abort: false,
+            })
+        };
+        let mut a = LogWriter::append_shared(&path, 0, Duration::MAX).unwrap();
+        let mut b = LogWriter::append_shared(&path, 1, Duration::MAX).unwrap();
+        a.record(&warning("a1"));
+        b.record(&warning("b1"));
+        b.flush();
+        a.record(&warning("a2"));
+        a.flush();
+        b.record(&warning("b2"));
+        drop(b);
+        let files = vocab::rank_files(&dir).unwrap();
+        let got: Vec<(u32, Vec<String>)> = files
+            .iter()
+            .map(|f| {
+                let messages = f
+                    .records()
+                    .unwrap()
+                    .map(|r| match r.unwrap().1 {
+                        Record::Warning(w) => w.message,
+                        other => panic!("{other:?}"),
+                    })
+                    .collect();
+                (f.rank, messages)
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (0, vec!["a1".into(), "a2".into()]),
+                (1, vec!["b1".into(), "b2".into()])
+            ]
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -3,6 +3,7 @@
 use super::*;
 use mpit::collective::Mixed;
 use std::os::unix::ffi::OsStrExt;
+use vocab::record::LogLayout;
 
 /// Bytes of the run directory's name in the first agreement (a path of
 /// up to this many bytes, less one).
@@ -106,6 +107,34 @@ pub(super) fn agreed_run_dir(
     (end > 0).then(|| PathBuf::from(std::ffi::OsStr::from_bytes(&bytes)))
 }
 
+/// Ranks from which `auto` writes the logs per node on one host.
+pub(super) const NODE_LAYOUT_RANKS: i32 = 64;
+
+/// A rank's part of the first agreement for the logs' layout: what it asks
+/// for (`rank` 0, `node` 1, `auto` 2: the minimum is per rank if any rank
+/// asks for it, else per node if any does), then its host name's hash and
+/// the hash's complement (whose minimums say whether the job spans
+/// several hosts).
+pub(super) fn layout_votes(wish: Option<LogLayout>, host: &str) -> [Mixed; 3] {
+    let wish = match wish {
+        Some(LogLayout::Rank) => 0,
+        Some(LogLayout::Node) => 1,
+        None => 2,
+    };
+    let hash = (crate::run::fnv1a(host) & (u64::MAX >> 1)) as i64;
+    [Mixed::min(wish), Mixed::min(hash), Mixed::min(!hash)]
+}
+
+/// The layout from the reduced [`layout_votes`] of a job of `size` ranks.
+pub(super) fn agreed_layout(words: &[Mixed], size: i32) -> LogLayout {
+    match words {
+        [wish, ..] if wish.a == 0 => LogLayout::Rank,
+        [wish, ..] if wish.a == 1 => LogLayout::Node,
+        [_, low, not_high] if low.a != !not_high.a || size >= NODE_LAYOUT_RANKS => LogLayout::Node,
+        _ => LogLayout::Rank,
+    }
+}
+
 /// Creates the run directory, and what it lacks of its parents, readable
 /// and writable by the job's user only (mode 0700): steering requests in
 /// its `control/` directory come from whoever may write there. A directory
@@ -188,6 +217,37 @@ mod tests {
         assert!(named_too_long(Some(Path::new(&name))));
         assert!(!named_too_long(Some(dir)));
         assert!(!named_too_long(None));
+    }
+
+    #[test]
+    fn layouts_are_agreed() {
+        let reduce = |votes: &[[Mixed; 3]]| -> Vec<Mixed> {
+            let mut out = votes[0].to_vec();
+            for v in &votes[1..] {
+                for (o, x) in out.iter_mut().zip(v) {
+                    o.combine(x);
+                }
+            }
+            out
+        };
+        let auto = |host| layout_votes(None, host);
+        let one_host = reduce(&[auto("n1"), auto("n1")]);
+        assert_eq!(agreed_layout(&one_host, 2), LogLayout::Rank);
+        assert_eq!(agreed_layout(&one_host, NODE_LAYOUT_RANKS), LogLayout::Node);
+        let two_hosts = reduce(&[auto("n1"), auto("n2")]);
+        assert_eq!(agreed_layout(&two_hosts, 2), LogLayout::Node);
+        let node = layout_votes(Some(LogLayout::Node), "n1");
+        assert_eq!(
+            agreed_layout(&reduce(&[auto("n1"), node]), 2),
+            LogLayout::Node
+        );
+        let rank = layout_votes(Some(LogLayout::Rank), "n2");
+        assert_eq!(
+            agreed_layout(&reduce(&[node, auto("n1"), rank]), 2),
+            LogLayout::Rank,
+            "per rank wins"
+        );
+        assert_eq!(agreed_layout(&[], 128), LogLayout::Rank);
     }
 
     #[test]

@@ -66,6 +66,8 @@ struct Joined {
     same: Vec<bool>,
     /// The run directory rank 0 made.
     dir: Option<PathBuf>,
+    /// The logs' layout, agreed.
+    layout: record::LogLayout,
 }
 
 impl Runtime {
@@ -96,6 +98,7 @@ impl Runtime {
             mut seq,
             same,
             dir,
+            layout,
         } = join(world, pre).map_err(NotJoined::leave_log)?;
         let PreInit {
             config,
@@ -113,7 +116,7 @@ impl Runtime {
             Growth::default()
         });
         let info = run_info(&mpit, rank, size, dir.as_deref(), &mut warnings);
-        let mut log = open_log(&mut seq, dir.as_deref(), rank, &config);
+        let mut log = open_log(&mut seq, dir.as_deref(), &info, layout, &config);
         if let Some(w) = helper::no_spare_core_warning(config.interval, cpus(), local_ranks()) {
             warnings.push(w);
         }
@@ -141,6 +144,7 @@ impl Runtime {
         }
         let mut first = header(&info, &mpit, &config, &catalogue, growth);
         if let Record::Header(h) = &mut first {
+            h.layout = layout;
             for s in &services {
                 s.header(h);
             }
@@ -305,10 +309,14 @@ fn join(
     let long = rundir::named_too_long(pre.as_ref().ok().and_then(|p| p.config.dir.as_deref()));
     let mut payload = identity_votes(&identities);
     let n = payload.len();
+    let wish = pre.as_ref().ok().and_then(|p| p.config.log_layout);
+    payload.extend(rundir::layout_votes(wish, &mpit::host_name()));
+    let l = payload.len();
     payload.extend(rundir::run_dir_votes(proposed.as_deref(), long));
     let (verdict, agreed) = seq.agree_with(&payload);
     let same = same_identities(&agreed[..n.min(agreed.len())], seq.failed());
-    let dir = match (&verdict, agreed.get(n..)) {
+    let layout = rundir::agreed_layout(agreed.get(n..l).unwrap_or_default(), size);
+    let dir = match (&verdict, agreed.get(l..)) {
         (Verdict::AllOk, Some(words)) => {
             rundir::agreed_run_dir(&mut seq, words, proposed.as_deref(), long)
         }
@@ -352,6 +360,7 @@ fn join(
         seq,
         same,
         dir,
+        layout,
     })
 }
 
@@ -470,14 +479,32 @@ fn run_info(
     }
 }
 
-/// This rank's log in the run directory; a log that cannot be created is
-/// this rank's vote against starting.
-fn open_log(seq: &mut Collectives, dir: Option<&Path>, rank: i32, config: &Config) -> LogWriter {
+/// This rank's log in the run directory (its own file, or its node's in
+/// the per-node layout); a log that cannot be opened is this rank's vote
+/// against starting.
+fn open_log(
+    seq: &mut Collectives,
+    dir: Option<&Path>,
+    info: &RunInfo,
+    layout: record::LogLayout,
+    config: &Config,
+) -> LogWriter {
     let Some(dir) = dir else {
         return LogWriter::discard();
     };
-    let path = dir.join(log::rank_file_name(rank));
-    LogWriter::create(&path, config.flush).unwrap_or_else(|e| {
+    let opened = match layout {
+        record::LogLayout::Rank => {
+            let path = dir.join(log::rank_file_name(info.rank));
+            (LogWriter::create(&path, config.flush), path)
+        }
+        record::LogLayout::Node => {
+            let path = dir.join(log::node_file_name(&info.host));
+            let rank = u32::try_from(info.rank).unwrap_or_default();
+            (LogWriter::append_shared(&path, rank, config.flush), path)
+        }
+    };
+    let (log, path) = opened;
+    log.unwrap_or_else(|e| {
         seq.fail_local(format!(
             "cannot write {} (MPIT_TUNER_DIR): {e}",
             path.display()
@@ -526,6 +553,7 @@ fn header(
             grew_during_init: growth,
         },
         variables: Vec::new(),
+        layout: record::LogLayout::Rank,
     })
 }
 
