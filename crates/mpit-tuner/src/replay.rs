@@ -17,8 +17,8 @@ use tuner_core::replay::{self, RankReplay};
 use vocab::record::{Branch, CvarWrite, Outcome, Phase, Record};
 
 const AFTER_HELP: &str = "\
-Inputs: per-rank logs of a run (rank-NNNNN.jsonl), run directories (every \
-rank-*.jsonl inside), and traces: JSON Lines written by hand, one sample per \
+Inputs: logs of a run (rank-NNNNN.jsonl; node-<host>.jsonl, one trace per \
+rank in it), run directories (every log inside), and traces: JSON Lines written by hand, one sample per \
 line, such as
 
   {\"t\": 0, \"rank\": 0, \"pvars\": {\"mv2_vbuf_max_use_array\": [60, 5, 2, 1]}, \"cvars\": {\"MPIR_CVAR_VBUF_POOL_CONTROL\": 0}}
@@ -55,7 +55,7 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "FILE")]
     policy: PathBuf,
 
-    /// Per-rank logs (rank-*.jsonl), run directories, or trace files.
+    /// Logs (rank-*.jsonl, node-*.jsonl), run directories, or trace files.
     #[arg(value_name = "LOG", required = true)]
     inputs: Vec<PathBuf>,
 

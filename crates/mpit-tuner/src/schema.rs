@@ -11,7 +11,8 @@ use std::process::ExitCode;
 /// Which file's schema.
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum Which {
-    /// One line of a rank's log (`rank-NNNNN.jsonl`).
+    /// One line of a rank's log (`rank-NNNNN.jsonl`; in `node-<host>.jsonl`
+    /// after the writer's `{"writer":N,`).
     Log,
     /// `summary.json`.
     Summary,
@@ -39,20 +40,41 @@ pub fn schema_text(which: Which) -> String {
     serde_json::to_string_pretty(&schema).unwrap_or_default()
 }
 
+/// The numbers of the non-blank lines of a node's log that do not start
+/// with their writer's rank.
+fn untagged_lines(path: &std::path::Path) -> Result<Vec<usize>> {
+    use std::io::BufRead;
+    let file =
+        std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut out = Vec::new();
+    for (i, line) in std::io::BufReader::new(file).split(b'\n').enumerate() {
+        let line = line.with_context(|| format!("cannot read {}", path.display()))?;
+        let line = line.trim_ascii();
+        if !line.is_empty() && vocab::record::rank_of_line(line).is_none() {
+            out.push(i + 1);
+        }
+    }
+    Ok(out)
+}
+
 pub fn run(args: &Args) -> Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     let Some(dir) = &args.check else {
         writeln!(out, "{}", schema_text(args.which))?;
         return Ok(ExitCode::SUCCESS);
     };
-    let files = vocab::rank_files(dir).with_context(|| format!("cannot read {}", dir.display()))?;
+    let files = vocab::log_paths(dir).with_context(|| format!("cannot read {}", dir.display()))?;
     if files.is_empty() {
-        bail!("{}: no rank-NNNNN.jsonl logs", dir.display());
+        bail!(
+            "{}: no logs (rank-NNNNN.jsonl or node-<host>.jsonl)",
+            dir.display()
+        );
     }
     let (mut records, mut bad) = (0u64, 0u64);
-    for file in &files {
-        let lines = vocab::records(&file.path)
-            .with_context(|| format!("cannot read {}", file.path.display()))?;
+    for (path, rank) in &files {
+        // Every line of a node's log is checked, whichever rank wrote it.
+        let lines =
+            vocab::records(path).with_context(|| format!("cannot read {}", path.display()))?;
         for item in lines {
             match item {
                 Ok(_) => records += 1,
@@ -60,6 +82,16 @@ pub fn run(args: &Args) -> Result<ExitCode> {
                     bad += 1;
                     writeln!(out, "{damaged}")?;
                 }
+            }
+        }
+        if rank.is_none() {
+            for line in untagged_lines(path)? {
+                bad += 1;
+                writeln!(
+                    out,
+                    "{}:{line}: a line of a node's log without the rank that wrote it ({{\"writer\":N, first)",
+                    path.display()
+                )?;
             }
         }
     }
@@ -74,9 +106,10 @@ pub fn run(args: &Args) -> Result<ExitCode> {
     }
     writeln!(
         out,
-        "{}: {records} records in {} logs{}, {bad} not conforming",
+        "{}: {records} records in {} log{}{}, {bad} not conforming",
         dir.display(),
         files.len(),
+        if files.len() == 1 { "" } else { "s" },
         if summary.exists() {
             " and summary.json"
         } else {

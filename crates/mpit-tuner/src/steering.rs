@@ -122,6 +122,8 @@ pub fn reload(args: &ReloadArgs) -> Result<ExitCode> {
 struct Job {
     size: u32,
     hosts: BTreeMap<u32, String>,
+    /// Each rank's log, as the run directory holds it.
+    logs: BTreeMap<u32, vocab::RankFile>,
 }
 
 /// The job's size and hosts, from the headers of its logs.
@@ -131,13 +133,15 @@ fn job(dir: &Path) -> Result<Job> {
     let mut job = Job {
         size: 0,
         hosts: BTreeMap::new(),
+        logs: BTreeMap::new(),
     };
     for file in files {
-        let first = vocab::records(&file.path).ok().and_then(|mut r| r.next());
+        let first = file.records().ok().and_then(|mut r| r.next());
         if let Some(Ok((_, Record::Header(h)))) = first {
             job.size = job.size.max(h.size.max(0) as u32);
             job.hosts.insert(file.rank, h.host);
         }
+        job.logs.insert(file.rank, file);
     }
     if job.size == 0 {
         bail!(
@@ -167,7 +171,10 @@ fn steer(dir: &Path, action: Action, common: &Common) -> Result<ExitCode> {
     };
     // Every rank's log from its end now: the answers come after.
     let mut logs: Vec<Follow> = (0..job.size)
-        .map(|r| Follow::from_end(&dir.join(vocab::record::rank_file_name(r as i32))))
+        .map(|r| match job.logs.get(&r) {
+            Some(file) => file.follow_from_end(),
+            None => Follow::from_end(&dir.join(vocab::record::rank_file_name(r as i32))),
+        })
         .collect();
     let path = write_request(dir, &request)?;
     println!("request {}: {}", request.id, request.describe());

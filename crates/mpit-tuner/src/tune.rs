@@ -578,7 +578,7 @@ fn read_measured(dir: &Path) -> Result<Measured> {
     let mut per_comm: BTreeMap<(String, Key), (f64, u64)> = BTreeMap::new();
     let files = vocab::read::rank_files(dir).with_context(|| format!("{}", dir.display()))?;
     for f in files {
-        for item in vocab::read::records(&f.path)?.only(&["collective"]) {
+        for item in f.records()?.only(&["collective"]) {
             let Ok((_, Record::Collective(r))) = item else {
                 continue;
             };
@@ -624,7 +624,7 @@ fn read_variables(dir: &Path) -> Result<(LibraryFamily, String, BTreeMap<&'stati
     let mut version = String::new();
     let mut vars = BTreeMap::new();
     let mut why_off = None;
-    for (_, record) in vocab::read::records(&first.path)?.flatten() {
+    for (_, record) in first.records()?.flatten() {
         match record {
             Record::Header(h) => {
                 library = h.library.clone();

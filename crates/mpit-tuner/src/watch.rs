@@ -80,9 +80,8 @@ fn full_screen_possible() -> bool {
 }
 
 /// What one rank's log said so far.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 struct Rank {
-    log: Follow,
     header: Option<Header>,
     samples: u64,
     last_t: f64,
@@ -105,6 +104,9 @@ struct Event {
 #[derive(Debug)]
 pub struct Watch {
     dir: PathBuf,
+    /// Each log file followed: a rank's own (with its rank), or a node's
+    /// (`None`: its lines say their ranks).
+    files: BTreeMap<PathBuf, (Follow, Option<u32>)>,
     ranks: BTreeMap<u32, Rank>,
     events: VecDeque<Event>,
     warnings: VecDeque<Event>,
@@ -137,6 +139,7 @@ impl Watch {
     pub fn new(dir: &Path) -> Watch {
         Watch {
             dir: dir.to_path_buf(),
+            files: BTreeMap::new(),
             ranks: BTreeMap::new(),
             events: VecDeque::new(),
             warnings: VecDeque::new(),
@@ -148,24 +151,28 @@ impl Watch {
     /// Reads what the logs gained since the last call (and logs that
     /// appeared).
     pub fn poll(&mut self) -> std::io::Result<()> {
-        for file in vocab::rank_files(&self.dir)? {
-            self.ranks.entry(file.rank).or_insert_with(|| Rank {
-                log: Follow::new(&file.path),
-                header: None,
-                samples: 0,
-                last_t: 0.0,
-                closed: false,
-                latest: BTreeMap::new(),
-            });
+        for (path, rank) in vocab::log_paths(&self.dir)? {
+            if let Some(rank) = rank {
+                self.ranks.entry(rank).or_default();
+            }
+            self.files
+                .entry(path)
+                .or_insert_with_key(|path| (Follow::new(path), rank));
         }
         let mut events = Vec::new();
         let mut warnings = Vec::new();
-        for (&rank, state) in &mut self.ranks {
-            for item in state.log.poll() {
+        for (follow, own) in self.files.values_mut() {
+            for (tag, item) in follow.poll_tagged() {
                 let Ok((_, record)) = item else {
                     self.damaged += 1;
                     continue;
                 };
+                // A line of a node's log without its rank is damaged.
+                let Some(rank) = own.or(tag) else {
+                    self.damaged += 1;
+                    continue;
+                };
+                let state = self.ranks.entry(rank).or_default();
                 let t = record.t();
                 state.last_t = state.last_t.max(t);
                 let event = |kind, text| Event {

@@ -50,7 +50,17 @@ fn a_job_on_two_nodes_is_told_apart_by_host() {
             "rank {rank}'s header: {}",
             log[0]
         );
+        assert_eq!(log[0]["layout"], "node", "rank {rank}'s header: {}", log[0]);
     }
+    // A job over several hosts writes one log a node: the run directory's
+    // files grow with nodes, not ranks.
+    let mut files: Vec<String> = std::fs::read_dir(&job.dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".jsonl"))
+        .collect();
+    files.sort();
+    assert_eq!(files, ["node-node1.jsonl", "node-node2.jsonl"]);
 
     // The frame of `watch` names both hosts with their ranks.
     let dir = job.dir.display().to_string();

@@ -133,6 +133,36 @@ fn real_run() -> PathBuf {
     .clone()
 }
 
+/// The job of [`real_run`] with `MPIT_TUNER_LOG_LAYOUT=node`: one log for
+/// the node, which the four ranks append to.
+fn real_node_run() -> PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let base = profile_dir().join(format!("report-tests-node-{}", flavor()));
+        let _ = std::fs::remove_dir_all(&base);
+        std::fs::create_dir_all(&base).unwrap();
+        let dir = base.join("run");
+        let mut cmd = mpiexec(4, traffic());
+        cmd.args(["evenodd", "allreduces=200", "sends=50", "unexpected=40"]);
+        cmd.env_remove("LD_PRELOAD");
+        for (k, _) in std::env::vars_os() {
+            if k.to_string_lossy().starts_with("MPIT_TUNER") {
+                cmd.env_remove(k);
+            }
+        }
+        cmd.env("LD_PRELOAD", preload_lib())
+            .env("MPIT_TUNER_DIR", &dir)
+            .env("MPIT_TUNER_INTERVAL", "10ms")
+            .env("MPIT_TUNER_QUIET", "1")
+            .env("MPIT_TUNER_LOG_LAYOUT", "node")
+            .env("MPIT_TUNER_POLICY", policy_file(&base));
+        run(cmd).assert_success();
+        assert!(dir.join("summary.json").is_file());
+        dir
+    })
+    .clone()
+}
+
 /// `mpit-tuner report ARGS`.
 fn report(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Job {
     let mut cmd = Command::new(BIN);
@@ -741,6 +771,106 @@ fn real_logs_conform_to_the_printed_schema() {
     job.assert_success();
     assert!(
         job.stdout().contains(", 0 not conforming"),
+        "{}",
+        job.stdout()
+    );
+}
+
+/// A run written per node reads as the same run written per rank: its
+/// node log split by hand into `rank-NNNNN.jsonl` files gives the same
+/// report, replay, watch frame and schema check, and every line of it
+/// (with its `writer`) conforms to the printed schema.
+#[test]
+fn a_node_log_reads_as_rank_logs() {
+    let node_run = real_node_run();
+    let logs: Vec<String> = std::fs::read_dir(&node_run)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".jsonl"))
+        .collect();
+    assert_eq!(logs.len(), 1, "one log for the one node: {logs:?}");
+    assert!(logs[0].starts_with("node-"), "{logs:?}");
+    let text = std::fs::read_to_string(node_run.join(&logs[0])).unwrap();
+
+    // Split by hand: each line to its writer's file, the writer removed.
+    let tmp = tempdir();
+    let split = tmp.path().join("split");
+    std::fs::create_dir_all(&split).unwrap();
+    std::fs::copy(node_run.join("summary.json"), split.join("summary.json")).unwrap();
+    let mut per_rank: std::collections::BTreeMap<u64, String> = Default::default();
+    let schema: Value = serde_json::from_str(
+        &run({
+            let mut cmd = Command::new(BIN);
+            cmd.args(["schema", "log"]);
+            cmd
+        })
+        .stdout(),
+    )
+    .unwrap();
+    let schema = jsonschema::validator_for(&schema).unwrap();
+    for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.is_empty()) {
+        let mut record: Value = serde_json::from_str(line)
+            .unwrap_or_else(|e| panic!("line {} is not JSON ({e}): {line}", n + 1));
+        let errors: Vec<String> = schema.iter_errors(&record).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "line {}: {errors:?}\n{line}", n + 1);
+        let writer = record
+            .as_object_mut()
+            .unwrap()
+            .remove("writer")
+            .and_then(|w| w.as_u64())
+            .unwrap_or_else(|| panic!("line {}: no writer: {line}", n + 1));
+        let out = per_rank.entry(writer).or_default();
+        out.push_str(&record.to_string());
+        out.push('\n');
+    }
+    assert_eq!(per_rank.keys().copied().collect::<Vec<_>>(), [0, 1, 2, 3]);
+    for (rank, text) in &per_rank {
+        assert!(text.contains("\"layout\":\"node\""), "rank {rank}'s header");
+        std::fs::write(split.join(format!("rank-{rank:05}.jsonl")), text).unwrap();
+    }
+
+    // The same output from both directories, but for their names.
+    let same = |args: &[&str], wanted: &str| {
+        let out = |dir: &Path| {
+            let mut cmd = Command::new(BIN);
+            cmd.args(args).arg(dir);
+            let job = run(cmd);
+            job.assert_success();
+            // Both name the job's directory (from the headers) and their
+            // own, whose title is underlined to its length.
+            job.stdout()
+                .replace(&dir.display().to_string(), "RUN")
+                .replace(&node_run.display().to_string(), "RUN")
+                .lines()
+                .filter(|l| !l.starts_with("==="))
+                // A replayed rank's title names its file.
+                .map(|l| match l.split_once(": RUN/") {
+                    Some((rank, rest)) if l.starts_with("== rank") => {
+                        format!("{rank}: {}", rest.rsplit_once(" (").map_or("", |r| r.1))
+                    }
+                    _ => l.to_string(),
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        let (node, ranks) = (out(&node_run), out(&split));
+        assert_eq!(node, ranks, "mpit-tuner {args:?}");
+        assert!(
+            node.contains(wanted),
+            "mpit-tuner {args:?}: no `{wanted}` in\n{node}"
+        );
+    };
+    same(&["report", "--no-plots"], "4 (4 logs read)");
+    let policy = policy_file(tmp.path());
+    same(&["replay", "--policy", policy.to_str().unwrap()], "rank 3");
+    same(&["watch", "--once", "--plain"], "4 finished");
+    let mut cmd = Command::new(BIN);
+    cmd.args(["schema", "--check"]).arg(&node_run);
+    let job = run(cmd);
+    job.assert_success();
+    assert!(
+        job.stdout()
+            .contains("records in 1 log and summary.json, 0 not conforming"),
         "{}",
         job.stdout()
     );

@@ -44,7 +44,8 @@ Formats (default: all that apply to the run's library):
 Exit status: 0 when the files were written; 2 when the run directory cannot be read, has
 missing ranks, holds no decisions, or the format does not fit the run's library.")]
 pub struct Args {
-    /// The run directory (every `rank-NNNNN.jsonl`).
+    /// The run directory (every rank's log: `rank-NNNNN.jsonl`, or its
+    /// lines in `node-<host>.jsonl`).
     pub run_dir: PathBuf,
     /// What to write: openmpi-rules, mpich-json, policy or all.
     #[arg(long, value_enum, default_value_t = Format::All)]
@@ -362,7 +363,9 @@ pub fn read(dir: &Path) -> Result<Learned> {
 fn learned_from_run(run: &Run) -> Result<Learned> {
     let dir = run.dir.display();
     if run.ranks.is_empty() {
-        bail!("{dir} has no readable rank-NNNNN.jsonl: nothing to export");
+        bail!(
+            "{dir} has no readable log (rank-NNNNN.jsonl or node-<host>.jsonl): nothing to export"
+        );
     }
     let missing: Vec<&str> = run
         .problems

@@ -22,15 +22,15 @@ fn writer<W: std::io::Write>(w: W) -> csv::Writer<W> {
 }
 
 /// The CSV rows of one rank's log, and how many there are.
-fn rows_of(rank: u32, path: &Path) -> (Vec<u8>, u64) {
+fn rows_of(file: &vocab::RankFile) -> (Vec<u8>, u64) {
     let mut out = writer(Vec::new());
     let mut rows = 0u64;
     // Damaged lines are left out here: the report's reading of the same
     // files already lists them.
-    let Ok(records) = vocab::records(path) else {
+    let Ok(records) = file.records() else {
         return (Vec::new(), 0);
     };
-    let rank = rank.to_string();
+    let rank = file.rank.to_string();
     for item in records.only(&["sample"]) {
         let Ok((_, vocab::Record::Sample(sample))) = item else {
             continue;
@@ -56,7 +56,7 @@ fn rows_of(rank: u32, path: &Path) -> (Vec<u8>, u64) {
 }
 
 /// Writes `dir/samples.csv` from the logs; returns its path and the rows.
-pub fn samples(files: &[(u32, PathBuf)], dir: &Path) -> Result<(PathBuf, u64)> {
+pub fn samples(files: &[vocab::RankFile], dir: &Path) -> Result<(PathBuf, u64)> {
     let path = dir.join("samples.csv");
     let file = File::create(&path).with_context(|| format!("cannot write {}", path.display()))?;
     let mut w = BufWriter::new(file);
@@ -67,10 +67,7 @@ pub fn samples(files: &[(u32, PathBuf)], dir: &Path) -> Result<(PathBuf, u64)> {
     let bar = progress_bar(files.len() as u64, true);
     let mut rows = 0u64;
     for chunk in files.chunks(CHUNK) {
-        let parts: Vec<(Vec<u8>, u64)> = chunk
-            .par_iter()
-            .map(|(rank, p)| rows_of(*rank, p))
-            .collect();
+        let parts: Vec<(Vec<u8>, u64)> = chunk.par_iter().map(rows_of).collect();
         for (p, n) in parts {
             rows += n;
             w.write_all(&p)?;

@@ -66,8 +66,8 @@ Examples:
   mpit-tuner report RUN --markdown RUN/report.md --csv RUN/csv
   mpit-tuner report RUN --var pml_ob1_unexpected_msgq_length@world --var tool.send.calls")]
 pub struct Args {
-    /// The run directory (MPIT_TUNER_DIR of the job): rank-NNNNN.jsonl files
-    /// and summary.json.
+    /// The run directory (MPIT_TUNER_DIR of the job): rank-NNNNN.jsonl or
+    /// node-<host>.jsonl files and summary.json.
     #[arg(value_name = "RUN_DIR")]
     pub dir: PathBuf,
 
@@ -150,11 +150,10 @@ fn check_run_dir(dir: &Path) -> Result<()> {
             dir.display()
         );
     }
-    let files =
-        reading::rank_files(dir).with_context(|| format!("cannot list {}", dir.display()))?;
+    let files = vocab::rank_files(dir).with_context(|| format!("cannot list {}", dir.display()))?;
     if files.is_empty() && !dir.join("summary.json").exists() {
         bail!(
-            "{} is not a run directory: it has no rank-NNNNN.jsonl and no summary.json",
+            "{} is not a run directory: it has no rank-NNNNN.jsonl, no node-<host>.jsonl and no summary.json",
             dir.display()
         );
     }

@@ -8,7 +8,7 @@ use super::reading::Run;
 use super::tables::Document;
 use super::{csv, plots};
 use anyhow::{Context, Result};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Exports samples.csv and writes.csv to `csv_dir` and records them (with
 /// their row counts), or why the export failed, in `outputs`.
@@ -16,11 +16,8 @@ pub(super) fn export_csv(run: &Run, a: &Analysis, csv_dir: &Path, outputs: &mut 
     let written = std::fs::create_dir_all(csv_dir)
         .with_context(|| format!("cannot create {}", csv_dir.display()))
         .and_then(|()| {
-            let files: Vec<(u32, PathBuf)> = run
-                .ranks
-                .iter()
-                .map(|r| (r.rank, run.dir.join(&r.file)))
-                .collect();
+            let files: Vec<vocab::RankFile> =
+                run.ranks.iter().map(|r| r.source(&run.dir)).collect();
             let (samples, rows) = csv::samples(&files, csv_dir)?;
             let writes = csv::writes(&a.writes, csv_dir)?;
             Ok((samples, rows, writes))

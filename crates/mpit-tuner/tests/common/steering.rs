@@ -216,10 +216,37 @@ impl Running {
         running
     }
 
-    /// The records of each rank's log so far (whole lines only).
+    /// The records of each rank's log so far (whole lines only), in
+    /// either layout: its own `rank-NNNNN.jsonl`, or its lines in the
+    /// `node-<host>.jsonl` files (the `writer` field removed).
     pub fn logs(&self) -> Vec<Vec<Json>> {
+        let mut shared: Vec<Vec<Json>> = vec![Vec::new(); self.ranks as usize];
+        for entry in std::fs::read_dir(&self.dir).into_iter().flatten().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if !(name.starts_with("node-") && name.ends_with(".jsonl")) {
+                continue;
+            }
+            for mut record in complete_records(&entry.path()) {
+                let writer = record
+                    .as_object_mut()
+                    .and_then(|o| o.remove("writer"))
+                    .and_then(|w| w.as_u64())
+                    .unwrap_or_else(|| panic!("{name}: a line without its writer: {record}"));
+                if let Some(log) = shared.get_mut(writer as usize) {
+                    log.push(record);
+                }
+            }
+        }
         (0..self.ranks)
-            .map(|r| complete_records(&self.dir.join(format!("rank-{r:05}.jsonl"))))
+            .zip(shared)
+            .map(|(r, shared)| {
+                let own = self.dir.join(format!("rank-{r:05}.jsonl"));
+                if own.exists() {
+                    complete_records(&own)
+                } else {
+                    shared
+                }
+            })
             .collect()
     }
 
@@ -334,6 +361,7 @@ pub fn complete_records(path: &Path) -> Vec<Json> {
     };
     whole
         .lines()
+        .filter(|l| !l.trim().is_empty())
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
         .collect()
 }

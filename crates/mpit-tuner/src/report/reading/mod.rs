@@ -53,19 +53,11 @@ impl Run {
     }
 }
 
-/// The rank files of a directory, by rank.
-pub fn rank_files(dir: &Path) -> std::io::Result<Vec<(u32, PathBuf)>> {
-    Ok(vocab::rank_files(dir)?
-        .into_iter()
-        .map(|f| (f.rank, f.path))
-        .collect())
-}
-
 /// Reads a run directory: every rank log in parallel (`series` names the
 /// variables whose time series to keep), then summary.json. `progress`
 /// shows a bar on standard error when it is a terminal.
 pub fn read_run(dir: &Path, series: &HashSet<String>, progress: bool) -> std::io::Result<Run> {
-    let files = rank_files(dir)?;
+    let files = vocab::rank_files(dir)?;
     let mut run = Run {
         dir: dir.to_path_buf(),
         files: files.len(),
@@ -74,8 +66,8 @@ pub fn read_run(dir: &Path, series: &HashSet<String>, progress: bool) -> std::io
     let bar = progress_bar(files.len() as u64, progress);
     let results: Vec<(Option<RankLog>, Vec<Problem>)> = files
         .par_iter()
-        .map(|(rank, path)| {
-            let r = read_rank(*rank, path, series);
+        .map(|file| {
+            let r = read_rank(file, series);
             bar.inc(1);
             r
         })
@@ -90,7 +82,7 @@ pub fn read_run(dir: &Path, series: &HashSet<String>, progress: bool) -> std::io
     run.summary = read_summary(dir, &mut run.problems);
     run.size = job_size(&run);
     if let Some(size) = run.size {
-        let present: HashSet<u32> = files.iter().map(|(r, _)| *r).collect();
+        let present: HashSet<u32> = files.iter().map(|f| f.rank).collect();
         let missing: Vec<u32> = (0..size).filter(|r| !present.contains(r)).collect();
         if !missing.is_empty() {
             run.problems.push(missing_ranks(&missing));
@@ -123,7 +115,7 @@ fn missing_ranks(missing: &[u32]) -> Problem {
         rank: None,
         file: None,
         detail: format!(
-            "{} {} {} no log (its rank-NNNNN.jsonl was deleted, or the rank never started the tuner)",
+            "{} {} {} no log (its rank-NNNNN.jsonl was deleted, or it wrote no line in its node's log, or the rank never started the tuner)",
             if missing.len() == 1 { "rank" } else { "ranks" },
             tuner_core::decide::format_ranks(missing),
             if missing.len() == 1 { "has" } else { "have" }
@@ -140,7 +132,7 @@ pub fn read_series(run: &Run, key: &str) -> Vec<(u32, Points)> {
         .ranks
         .par_iter()
         .filter_map(|r| {
-            let (log, _) = read_rank(r.rank, &run.dir.join(&r.file), &wanted);
+            let (log, _) = read_rank(&r.source(&run.dir), &wanted);
             bar.inc(1);
             let points = log?.series.remove(key)?;
             Some((r.rank, points))

@@ -45,10 +45,12 @@ pub use vocab::record::PolicySummary;
 /// One rank's log, read.
 #[derive(Debug, Clone, Default)]
 pub struct RankLog {
-    /// The rank (from the file name).
+    /// The rank (from the file name, or the lines of a node's log).
     pub rank: u32,
     /// The file name.
     pub file: String,
+    /// Whether the file is a node's log (other ranks' lines in it too).
+    pub shared: bool,
     /// The header, if the log has one.
     pub header: Option<Header>,
     /// Samples read.
@@ -87,19 +89,31 @@ pub struct RankLog {
     pub collectives: Vec<vocab::record::CollectiveTuning>,
 }
 
+impl RankLog {
+    /// The log this was read from, in the run directory `dir`.
+    pub fn source(&self, dir: &Path) -> vocab::RankFile {
+        vocab::RankFile {
+            rank: self.rank,
+            path: dir.join(&self.file),
+            shared: self.shared,
+        }
+    }
+}
+
 /// Reads one rank's log (through [`vocab::records`]). Returns `None` when
 /// nothing of it is usable.
 pub fn read_rank(
-    rank: u32,
-    path: &Path,
+    file: &vocab::RankFile,
     series_wanted: &HashSet<String>,
 ) -> (Option<RankLog>, Vec<Problem>) {
-    let file_name = path
+    let file_name = file
+        .path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let mut reader = RankReader::new(rank, file_name, series_wanted);
-    let mut records = match vocab::records(path) {
+    let mut reader = RankReader::new(file.rank, file_name, series_wanted);
+    reader.log.shared = file.shared;
+    let mut records = match file.records() {
         Ok(r) => r,
         Err(e) => {
             reader.problem(ProblemKind::Unreadable, format!("cannot open: {e}"));
