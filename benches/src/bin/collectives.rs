@@ -595,15 +595,15 @@ struct KeyLog {
 /// Reads rank 0's log of an online run: it must have a header and close,
 /// and say that collective tuning started or why it is off.
 fn read_tuned(dir: &Path, ranks: u32, colls: &[&str]) -> Result<Tuned, String> {
-    let log = dir.join("rank-00000.jsonl");
-    let text = std::fs::read_to_string(&log)
-        .map_err(|e| format!("the tuner left no log ({}: {e})", log.display()))?;
+    let log = vocab::read::rank_file(dir, 0)
+        .map_err(|e| format!("the tuner left no log ({}: {e})", dir.display()))?;
+    let records = log
+        .records()
+        .map_err(|e| format!("the tuner left no log ({}: {e})", log.describe()))?;
     let mut tuned = Tuned::default();
     let (mut header, mut closed, mut started) = (false, false, false);
-    for line in text.lines() {
-        let Ok(record) = serde_json::from_str::<Record<'static>>(line) else {
-            return Err(format!("{}: unreadable record: {line}", log.display()));
-        };
+    for item in records {
+        let record = item.map_err(|d| format!("unreadable record: {d}"))?.1;
         match record {
             Record::Header(_) => header = true,
             Record::Close(_) => closed = true,
@@ -637,15 +637,15 @@ fn read_tuned(dir: &Path, ranks: u32, colls: &[&str]) -> Result<Tuned, String> {
         }
     }
     if !header {
-        return Err(format!("{} has no header", log.display()));
+        return Err(format!("{} has no header", log.describe()));
     }
     if !closed {
-        return Err(format!("{} was not closed", log.display()));
+        return Err(format!("{} was not closed", log.describe()));
     }
     if !started && tuned.off.is_none() {
         return Err(format!(
             "{} says neither that collective tuning started nor why it is off",
-            log.display()
+            log.describe()
         ));
     }
     Ok(tuned)

@@ -260,21 +260,26 @@ fn run(
 /// The tuner's log of rank 0 exists, has a header and closes after at
 /// least one sample: proof that the variant ran under the tuner.
 fn check_tuner_ran(dir: &Path) -> Result<(), String> {
-    let log = dir.join("rank-00000.jsonl");
-    let text = std::fs::read_to_string(&log)
-        .map_err(|e| format!("the tuner left no log ({}: {e})", log.display()))?;
-    let header = text.lines().next().unwrap_or("");
-    if !header.contains("\"type\":\"header\"") {
-        return Err(format!("{} has no header", log.display()));
+    let log = vocab::read::rank_file(dir, 0)
+        .map_err(|e| format!("the tuner left no log ({}: {e})", dir.display()))?;
+    let records: Vec<vocab::Record<'static>> = log
+        .records()
+        .map_err(|e| format!("{}: {e}", log.describe()))?
+        .map(|r| r.map(|(_, r)| r).map_err(|d| d.to_string()))
+        .collect::<Result<_, _>>()?;
+    if !matches!(records.first(), Some(vocab::Record::Header(_))) {
+        return Err(format!("{} has no header", log.describe()));
     }
-    let close = text
-        .lines()
+    let samples = records
+        .iter()
         .rev()
-        .find(|l| l.contains("\"type\":\"close\""))
-        .ok_or_else(|| format!("{} was not closed (no finalize record)", log.display()))?;
-    let samples = field(close, "samples").unwrap_or(0.0);
-    if samples < 1.0 {
-        return Err(format!("the tuner took no sample ({})", log.display()));
+        .find_map(|r| match r {
+            vocab::Record::Close(c) => Some(c.samples),
+            _ => None,
+        })
+        .ok_or_else(|| format!("{} was not closed (no finalize record)", log.describe()))?;
+    if samples < 1 {
+        return Err(format!("the tuner took no sample ({})", log.describe()));
     }
     Ok(())
 }

@@ -169,33 +169,39 @@ fn inspect(dir: &Path, ranks: u32) -> Result<Left, String> {
             }
         }
     }
+    // Either layout: a log a rank, or a node's shared by its ranks.
+    let logs: BTreeMap<u32, vocab::RankFile> = vocab::rank_files(dir)
+        .map_err(|e| format!("cannot list {}: {e}", dir.display()))?
+        .into_iter()
+        .map(|f| (f.rank, f))
+        .collect();
     for rank in 0..ranks {
-        let path = dir.join(format!("rank-{rank:05}.jsonl"));
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| format!("rank {rank}: cannot read {}: {e}", path.display()))?;
-        let mut lines = text.lines();
-        let header: serde_json::Value = lines
-            .next()
-            .and_then(|l| serde_json::from_str(l).ok())
-            .ok_or(format!("rank {rank}: no header in {}", path.display()))?;
-        let close: serde_json::Value = lines
-            .last()
-            .and_then(|l| serde_json::from_str(l).ok())
-            .filter(|c: &serde_json::Value| c["type"] == "close")
-            .ok_or(format!(
+        let log = logs
+            .get(&rank)
+            .ok_or(format!("rank {rank}: no log in {}", dir.display()))?;
+        let records: Vec<vocab::Record<'static>> = log
+            .records()
+            .map_err(|e| format!("rank {rank}: cannot read {}: {e}", log.describe()))?
+            .filter_map(|r| r.ok().map(|(_, r)| r))
+            .collect();
+        let Some(vocab::Record::Header(header)) = records.first() else {
+            return Err(format!("rank {rank}: no header in {}", log.describe()));
+        };
+        let Some(vocab::Record::Close(close)) = records.last() else {
+            return Err(format!(
                 "rank {rank}: {} has no close record",
-                path.display()
-            ))?;
-        let n = close["control_listings"]
-            .as_u64()
-            .ok_or(format!("rank {rank}: no control_listings in {close}"))?;
+                log.describe()
+            ));
+        };
+        let n = close.control_listings.ok_or(format!(
+            "rank {rank}: no control_listings in its close record"
+        ))?;
         left.listings += n;
-        let host = header["host"].as_str().unwrap_or("?").to_string();
-        let entry = left.listers.entry(host).or_insert(0);
+        let entry = left.listers.entry(header.host.clone()).or_insert(0);
         if n > 0 {
             *entry += 1;
         }
-        left.seconds = left.seconds.max(close["t"].as_f64().unwrap_or(0.0));
+        left.seconds = left.seconds.max(close.t);
     }
     Ok(left)
 }
