@@ -148,6 +148,8 @@ struct Left {
     listers: BTreeMap<String, u32>,
     /// Seconds the tool ran (the largest close record's `t`).
     seconds: f64,
+    /// Whether the logs were written one file a node (the headers' layout).
+    node_layout: bool,
 }
 
 /// Counts the files and bytes under `dir` and reads each rank's header
@@ -197,6 +199,7 @@ fn inspect(dir: &Path, ranks: u32) -> Result<Left, String> {
             "rank {rank}: no control_listings in its close record"
         ))?;
         left.listings += n;
+        left.node_layout |= header.layout == vocab::record::LogLayout::Node;
         let entry = left.listers.entry(header.host.clone()).or_insert(0);
         if n > 0 {
             *entry += 1;
@@ -356,12 +359,34 @@ fn table(flavor: &str, rows: &BTreeMap<u32, Row>, o: &Options, nodes: u32) -> St
     }
     // The projection, from the largest size measured.
     if let Some((&ranks, row)) = rows.iter().next_back() {
-        let files_per_rank = median(
+        // Per node, the logs grow with nodes: what is not summary.json
+        // is a node's; per rank, every file counts a rank's.
+        let node_layout = row.left.iter().all(|l| l.node_layout);
+        let files_projected = median(
             &row.left
                 .iter()
-                .map(|l| l.files as f64 / f64::from(ranks))
+                .map(|l| {
+                    if node_layout {
+                        (l.files as f64 - 1.0).max(0.0) / f64::from(nodes) * 100.0 + 1.0
+                    } else {
+                        l.files as f64 / f64::from(ranks) * 10_000.0
+                    }
+                })
                 .collect::<Vec<_>>(),
         );
+        let layout = if node_layout {
+            format!(
+                "the logs were written one file a node at {ranks} ranks: {:.0} a node, and summary.json",
+                median(
+                    &row.left
+                        .iter()
+                        .map(|l| (l.files as f64 - 1.0).max(0.0) / f64::from(nodes))
+                        .collect::<Vec<_>>()
+                )
+            )
+        } else {
+            "the logs were written one file a rank".to_string()
+        };
         let listings_per_node = median(
             &row.left
                 .iter()
@@ -376,11 +401,11 @@ fn table(flavor: &str, rows: &BTreeMap<u32, Row>, o: &Options, nodes: u32) -> St
         );
         s.push_str(&format!(
             "\nProjected to 10,000 ranks on 100 nodes from {ranks} ranks: about {:.0} files \
-             ({files_per_rank:.3} a rank: the log layout is one file a rank), {:.0} listings of \
+             ({layout}), {:.0} listings of \
              `control/` a second ({listings_per_node:.1} a node and second; one rank a node \
              lists; one a rank would make {:.0}), {:.1} MB written in {:.0} s of idle job \
              ({bytes_per_rank:.0} bytes a rank).\n",
-            files_per_rank * 10_000.0,
+            files_projected,
             listings_per_node * 100.0,
             listings_per_node * 10_000.0,
             bytes_per_rank * 10_000.0 / 1e6,
