@@ -128,11 +128,23 @@ impl Runtime {
             }
         }
         warnings.extend(catalogue.skipped_summary());
+        // A service whose set-up differs across ranks is off on all of
+        // them (said after the header); the others open and start, each
+        // with its own part of the agreement below and its own
+        // collectives after it: a failure there turns off only that
+        // service.
+        let differ: Vec<String> = services
+            .iter_mut()
+            .zip(&same)
+            .filter(|(_, same)| !**same)
+            .map(|(s, _)| s.differs())
+            .collect();
         let mut open = crate::services::Open {
             mpit: &mpit,
             catalogue: &catalogue,
             config: &config,
             rank,
+            info: &info,
             warnings: &mut warnings,
         };
         let mut opened = true;
@@ -155,18 +167,11 @@ impl Runtime {
         }
         // Who started is on disk before anything else can go wrong.
         log.flush();
-        // A service whose set-up differs across ranks is off on all of
-        // them; the others start, each with its own part of the agreement
-        // below and its own collectives after it: a failure there turns
-        // off only that service.
-        for (s, same) in services.iter_mut().zip(&same) {
-            if !same {
-                let message = s.differs();
-                if rank == 0 {
-                    mpit::say!("mpit-tuner: {message}");
-                }
-                log.record(&warning(0.0, &message));
+        for message in &differ {
+            if rank == 0 {
+                mpit::say!("mpit-tuner: {message}");
             }
+            log.record(&warning(0.0, message));
         }
         // The second agreement: every rank opened its log and services;
         // it carries what the services agree on at start.

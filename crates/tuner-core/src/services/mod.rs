@@ -161,6 +161,8 @@ pub struct Open<'a> {
     pub config: &'a Config,
     /// This rank.
     pub rank: i32,
+    /// Facts about this rank and run.
+    pub info: &'a RunInfo,
     /// Messages for the log (and rank 0's terminal when they are the
     /// configuration's); the service's own go here.
     pub warnings: &'a mut Vec<String>,

@@ -7,7 +7,7 @@
 
 mod setup;
 
-use super::{Peers, Service, Start, Tick};
+use super::{Open, Peers, Service, Start, Tick};
 use crate::run::log::LogWriter;
 use crate::run::Config;
 use policies::CollectiveSpec;
@@ -18,6 +18,8 @@ use vocab::summary::SummaryFile;
 pub struct CollectiveTuning {
     wanted: bool,
     spec: Option<CollectiveSpec>,
+    /// What `open` found and tried, for the start agreement and `start`.
+    pending: Option<setup::Pending>,
 }
 
 impl CollectiveTuning {
@@ -27,7 +29,11 @@ impl CollectiveTuning {
     pub fn new(config: &Config, spec: Option<CollectiveSpec>) -> CollectiveTuning {
         let wanted = config.collectives.is_some()
             || (!config.collectives_off && spec.as_ref().is_some_and(|s| s.tune));
-        CollectiveTuning { wanted, spec }
+        CollectiveTuning {
+            wanted,
+            spec,
+            pending: None,
+        }
     }
 
     fn log_events(log: &mut LogWriter) {
@@ -54,16 +60,31 @@ impl Service for CollectiveTuning {
             .into()
     }
 
-    fn start(&mut self, start: &mut Start<'_>) {
+    /// Finds what can be tuned and tries the candidates this rank can
+    /// try before the start agreement (every collective's but allreduce's).
+    fn open(&mut self, open: &mut Open<'_>) -> Result<(), String> {
         if self.wanted {
-            setup::start(
-                start.config,
+            self.pending = Some(setup::open(
+                open.config,
                 self.spec.take(),
-                start.catalogue,
-                start.info,
-                start.log,
-                start.seq,
-            );
+                open.catalogue,
+                open.info,
+            ));
+        }
+        Ok(())
+    }
+
+    /// What this rank refused of what it tried, for every rank to drop.
+    fn agreement(&self) -> Vec<mpit::collective::Mixed> {
+        self.pending
+            .as_ref()
+            .map(setup::Pending::agreement)
+            .unwrap_or_default()
+    }
+
+    fn start(&mut self, start: &mut Start<'_>) {
+        if let Some(pending) = self.pending.take() {
+            setup::start(pending, start.agreed, start.log, start.seq);
         }
     }
 

@@ -1,30 +1,76 @@
-//! Starting online collective tuning after `MPI_Init`: which collectives
-//! and candidates this library allows, the variables proved writable (or
-//! refused with the reason), and the agreement of every rank on the same
-//! tuner, in one reduction and one agreement on the tool's communicator.
-//! The runtime calls [`start`] once, on the application's thread.
+//! Starting online collective tuning after `MPI_Init`, in two steps
+//! around the runtime's start agreement: [`open`] finds which collectives
+//! and candidates this library allows and tries every candidate but
+//! allreduce's on this rank; the start agreement carries what each rank
+//! refused ([`Pending::agreement`]); [`start`] drops those on every rank,
+//! tries allreduce's candidates and agrees on them in a reduce and a
+//! broadcast, and ends with one agreement that every rank holds the same
+//! tuner. Three collectives of its own, where there were five. The
+//! runtime calls both once, on the application's thread.
 
 use crate::run::log::LogWriter;
 use crate::run::serde_name;
 use crate::run::{Config, RunInfo};
-use mpit::collective::{Collectives, Verdict};
+use mpit::collective::{Collectives, Mixed, Verdict};
 use mpit::{Catalogue, MpiT, Object, Result};
-use vocab::record::CollectiveEvent;
+use vocab::record::{CollectiveEvent, Record};
 
-/// Starts online collective tuning if this library allows it, on every
-/// rank or on none: the ranks agree that they tune the same collectives
-/// with the same candidates and parameters (else they would reach
-/// different agreed points), in one reduction and one agreement on the
-/// tool's communicator.
-pub(crate) fn start(
+/// Records made before the log's header is written, written after it.
+#[derive(Default)]
+pub(crate) struct Notes(Vec<Record<'static>>);
+
+impl Notes {
+    fn record(&mut self, r: &Record<'static>) {
+        self.0.push(r.clone());
+    }
+}
+
+/// What [`open`] found and tried, for the start agreement and [`start`].
+pub(crate) struct Pending {
+    notes: Notes,
+    why_not: Option<String>,
+    targets: Vec<crate::collectives::Target>,
+    fallback: Option<crate::collectives::Fallback>,
+    by_comms: Option<crate::collectives::ByComms>,
+    mpit: Option<&'static MpiT>,
+    bins: crate::collectives::Bins,
+    params: crate::collectives::Params,
+    measure: bool,
+    rank: i32,
+    /// [`drop_refused`]'s row of this rank for the collectives tried
+    /// before the agreement (all but allreduce).
+    refused: Vec<i64>,
+    /// Their handles, in the order of `targets` (allreduce left out).
+    cvars: Vec<Option<mpit::Cvar<'static>>>,
+}
+
+impl Pending {
+    /// This rank's part of the start agreement: its refusals, reduced by
+    /// maximum (as the minimum of their negations). The same length on
+    /// every rank that wants tuning.
+    pub(crate) fn agreement(&self) -> Vec<Mixed> {
+        self.refused.iter().map(|x| Mixed::min(-x)).collect()
+    }
+}
+
+/// The length of [`Pending::agreement`].
+fn refusal_slots() -> usize {
+    use crate::collectives::{search::MAX_CANDIDATES, COLLECTIVES};
+    COLLECTIVES.len() * MAX_CANDIDATES + COLLECTIVES.len()
+}
+
+/// Finds what this library lets the tuner tune and tries every candidate
+/// but allreduce's on this rank, before the start agreement (no
+/// collective call).
+pub(crate) fn open(
     config: &Config,
     spec: Option<policies::CollectiveSpec>,
     catalogue: &Catalogue,
     info: &RunInfo,
-    log: &mut LogWriter,
-    seq: &mut Collectives,
-) {
+) -> Pending {
     use crate::collectives::{self as tune, Bins, Params, Support, Target, COLLECTIVES};
+    let mut notes = Notes::default();
+    let log = &mut notes;
     let rank = info.rank;
     let spec = spec.unwrap_or_default();
     let d = Params::default();
@@ -76,7 +122,6 @@ pub(crate) fn start(
         None => asked.iter().map(|c| (*c, Vec::new())).collect(),
     };
     let mut why_not = None;
-    let mut prepared = None;
     let mut targets = Vec::new();
     let mut fallback = None;
     let mut by_comms = None;
@@ -211,10 +256,67 @@ pub(crate) fn start(
             other => why_not = other.why_not(),
         }
     }
+    let mut refused = vec![i64::from(rank) + 1; refusal_slots()];
+    let stuck = refused.len() - COLLECTIVES.len();
+    refused[stuck..].fill(0);
+    let cvars = match mpit_ref {
+        Some(own) => try_phase(own, &targets, false, rank, &mut refused, log),
+        None => Vec::new(),
+    };
+    Pending {
+        notes,
+        why_not,
+        targets,
+        fallback,
+        by_comms,
+        mpit: mpit_ref,
+        bins,
+        params,
+        measure,
+        rank,
+        refused,
+        cvars,
+    }
+}
+
+/// Starts online collective tuning if this library allows it, on every
+/// rank or on none: the ranks agree that they tune the same collectives
+/// with the same candidates and parameters (else they would reach
+/// different agreed points). `agreed` is the start agreement's reduction
+/// of every rank's [`Pending::agreement`].
+pub(crate) fn start(
+    pending: Pending,
+    agreed: &[Mixed],
+    log: &mut LogWriter,
+    seq: &mut Collectives,
+) {
+    use crate::collectives as tune;
+    let Pending {
+        notes,
+        mut why_not,
+        targets,
+        fallback,
+        by_comms,
+        mpit: mpit_ref,
+        bins,
+        params,
+        measure,
+        rank,
+        refused,
+        cvars,
+    } = pending;
+    for r in &notes.0 {
+        log.record(r);
+    }
+    let mut prepared = None;
     // Every rank makes the same collective calls from here on, whatever it
-    // found: one reduction drops the candidates any rank's library refused.
+    // found: the agreement and one reduction drop the candidates any
+    // rank's library refused.
     let wanted = !targets.is_empty();
-    let targets = drop_refused(mpit_ref, targets, measure, rank, log, seq);
+    let got: Vec<i64> = agreed.iter().map(|m| -m.a).collect();
+    let targets = drop_refused(
+        mpit_ref, targets, measure, rank, log, seq, refused, cvars, &got,
+    );
     if let Some(own) = mpit_ref {
         let (tuner, messages) = tune::prepare(own, targets, fallback, by_comms, bins, params, rank);
         for m in messages {
@@ -229,9 +331,11 @@ pub(crate) fn start(
         }
         prepared = tuner;
     }
-    let signature = prepared.as_ref().map_or(0, tune::Tuner::signature);
-    let same = seq.all_equal(signature as i64);
-    let verdict = seq.agree();
+    // One agreement: every rank's calls went through, and every rank holds
+    // the same tuner (its signature and the complement, by minimum).
+    let signature = (prepared.as_ref().map_or(0, tune::Tuner::signature) & (u64::MAX >> 1)) as i64;
+    let (verdict, ends) = seq.agree_with(&[Mixed::min(signature), Mixed::min(!signature)]);
+    let same = seq.failed() || ends.get(..2).is_some_and(|e| e[0].a == !e[1].a);
     let why_not = match (verdict, same, prepared) {
         (Verdict::AllOk, true, Some(tuner)) => match tune::activate(tuner) {
             Ok(t) => {
@@ -287,7 +391,7 @@ fn target_at_start(
     info: &RunInfo,
     c: crate::collectives::Collective,
     wanted: &[String],
-    log: &mut LogWriter,
+    log: &mut Notes,
 ) -> Option<crate::collectives::Target> {
     use crate::collectives as tune;
     let default = tune::algorithm_cvar(info.version.library, c)
@@ -316,11 +420,16 @@ fn own_mpit() -> Result<&'static MpiT> {
 /// A rank that took a candidate but cannot write the default back holds
 /// that candidate for the rest of the job: the same reduction carries its
 /// value, and every rank writes it, so that all run the same algorithm.
-/// For that, allreduce's variable is tried last: the reduction agreeing on
-/// the others is an `MPI_Allreduce`, which reads it (a rank stuck on
-/// another allreduce than its peers would hang there). Its own agreement
-/// is an `MPI_Reduce` and an `MPI_Bcast`, whose variables are agreed by
-/// then.
+/// For that, allreduce's variable is tried last: the collectives but
+/// allreduce were tried in [`open`] and agreed in the start agreement, an
+/// `MPI_Allreduce`, which reads allreduce's variable (a rank stuck on
+/// another allreduce than its peers would hang there). Allreduce's own
+/// agreement is an `MPI_Reduce` and an `MPI_Bcast`, whose variables are
+/// agreed by then.
+///
+/// `refused` and `cvars` are what [`open`] tried (its [`try_phase`]),
+/// `got` the start agreement's reduction of every rank's `refused`.
+#[allow(clippy::too_many_arguments)]
 fn drop_refused(
     mpit: Option<&'static MpiT>,
     mut targets: Vec<crate::collectives::Target>,
@@ -328,60 +437,55 @@ fn drop_refused(
     rank: i32,
     log: &mut LogWriter,
     seq: &mut Collectives,
+    mut refused: Vec<i64>,
+    cvars: Vec<Option<mpit::Cvar<'static>>>,
+    got: &[i64],
 ) -> Vec<crate::collectives::Target> {
-    use crate::collectives::{self as tune, search::MAX_CANDIDATES, COLLECTIVES};
+    use crate::collectives::{self as tune, search::MAX_CANDIDATES};
     use mpit::collective::ReduceOp;
-    // Refused here, or not known here (a rank without the target): this
-    // rank + 1. The maximum over ranks names one that refused. After the
-    // candidates' rows, one slot per collective: the value a rank is stuck
-    // on, as `(value + 1) << 32 | rank` (0: none).
     let no = i64::from(rank) + 1;
-    let stuck = COLLECTIVES.len() * MAX_CANDIDATES;
-    let mut refused = vec![no; stuck];
-    refused.resize(stuck + COLLECTIVES.len(), 0);
     let mut agreed = refused.clone();
-    for last in [false, true] {
-        let phase = |t: &tune::Target| (t.collective == tune::Collective::Allreduce) == last;
-        let mut cvars = Vec::new();
-        // (After a failed reduction nothing more is tried: it ends here.)
-        if let Some(own) = mpit.filter(|_| !seq.failed()) {
-            for t in targets.iter().filter(|t| phase(t)) {
-                let c = t.collective as usize;
-                let row = &mut refused[c * MAX_CANDIDATES..(c + 1) * MAX_CANDIDATES];
-                let (cvar, held) = try_candidates(own, t, row, no, log);
-                if let Some(v) = held.filter(|v| (0..i64::from(i32::MAX)).contains(v)) {
-                    // (Algorithm values are small and not negative.)
-                    refused[stuck + c] = ((v + 1) << 32) | i64::from(rank);
-                }
-                cvars.push(cvar);
-            }
-        }
-        // Every rank makes both reductions, whatever failed before.
-        let mut got = vec![no; refused.len()];
-        if last {
-            seq.reduce_bcast_i64(&refused, &mut got, ReduceOp::Max);
-        } else {
-            seq.allreduce_i64(&refused, &mut got, ReduceOp::Max);
-        }
-        if seq.failed() {
-            continue;
-        }
-        for (t, cvar) in targets.iter().filter(|t| phase(t)).zip(&cvars) {
-            let c = t.collective as usize;
-            let row = c * MAX_CANDIDATES..(c + 1) * MAX_CANDIDATES;
-            agreed[row.clone()].copy_from_slice(&got[row]);
-            let slot = stuck + c;
-            agreed[slot] = got[slot];
-            if got[slot] != 0 {
-                let (value, on) = ((got[slot] >> 32) - 1, got[slot] & 0xffff_ffff);
-                let here = refused[slot] >> 32 == got[slot] >> 32;
-                follow_stuck(t, cvar.as_ref(), here, (value, on), rank, log);
-            }
+    if got.len() == refused.len() {
+        settle_phase(
+            &targets,
+            false,
+            &cvars,
+            &refused,
+            got,
+            &mut agreed,
+            rank,
+            log,
+        );
+    } else {
+        // Not reduced (cannot happen: every rank that wants tuning sent
+        // as many): nothing is tuned.
+        agreed.fill(no);
+    }
+    let mut cvars = Vec::new();
+    // (After a failed call nothing more is tried: it ends here.)
+    if let Some(own) = mpit.filter(|_| !seq.failed()) {
+        let mut notes = Notes::default();
+        cvars = try_phase(own, &targets, true, rank, &mut refused, &mut notes);
+        for r in &notes.0 {
+            log.record(r);
         }
     }
+    // Every rank makes both calls, whatever failed before.
+    let mut got = vec![no; refused.len()];
+    seq.reduce_bcast_i64(&refused, &mut got, ReduceOp::Max);
     if seq.failed() {
         return Vec::new();
     }
+    settle_phase(
+        &targets,
+        true,
+        &cvars,
+        &refused,
+        &got,
+        &mut agreed,
+        rank,
+        log,
+    );
     targets.retain_mut(|t| {
         let row = t.collective as usize * MAX_CANDIDATES;
         if agreed[row] != 0 {
@@ -421,6 +525,74 @@ fn drop_refused(
     targets
 }
 
+/// Whether `t` is tried in the phase `last` (allreduce) or before it.
+fn in_phase(t: &crate::collectives::Target, last: bool) -> bool {
+    (t.collective == crate::collectives::Collective::Allreduce) == last
+}
+
+/// Tries the candidates of the targets of phase `last` on this rank,
+/// filling `refused`: per collective, a row of [`MAX_CANDIDATES`]
+/// (index 0 the collective, then its candidates; this rank + 1 where
+/// refused or unknown here, 0 where taken), then one slot per collective:
+/// the value a rank is stuck on, as `(value + 1) << 32 | rank` (0: none).
+/// The maximum over ranks names one that refused. Returns the handles, in
+/// the order of the phase's targets.
+///
+/// [`MAX_CANDIDATES`]: crate::collectives::search::MAX_CANDIDATES
+fn try_phase(
+    own: &'static MpiT,
+    targets: &[crate::collectives::Target],
+    last: bool,
+    rank: i32,
+    refused: &mut [i64],
+    log: &mut Notes,
+) -> Vec<Option<mpit::Cvar<'static>>> {
+    use crate::collectives::{search::MAX_CANDIDATES, COLLECTIVES};
+    let no = i64::from(rank) + 1;
+    let stuck = refused.len() - COLLECTIVES.len();
+    let mut cvars = Vec::new();
+    for t in targets.iter().filter(|t| in_phase(t, last)) {
+        let c = t.collective as usize;
+        let row = &mut refused[c * MAX_CANDIDATES..(c + 1) * MAX_CANDIDATES];
+        let (cvar, held) = try_candidates(own, t, row, no, log);
+        if let Some(v) = held.filter(|v| (0..i64::from(i32::MAX)).contains(v)) {
+            // (Algorithm values are small and not negative.)
+            refused[stuck + c] = ((v + 1) << 32) | i64::from(rank);
+        }
+        cvars.push(cvar);
+    }
+    cvars
+}
+
+/// After the reduction `got` of phase `last`'s refusals: copies its rows
+/// into `agreed`, and follows a rank stuck on a candidate.
+#[allow(clippy::too_many_arguments)]
+fn settle_phase(
+    targets: &[crate::collectives::Target],
+    last: bool,
+    cvars: &[Option<mpit::Cvar<'static>>],
+    refused: &[i64],
+    got: &[i64],
+    agreed: &mut [i64],
+    rank: i32,
+    log: &mut LogWriter,
+) {
+    use crate::collectives::{search::MAX_CANDIDATES, COLLECTIVES};
+    let stuck = refused.len() - COLLECTIVES.len();
+    for (t, cvar) in targets.iter().filter(|t| in_phase(t, last)).zip(cvars) {
+        let c = t.collective as usize;
+        let row = c * MAX_CANDIDATES..(c + 1) * MAX_CANDIDATES;
+        agreed[row.clone()].copy_from_slice(&got[row]);
+        let slot = stuck + c;
+        agreed[slot] = got[slot];
+        if got[slot] != 0 {
+            let (value, on) = ((got[slot] >> 32) - 1, got[slot] & 0xffff_ffff);
+            let here = refused[slot] >> 32 == got[slot] >> 32;
+            follow_stuck(t, cvar.as_ref(), here, (value, on), rank, log);
+        }
+    }
+}
+
 /// Tries `t`'s candidates on this rank, clearing in its `row` of
 /// [`drop_refused`] (index 0: the collective, then its candidates; each
 /// `no` until taken) those the library takes. Returns the handle, if it
@@ -431,7 +603,7 @@ fn try_candidates(
     t: &crate::collectives::Target,
     row: &mut [i64],
     no: i64,
-    log: &mut LogWriter,
+    log: &mut Notes,
 ) -> (Option<mpit::Cvar<'static>>, Option<i64>) {
     use crate::collectives as tune;
     let cvar = match mpit::Cvar::open(own, &t.cvar, Object::None) {
