@@ -315,5 +315,17 @@ fn main() {
         );
         pvars(&mut c, &mpi, &mpit, &catalogue);
     }
+    // What a rank's start spends enumerating the whole catalogue (issue
+    // 38's lazy catalogue: worth doing only if this is a real share of a
+    // start).
+    println!(
+        "sampling: catalogue_load enumerates {} CVARs, {} PVARs and {} categories",
+        catalogue.cvars().len(),
+        catalogue.pvars().len(),
+        catalogue.categories().len()
+    );
+    c.bench_function("catalogue_load", |b| {
+        b.iter(|| Catalogue::load(&mpit).expect("the MPI_T catalogue"))
+    });
     c.final_summary();
 }
