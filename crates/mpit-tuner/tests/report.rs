@@ -864,6 +864,25 @@ fn a_node_log_reads_as_rank_logs() {
     let policy = policy_file(tmp.path());
     same(&["replay", "--policy", policy.to_str().unwrap()], "rank 3");
     same(&["watch", "--once", "--plain"], "4 finished");
+    // The CSV export: the same rows, rank after rank.
+    let csv = |dir: &Path, out: &Path| {
+        let mut cmd = Command::new(BIN);
+        cmd.arg("report")
+            .arg(dir)
+            .args(["--no-plots", "--csv"])
+            .arg(out);
+        run(cmd).assert_success();
+        std::fs::read_to_string(out.join("samples.csv")).unwrap()
+    };
+    let (node_csv, split_csv) = (
+        csv(&node_run, &tmp.path().join("csv-node")),
+        csv(&split, &tmp.path().join("csv-split")),
+    );
+    assert!(node_csv.lines().count() > 4, "{node_csv}");
+    assert!(
+        node_csv == split_csv,
+        "samples.csv differs between the layouts"
+    );
     let mut cmd = Command::new(BIN);
     cmd.args(["schema", "--check"]).arg(&node_run);
     let job = run(cmd);

@@ -123,6 +123,25 @@ pub fn log_paths(dir: &Path) -> io::Result<Vec<(PathBuf, Option<u32>)>> {
     Ok(paths)
 }
 
+/// `files` grouped by the file they are in, in their order: a rank's own
+/// file alone, a node's log with every rank of it among `files` (so that
+/// a reader reads each file once: [`Records::line_rank`]).
+pub fn by_file(files: &[RankFile]) -> Vec<Vec<&RankFile>> {
+    let mut groups: Vec<Vec<&RankFile>> = Vec::new();
+    let mut node: std::collections::HashMap<&Path, usize> = Default::default();
+    for f in files {
+        if f.shared {
+            if let Some(&g) = node.get(f.path.as_path()) {
+                groups[g].push(f);
+                continue;
+            }
+            node.insert(&f.path, groups.len());
+        }
+        groups.push(vec![f]);
+    }
+    groups
+}
+
 /// The log of one rank in a run directory, in either layout (a node's
 /// log is found by reading the node logs' line starts).
 pub fn rank_file(dir: &Path, rank: u32) -> io::Result<RankFile> {
@@ -255,6 +274,7 @@ pub fn records_from<R: BufRead>(reader: R, path: &Path) -> Records<R> {
         done: false,
         only: &[],
         rank: None,
+        line_rank: None,
     }
 }
 
@@ -270,9 +290,18 @@ pub struct Records<R = BufReader<File>> {
     only: &'static [&'static str],
     /// In a node's log: the rank whose lines are read.
     rank: Option<u32>,
+    /// The rank the last line returned starts with.
+    line_rank: Option<u32>,
 }
 
 impl<R> Records<R> {
+    /// The rank the line of the last item starts with (a node's log,
+    /// [`rank_of_line`]; `None` in a rank's own log): one pass over a
+    /// node's log serves all its ranks.
+    pub fn line_rank(&self) -> Option<u32> {
+        self.line_rank
+    }
+
     /// Only the lines of `rank` in a node's log (lines of other ranks, and
     /// lines without a rank, are skipped; line numbers stay the file's).
     /// A line of that rank that is not JSON is a write cut short by the
@@ -343,19 +372,18 @@ impl<R: BufRead> Iterator for Records<R> {
             }
             let complete = self.buf.ends_with(b"\n");
             let text = self.buf.trim_ascii();
-            if text.is_empty()
-                || self.rank.is_some_and(|r| rank_of_line(text) != Some(r))
-                || !self.wanted(text)
-            {
+            let tag = rank_of_line(text);
+            if text.is_empty() || self.rank.is_some_and(|r| tag != Some(r)) || !self.wanted(text) {
                 continue;
             }
+            self.line_rank = tag;
             return Some(match parse_line(text) {
                 Ok(record) if !self.only.is_empty() && !self.only.contains(&record.kind()) => {
                     continue
                 }
                 Ok(record) => Ok((self.line, record)),
                 Err((error, kind)) => {
-                    let cut = !complete || (self.rank.is_some() && kind == DamageKind::NotJson);
+                    let cut = !complete || (tag.is_some() && kind == DamageKind::NotJson);
                     Err(damaged(self, error, kind, cut))
                 }
             });
@@ -598,6 +626,26 @@ mod tests {
         };
         assert_eq!(read(&files[1]), [Ok(2), Ok(5), Ok(7)]);
         assert_eq!(read(&files[2]), [Ok(3), Err((6, true)), Ok(9)]);
+        // One pass over the whole file serves every rank.
+        let mut all = records(&files[1].path).unwrap();
+        let mut got = Vec::new();
+        while let Some(item) = all.next() {
+            got.push((
+                all.line_rank(),
+                item.map(|(n, _)| n).map_err(|d| d.truncated),
+            ));
+        }
+        assert_eq!(
+            got,
+            [
+                (Some(2), Ok(2)),
+                (Some(3), Ok(3)),
+                (Some(2), Ok(5)),
+                (Some(3), Err(true)),
+                (Some(2), Ok(7)),
+                (Some(3), Ok(9)),
+            ]
+        );
         let mut follow = files[2].follow();
         let got: Vec<_> = follow.poll().into_iter().map(|r| r.is_ok()).collect();
         assert_eq!(got, [true, false, true]);

@@ -21,18 +21,32 @@ fn writer<W: std::io::Write>(w: W) -> csv::Writer<W> {
         .from_writer(w)
 }
 
-/// The CSV rows of one rank's log, and how many there are.
-fn rows_of(file: &vocab::RankFile) -> (Vec<u8>, u64) {
-    let mut out = writer(Vec::new());
-    let mut rows = 0u64;
-    // Damaged lines are left out here: the report's reading of the same
-    // files already lists them.
-    let Ok(records) = file.records() else {
+/// The CSV rows of the ranks' logs in one file (a rank's own, or a node's
+/// read once for its ranks), rank after rank, and how many there are.
+fn rows_of(files: &[&vocab::RankFile]) -> (Vec<u8>, u64) {
+    let Some(first) = files.first() else {
         return (Vec::new(), 0);
     };
-    let rank = file.rank.to_string();
-    for item in records.only(&["sample"]) {
+    // Damaged lines are left out here: the report's reading of the same
+    // files already lists them.
+    let Ok(mut records) = vocab::records(&first.path).map(|r| r.only(&["sample"])) else {
+        return (Vec::new(), 0);
+    };
+    let mut per_rank: std::collections::BTreeMap<u32, (csv::Writer<Vec<u8>>, String)> = files
+        .iter()
+        .map(|f| (f.rank, (writer(Vec::new()), f.rank.to_string())))
+        .collect();
+    let mut rows = 0u64;
+    while let Some(item) = records.next() {
         let Ok((_, vocab::Record::Sample(sample))) = item else {
+            continue;
+        };
+        let key = if first.shared {
+            records.line_rank()
+        } else {
+            Some(first.rank)
+        };
+        let Some((out, rank)) = key.and_then(|r| per_rank.get_mut(&r)) else {
             continue;
         };
         let t = sample.t.to_string();
@@ -44,7 +58,7 @@ fn rows_of(file: &vocab::RankFile) -> (Vec<u8>, u64) {
                 } else {
                     x.to_string()
                 };
-                let record = [&rank, &t, &*v.name, object, &i.to_string(), &x];
+                let record = [&**rank, &t, &*v.name, object, &i.to_string(), &x];
                 // Writing to memory cannot fail.
                 if out.write_record(record).is_ok() {
                     rows += 1;
@@ -52,10 +66,15 @@ fn rows_of(file: &vocab::RankFile) -> (Vec<u8>, u64) {
             }
         }
     }
-    (out.into_inner().unwrap_or_default(), rows)
+    let mut bytes = Vec::new();
+    for (w, _) in per_rank.into_values() {
+        bytes.extend(w.into_inner().unwrap_or_default());
+    }
+    (bytes, rows)
 }
 
-/// Writes `dir/samples.csv` from the logs; returns its path and the rows.
+/// Writes `dir/samples.csv` from the logs (file after file, rank after rank
+/// within a node's log); returns its path and the rows.
 pub fn samples(files: &[vocab::RankFile], dir: &Path) -> Result<(PathBuf, u64)> {
     let path = dir.join("samples.csv");
     let file = File::create(&path).with_context(|| format!("cannot write {}", path.display()))?;
@@ -66,13 +85,13 @@ pub fn samples(files: &[vocab::RankFile], dir: &Path) -> Result<(PathBuf, u64)> 
     drop(header);
     let bar = progress_bar(files.len() as u64, true);
     let mut rows = 0u64;
-    for chunk in files.chunks(CHUNK) {
-        let parts: Vec<(Vec<u8>, u64)> = chunk.par_iter().map(rows_of).collect();
+    for chunk in vocab::read::by_file(files).chunks(CHUNK) {
+        let parts: Vec<(Vec<u8>, u64)> = chunk.par_iter().map(|g| rows_of(g)).collect();
         for (p, n) in parts {
             rows += n;
             w.write_all(&p)?;
         }
-        bar.inc(chunk.len() as u64);
+        bar.inc(chunk.iter().map(Vec::len).sum::<usize>() as u64);
     }
     bar.finish_and_clear();
     w.flush()?;

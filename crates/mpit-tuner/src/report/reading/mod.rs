@@ -20,11 +20,10 @@ mod summary;
 
 pub use fold::Points;
 pub use problem::{Problem, ProblemKind};
-pub use rank::{read_rank, Header, RankLog, Ranked, SetEnv, Write};
+pub use rank::{read_logs, Header, RankLog, Ranked, SetEnv, Write};
 pub use summary::{read_summary, Advice, Class, Stat, SummaryDoc};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use rayon::prelude::*;
 use std::collections::HashSet;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -64,14 +63,7 @@ pub fn read_run(dir: &Path, series: &HashSet<String>, progress: bool) -> std::io
         ..Run::default()
     };
     let bar = progress_bar(files.len() as u64, progress);
-    let results: Vec<(Option<RankLog>, Vec<Problem>)> = files
-        .par_iter()
-        .map(|file| {
-            let r = read_rank(file, series);
-            bar.inc(1);
-            r
-        })
-        .collect();
+    let results = read_logs(&files, series, &bar);
     bar.finish_and_clear();
     for (log, problems) in results {
         run.problems.extend(problems);
@@ -128,15 +120,11 @@ fn missing_ranks(missing: &[u32]) -> Problem {
 pub fn read_series(run: &Run, key: &str) -> Vec<(u32, Points)> {
     let wanted: HashSet<String> = std::iter::once(key.to_string()).collect();
     let bar = progress_bar(run.ranks.len() as u64, true);
-    let mut out: Vec<(u32, Points)> = run
-        .ranks
-        .par_iter()
-        .filter_map(|r| {
-            let (log, _) = read_rank(&r.source(&run.dir), &wanted);
-            bar.inc(1);
-            let points = log?.series.remove(key)?;
-            Some((r.rank, points))
-        })
+    let files: Vec<vocab::RankFile> = run.ranks.iter().map(|r| r.source(&run.dir)).collect();
+    let mut out: Vec<(u32, Points)> = read_logs(&files, &wanted, &bar)
+        .into_iter()
+        .zip(&files)
+        .filter_map(|((log, _), f)| Some((f.rank, log?.series.remove(key)?)))
         .collect();
     bar.finish_and_clear();
     out.sort_by_key(|(r, _)| *r);

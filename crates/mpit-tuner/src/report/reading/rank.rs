@@ -100,12 +100,95 @@ impl RankLog {
     }
 }
 
+/// What the reading of one rank's log gives: the log, unless nothing of it
+/// is usable, and its problems.
+pub type Read = (Option<RankLog>, Vec<Problem>);
+
+/// Reads every rank's log among `files`, each file once: a node's log is
+/// read in one pass for all its ranks (reading it rank by rank would read
+/// a node of K ranks K times). One result per rank, in `files`' order.
+pub fn read_logs(
+    files: &[vocab::RankFile],
+    series_wanted: &HashSet<String>,
+    bar: &indicatif::ProgressBar,
+) -> Vec<Read> {
+    use rayon::prelude::*;
+    let groups = vocab::read::by_file(files);
+    let mut read: Vec<(u32, Read)> = groups
+        .par_iter()
+        .flat_map_iter(|group| {
+            let out = match group.as_slice() {
+                [one] if !one.shared => vec![(one.rank, read_rank(one, series_wanted))],
+                shared => read_node(shared, series_wanted),
+            };
+            bar.inc(out.len() as u64);
+            out
+        })
+        .collect();
+    let order: std::collections::HashMap<u32, usize> =
+        files.iter().enumerate().map(|(i, f)| (f.rank, i)).collect();
+    read.sort_by_key(|(rank, _)| order.get(rank).copied().unwrap_or(usize::MAX));
+    read.into_iter().map(|(_, r)| r).collect()
+}
+
+/// Reads the ranks `files` of one node's log in one pass, each line given
+/// to the reader of the rank it starts with (as [`read_rank`] reads one).
+fn read_node(files: &[&vocab::RankFile], series_wanted: &HashSet<String>) -> Vec<(u32, Read)> {
+    let Some(first) = files.first() else {
+        return Vec::new();
+    };
+    let file_name = first
+        .path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    // Per rank: its reader, and whether its log turned out unusable.
+    let mut readers: BTreeMap<u32, (RankReader<'_>, bool)> = files
+        .iter()
+        .map(|f| {
+            let mut reader = RankReader::new(f.rank, file_name.clone(), series_wanted);
+            reader.log.shared = true;
+            (f.rank, (reader, false))
+        })
+        .collect();
+    let mut records = match vocab::records(&first.path) {
+        Ok(r) => r,
+        Err(e) => {
+            return readers
+                .into_values()
+                .map(|(mut reader, _)| {
+                    reader.problem(ProblemKind::Unreadable, format!("cannot open: {e}"));
+                    (reader.rank, (None, reader.problems))
+                })
+                .collect();
+        }
+    };
+    while let Some(item) = records.next() {
+        // A line without its rank belongs to none (schema --check names it).
+        let Some((reader, unusable)) = records.line_rank().and_then(|r| readers.get_mut(&r)) else {
+            continue;
+        };
+        if *unusable {
+            continue;
+        }
+        *unusable = matches!(reader.item(item), Next::Unusable);
+    }
+    let lines = records.lines() as u64;
+    readers
+        .into_values()
+        .map(|(mut reader, unusable)| {
+            if unusable {
+                return (reader.rank, (None, reader.problems));
+            }
+            reader.n = lines;
+            (reader.rank, reader.finish())
+        })
+        .collect()
+}
+
 /// Reads one rank's log (through [`vocab::records`]). Returns `None` when
 /// nothing of it is usable.
-pub fn read_rank(
-    file: &vocab::RankFile,
-    series_wanted: &HashSet<String>,
-) -> (Option<RankLog>, Vec<Problem>) {
+pub fn read_rank(file: &vocab::RankFile, series_wanted: &HashSet<String>) -> Read {
     let file_name = file
         .path
         .file_name()
@@ -121,17 +204,7 @@ pub fn read_rank(
         }
     };
     for item in records.by_ref() {
-        let next = match item {
-            Ok((n, record)) => {
-                reader.n = n as u64;
-                reader.record(record)
-            }
-            Err(damaged) => {
-                reader.n = damaged.line as u64;
-                reader.damaged(damaged)
-            }
-        };
-        if let Next::Unusable = next {
+        if let Next::Unusable = reader.item(item) {
             return (None, reader.problems);
         }
     }
@@ -176,6 +249,20 @@ impl<'w> RankReader<'w> {
             problems: Vec::new(),
             bad: 0,
             n: 0,
+        }
+    }
+
+    /// Reads one item of the log: a record, or a damaged line.
+    fn item(&mut self, item: Result<(usize, Record<'static>), vocab::Damaged>) -> Next {
+        match item {
+            Ok((n, record)) => {
+                self.n = n as u64;
+                self.record(record)
+            }
+            Err(damaged) => {
+                self.n = damaged.line as u64;
+                self.damaged(damaged)
+            }
         }
     }
 
