@@ -48,30 +48,28 @@ impl LogWriter {
             .write(true)
             .truncate(true)
             .open(path)?;
-        Ok(LogWriter {
-            path: path.to_path_buf(),
-            file: Some(file),
-            buf: Vec::with_capacity(64 * 1024),
-            last_flush: Instant::now(),
-            every,
-            failed: false,
-            tag: None,
-        })
+        Ok(Self::on(path, file, every, None))
     }
 
     /// Opens (creates if need be) a node's log shared with the other ranks
     /// of the node, to append this rank's lines to.
     pub fn append_shared(path: &Path, rank: u32, every: Duration) -> io::Result<LogWriter> {
         let file = OpenOptions::new().create(true).append(true).open(path)?;
-        Ok(LogWriter {
+        let tag = vocab::record::rank_tag(rank).into_bytes();
+        Ok(Self::on(path, file, every, Some(tag)))
+    }
+
+    /// A writer of `file`, opened at `path`.
+    fn on(path: &Path, file: File, every: Duration, tag: Option<Vec<u8>>) -> LogWriter {
+        LogWriter {
             path: path.to_path_buf(),
             file: Some(file),
             buf: Vec::with_capacity(64 * 1024),
             last_flush: Instant::now(),
             every,
             failed: false,
-            tag: Some(vocab::record::rank_tag(rank).into_bytes()),
-        })
+            tag,
+        }
     }
 
     /// A writer that keeps nothing, for a rank without a log file.
