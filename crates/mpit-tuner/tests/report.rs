@@ -102,24 +102,7 @@ fn policy_file(dir: &Path) -> PathBuf {
 fn real_run() -> PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let base = profile_dir().join(format!("report-tests-{}", flavor()));
-        let _ = std::fs::remove_dir_all(&base);
-        std::fs::create_dir_all(&base).unwrap();
-        let dir = base.join("run");
-        let mut cmd = mpiexec(4, traffic());
-        cmd.args(["evenodd", "allreduces=200", "sends=50", "unexpected=40"]);
-        cmd.env_remove("LD_PRELOAD");
-        for (k, _) in std::env::vars_os() {
-            if k.to_string_lossy().starts_with("MPIT_TUNER") {
-                cmd.env_remove(k);
-            }
-        }
-        cmd.env("LD_PRELOAD", preload_lib())
-            .env("MPIT_TUNER_DIR", &dir)
-            .env("MPIT_TUNER_INTERVAL", "10ms")
-            .env("MPIT_TUNER_QUIET", "1")
-            .env("MPIT_TUNER_POLICY", policy_file(&base));
-        run(cmd).assert_success();
+        let dir = traffic_run("report-tests", &[]);
         for r in 0..4 {
             assert!(
                 dir.join(format!("rank-{r:05}.jsonl")).is_file(),
@@ -127,7 +110,6 @@ fn real_run() -> PathBuf {
                 dir.display()
             );
         }
-        assert!(dir.join("summary.json").is_file());
         dir
     })
     .clone()
@@ -137,30 +119,35 @@ fn real_run() -> PathBuf {
 /// the node, which the four ranks append to.
 fn real_node_run() -> PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let base = profile_dir().join(format!("report-tests-node-{}", flavor()));
-        let _ = std::fs::remove_dir_all(&base);
-        std::fs::create_dir_all(&base).unwrap();
-        let dir = base.join("run");
-        let mut cmd = mpiexec(4, traffic());
-        cmd.args(["evenodd", "allreduces=200", "sends=50", "unexpected=40"]);
-        cmd.env_remove("LD_PRELOAD");
-        for (k, _) in std::env::vars_os() {
-            if k.to_string_lossy().starts_with("MPIT_TUNER") {
-                cmd.env_remove(k);
-            }
+    DIR.get_or_init(|| traffic_run("report-tests-node", &[("MPIT_TUNER_LOG_LAYOUT", "node")]))
+        .clone()
+}
+
+/// Runs the 4-rank `traffic` job of [`real_run`] under the tool in
+/// `<profile>/<name>-<flavour>/run`, with `env` added; returns the run
+/// directory, which has a summary.json.
+fn traffic_run(name: &str, env: &[(&str, &str)]) -> PathBuf {
+    let base = profile_dir().join(format!("{name}-{}", flavor()));
+    let _ = std::fs::remove_dir_all(&base);
+    std::fs::create_dir_all(&base).unwrap();
+    let dir = base.join("run");
+    let mut cmd = mpiexec(4, traffic());
+    cmd.args(["evenodd", "allreduces=200", "sends=50", "unexpected=40"]);
+    cmd.env_remove("LD_PRELOAD");
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("MPIT_TUNER") {
+            cmd.env_remove(k);
         }
-        cmd.env("LD_PRELOAD", preload_lib())
-            .env("MPIT_TUNER_DIR", &dir)
-            .env("MPIT_TUNER_INTERVAL", "10ms")
-            .env("MPIT_TUNER_QUIET", "1")
-            .env("MPIT_TUNER_LOG_LAYOUT", "node")
-            .env("MPIT_TUNER_POLICY", policy_file(&base));
-        run(cmd).assert_success();
-        assert!(dir.join("summary.json").is_file());
-        dir
-    })
-    .clone()
+    }
+    cmd.env("LD_PRELOAD", preload_lib())
+        .env("MPIT_TUNER_DIR", &dir)
+        .env("MPIT_TUNER_INTERVAL", "10ms")
+        .env("MPIT_TUNER_QUIET", "1")
+        .env("MPIT_TUNER_POLICY", policy_file(&base))
+        .envs(env.iter().copied());
+    run(cmd).assert_success();
+    assert!(dir.join("summary.json").is_file());
+    dir
 }
 
 /// `mpit-tuner report ARGS`.
