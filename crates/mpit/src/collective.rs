@@ -375,7 +375,7 @@ impl Collectives {
             .collect();
         let mut got = send.clone();
         let r = if send.iter().all(|m| m.op == Mixed::MIN) {
-            // Minimums only (the first agreement): a basic operation.
+            // Minimums only (the start agreement): a basic operation.
             let ints: Vec<i64> = send.iter().map(|m| m.a).collect();
             let mut out = vec![0i64; ints.len()];
             ffi::allreduce_i64(self.comm, &ints, &mut out, ReduceOp::Min).map(|()| {

@@ -225,26 +225,27 @@ fn error_handler_cannot_be_swapped_in_at_finalize() {
 }
 
 #[test]
-fn first_agreement_fails() {
-    // Call 1 is the first agreement (with the services' identities and
-    // the run directory's name in it); it fails on rank 1 after taking
-    // part: that rank goes on as if the others did, and its "no" reaches
-    // every rank at the second agreement, which turns the tuner off.
+fn start_agreement_fails() {
+    // Call 1 is the start agreement (the services' identities and parts,
+    // the logs' layout, the run directory's name); it fails on rank 1
+    // after taking part: that rank goes on as if the others did, and its
+    // "no" reaches every rank at the tool's next collectives, the
+    // summary's at finalize (see
+    // `a_start_agreement_failed_on_one_rank_is_told_at_finalize`).
     inject(
         "PMPI_Allreduce#1@1",
         None,
         Said::Stderr("MPI_Allreduce failed on rank 1"),
     );
-    // Its user-defined operation cannot be made on rank 1: the rank still
-    // takes part in the call (same type signature), and votes no.
+    // Its user-defined operation cannot be made on rank 1: the agreement
+    // needs only MPI_MIN, so the rank still takes part, and votes no.
     inject(
         "PMPI_Op_create#1@1",
         None,
         Said::Stderr("MPI_Op_create failed on rank 1"),
     );
-    // Call 2 is the second agreement, failing on every rank: each rank
-    // voted yes and goes on, and the failure is told at the next
-    // agreement (the summary's, at finalize).
+    // Call 2 is the summary's first reduction, failing on every rank:
+    // each rank goes on, and rank 0 writes no summary.
     inject(
         "PMPI_Allreduce#2",
         None,
@@ -252,18 +253,21 @@ fn first_agreement_fails() {
     );
 }
 
-/// When the first agreement fails, the tuner is off on every rank, and
+/// When the start agreement says no, the tuner is off on every rank, and
 /// still each rank leaves a log in the run directory the user named: its
 /// header (checked by `run_with`: every log starts with one), the reason,
-/// and a `disabled` close. Both when the agreement's call fails on one rank
-/// (told at the second agreement) and when the tool's reduction operation
-/// cannot be made there (told at the first).
+/// and a `disabled` close. Both when a service cannot open on one rank
+/// (its PVAR session) and when the tool's reduction operation cannot be
+/// made there.
 #[test]
 fn a_tuner_that_did_not_start_leaves_every_rank_a_log() {
     // The failing call and rank, as each rank words it ("failed on rank
     // 1: ...", "failed with MPI_ERR_OTHER (failed on rank 1)").
     for (fault, call) in [
-        ("PMPI_Allreduce#1@1", "MPI_Allreduce failed"),
+        (
+            "MPI_T_pvar_session_create@1",
+            "cannot create a PVAR session",
+        ),
         ("PMPI_Op_create@1", "MPI_Op_create failed"),
     ] {
         let f = run_with(fault, None);
@@ -274,22 +278,56 @@ fn a_tuner_that_did_not_start_leaves_every_rank_a_log() {
             "one disabled log per rank:\n{}\n{}",
             f.logs, f.context
         );
-        let reasons = f
+        let reasons: Vec<&str> = f
             .logs
             .lines()
-            .filter(|l| {
-                l.contains("the tuner could not start") && l.contains(call) && l.contains("rank 1")
-            })
-            .count();
+            .filter(|l| l.contains("the tuner could not start") && l.contains("rank 1"))
+            .collect();
         assert_eq!(
-            reasons, RANKS as usize,
-            "every log says why:\n{}\n{}",
-            f.logs, f.context
+            reasons.len(),
+            RANKS as usize,
+            "every log says why, naming rank 1:\n{}\n{}",
+            f.logs,
+            f.context
+        );
+        // A local failure (the session) is named in rank 1's log only; the
+        // others point there.
+        assert!(
+            reasons.iter().any(|l| l.contains(call)),
+            "a log names {call}:\n{}\n{}",
+            f.logs,
+            f.context
         );
     }
 }
 
-/// A run directory's name too long for the first agreement follows in a
+/// The start agreement's call fails on rank 1 after taking part: one
+/// agreement cannot tell the others, so the tuner runs on every rank (rank
+/// 1 with its own view: its log in the directory the user named), and the
+/// summary's collectives at finalize carry rank 1's "no": rank 0 writes no
+/// summary and says why, every rank's log ends normally.
+#[test]
+fn a_start_agreement_failed_on_one_rank_is_told_at_finalize() {
+    let f = run_with("PMPI_Allreduce#1@1", None);
+    assert!(f.injected, "the fault was never injected: {}", f.context);
+    assert_eq!(
+        f.logs.matches("\"reason\":\"finalize\"").count(),
+        RANKS as usize,
+        "every rank ran the tuner to finalize:\n{}\n{}",
+        f.logs,
+        f.context
+    );
+    assert!(
+        f.stderr
+            .lines()
+            .any(|l| l.contains("cross-rank summary not written")
+                && l.contains("MPI_Allreduce failed on rank 1")),
+        "rank 0 says why there is no summary:\n{}",
+        f.context
+    );
+}
+
+/// A run directory's name too long for the start agreement follows in a
 /// broadcast; when that fails on one rank, the tuner is off everywhere.
 #[test]
 fn run_directory_broadcast_fails_on_one_rank() {
@@ -301,7 +339,7 @@ fn run_directory_broadcast_fails_on_one_rank() {
         "{}",
         f.context
     );
-    // The first agreement's call fails on rank 1: that rank still makes
+    // The start agreement's call fails on rank 1: that rank still makes
     // the broadcast (it decides from its own MPIT_TUNER_DIR, not from the
     // agreement's result, which it does not have), so nobody waits.
     let f = run_in("PMPI_Allreduce#1@1", None, &long);
@@ -331,10 +369,9 @@ fn pvar_session_fails_on_one_rank() {
 }
 
 #[test]
-fn second_agreement_fails_on_one_rank() {
-    // Allreduce 2 is the second agreement, which carries the default
-    // policies' aggregation: rank 0 keeps its own view of the disabled
-    // policies, and the failure is told at finalize.
+fn summary_reduction_fails_on_rank_0() {
+    // Allreduce 2 is the summary's mixed reduction at finalize: failing on
+    // rank 0, the summary is not written, and rank 0 says why.
     inject(
         "PMPI_Allreduce#2@0",
         None,

@@ -342,7 +342,7 @@ unsafe extern "C" fn combine_mixed(
 
 /// The type and operation of the tool's mixed reductions: a contiguous
 /// type of three `MPI_INT64_T` and a user-defined commutative operation
-/// on it ([`Mixed::combine`]). Made once, before the first agreement (so
+/// on it ([`Mixed::combine`]). Made once, before the start agreement (so
 /// that a rank that cannot make them says so there, and never makes a
 /// reduction its peers make differently), freed at finalize.
 #[derive(Debug)]

@@ -221,21 +221,15 @@ impl PolicyHooks {
 
     /// This rank's part of the start agreement, after [`PolicyHooks::bind`]:
     /// per policy, whether it is disabled here, as a count and the lowest
-    /// and highest such rank (three elements a policy: the same length on
-    /// every rank with the same policies).
+    /// and highest such rank: three elements a policy for the first
+    /// [`AGREED_POLICIES`], [`AGREEMENT_LEN`] in all whatever the policy
+    /// file (the start agreement also checks that every rank has the same
+    /// policies, in the same call, so its length cannot depend on them).
     pub fn disabled_votes(&self, rank: i32) -> Vec<Mixed> {
-        const NONE: i64 = i64::MAX;
-        let me = i64::from(rank);
-        (0..self.engine.policies().len())
-            .flat_map(|i| {
-                let d = self.engine.disabled(i).is_some();
-                [
-                    Mixed::sum(i64::from(d)),
-                    Mixed::min(if d { me } else { NONE }),
-                    Mixed::min(if d { -me } else { NONE }),
-                ]
-            })
-            .collect()
+        disabled_votes(
+            (0..self.engine.policies().len()).map(|i| self.engine.disabled(i).is_some()),
+            rank,
+        )
     }
 
     /// See [`crate::services::Service::start`]: `agreed` is
@@ -255,16 +249,21 @@ impl PolicyHooks {
         }
         // One message per disabled policy for the whole job, on rank 0.
         let n = self.engine.policies().len();
-        if info.rank == 0 && agreed.len() == 3 * n {
+        if info.rank == 0 && agreed.len() == AGREEMENT_LEN {
+            let size = u32::try_from(info.size.max(1)).unwrap_or(1);
             let per_policy = agreed
                 .chunks_exact(3)
-                .map(|c| {
-                    (
-                        u32::try_from(c[0].a).unwrap_or(0),
-                        i32::try_from(c[1].a).unwrap_or(-1),
-                        i32::try_from(-c[2].a).unwrap_or(-1),
-                    )
-                })
+                .map(|c| agreed_disabled(c, size))
+                // Beyond the policies the agreement carries, rank 0 knows
+                // only its own.
+                .chain((AGREED_POLICIES..n).map(|i| {
+                    self.engine.disabled(i).map(|_| DisabledOn {
+                        count: None,
+                        lo: 0,
+                        hi: -1,
+                    })
+                }))
+                .take(n)
                 .collect();
             self.announce_disabled(per_policy, n);
         }
@@ -430,21 +429,14 @@ impl PolicyHooks {
 
     /// Rank 0's messages about policies disabled somewhere, from the
     /// aggregated counts.
-    fn announce_disabled(&mut self, per_policy: Vec<(u32, i32, i32)>, n: usize) {
+    fn announce_disabled(&mut self, per_policy: Vec<Option<DisabledOn>>, n: usize) {
         let mut lines = Vec::new();
-        for (i, (count, lo, hi)) in per_policy.into_iter().enumerate() {
-            if count == 0 {
+        for (i, on) in per_policy.into_iter().enumerate() {
+            let Some(on) = on else {
                 continue;
-            }
-            let name = self.engine.policies()[i].name();
-            let where_ = if i64::from(count) == i64::from(hi) - i64::from(lo) + 1 {
-                format!(
-                    "ranks {}",
-                    format_ranks(&(lo.max(0) as u32..=hi.max(0) as u32).collect::<Vec<_>>())
-                )
-            } else {
-                format!("{count} ranks between {lo} and {hi}")
             };
+            let name = self.engine.policies()[i].name();
+            let where_ = on.describe();
             let reason = self
                 .engine
                 .disabled(i)
@@ -465,6 +457,89 @@ impl PolicyHooks {
         }
         self.messages.extend(lines);
     }
+}
+
+/// The policies whose disabling every rank reports in the start
+/// agreement; rank 0 says of the others only whether they are disabled
+/// on rank 0 itself.
+pub const AGREED_POLICIES: usize = 64;
+
+/// The length of [`PolicyHooks::disabled_votes`], whatever the policies.
+pub const AGREEMENT_LEN: usize = 3 * AGREED_POLICIES;
+
+/// [`PolicyHooks::disabled_votes`] of a rank whose policies are disabled
+/// or not as `disabled` says, in order: per policy, whether it is
+/// disabled here (its minimum says whether it is disabled everywhere), this rank if
+/// disabled and its negation (their minimums: the lowest and the highest
+/// rank where it is). Minimums only, so that the start agreement is one
+/// `MPI_MIN`, which needs no operation of the tool's.
+fn disabled_votes(disabled: impl Iterator<Item = bool>, rank: i32) -> Vec<Mixed> {
+    const NONE: i64 = i64::MAX;
+    let me = i64::from(rank);
+    let mut votes: Vec<Mixed> = disabled
+        .take(AGREED_POLICIES)
+        .flat_map(|d| {
+            [
+                Mixed::min(i64::from(d)),
+                Mixed::min(if d { me } else { NONE }),
+                Mixed::min(if d { -me } else { NONE }),
+            ]
+        })
+        .collect();
+    while votes.len() < AGREEMENT_LEN {
+        votes.extend([Mixed::min(0), Mixed::min(NONE), Mixed::min(NONE)]);
+    }
+    votes
+}
+
+/// Where a policy is disabled, as the start agreement says.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct DisabledOn {
+    /// How many ranks, when the agreement tells (every rank, or one).
+    count: Option<u32>,
+    /// The lowest and highest rank (`hi < lo`: a policy beyond
+    /// [`AGREED_POLICIES`], disabled on rank 0, others unknown).
+    lo: i32,
+    hi: i32,
+}
+
+impl DisabledOn {
+    /// "ranks 0-3", "rank 5", "some ranks between 2 and 9".
+    fn describe(&self) -> String {
+        match self.count {
+            Some(count) if i64::from(count) == i64::from(self.hi) - i64::from(self.lo) + 1 => {
+                format!(
+                    "ranks {}",
+                    format_ranks(
+                        &(self.lo.max(0) as u32..=self.hi.max(0) as u32).collect::<Vec<_>>()
+                    )
+                )
+            }
+            None if self.hi < self.lo => format!(
+                "rank 0 at least (the start agreement carries the first {AGREED_POLICIES} policies)"
+            ),
+            _ => format!("some ranks between {} and {}", self.lo, self.hi),
+        }
+    }
+}
+
+/// One policy's three reduced [`disabled_votes`] in a job of `size`
+/// ranks: `None` where it is disabled on no rank.
+fn agreed_disabled(c: &[Mixed], size: u32) -> Option<DisabledOn> {
+    let (everywhere, lo, hi) = (c[0].a == 1, c[1].a, c[2].a);
+    if lo == i64::MAX {
+        return None;
+    }
+    let lo = i32::try_from(lo).unwrap_or(-1);
+    let hi = i32::try_from(-hi).unwrap_or(-1);
+    let count = if everywhere {
+        Some(size)
+    } else if lo == hi {
+        Some(1)
+    } else {
+        None
+    };
+    Some(DisabledOn { count, lo, hi })
 }
 
 /// A `policy_summary` record per policy of `engine`: its writes, refusals
@@ -537,4 +612,62 @@ fn checked_engine(
         said.push_str(&format!(" ({})", parts.join("; ")));
     }
     Ok((engine, said))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Reduces the ranks' votes as the start agreement does (minimums).
+    fn reduce(ranks: &[Vec<Mixed>]) -> Vec<Mixed> {
+        let mut out = ranks[0].clone();
+        for r in &ranks[1..] {
+            for (o, v) in out.iter_mut().zip(r) {
+                o.a = o.a.min(v.a);
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn disabled_votes_are_minimums_of_one_length() {
+        for policies in [0, 1, 5, AGREED_POLICIES, AGREED_POLICIES + 10] {
+            let v = disabled_votes((0..policies).map(|i| i % 2 == 0), 3);
+            assert_eq!(v.len(), AGREEMENT_LEN, "{policies} policies");
+            assert!(v.iter().all(|m| m.op == Mixed::MIN));
+        }
+    }
+
+    #[test]
+    fn where_a_policy_is_disabled_from_the_reduced_votes() {
+        // Policy 0 disabled everywhere, 1 on rank 2 only, 2 on ranks 1 and
+        // 3, 3 nowhere, in a job of 4 ranks.
+        let on = |rank: i32| {
+            disabled_votes(
+                [true, rank == 2, rank == 1 || rank == 3, false].into_iter(),
+                rank,
+            )
+        };
+        let got = reduce(&(0..4).map(on).collect::<Vec<_>>());
+        let told: Vec<Option<String>> = got
+            .chunks_exact(3)
+            .take(4)
+            .map(|c| agreed_disabled(c, 4).map(|d| d.describe()))
+            .collect();
+        assert_eq!(
+            told,
+            [
+                Some("ranks 0-3".to_string()),
+                Some("ranks 2".to_string()),
+                Some("some ranks between 1 and 3".to_string()),
+                None
+            ]
+        );
+        let beyond = DisabledOn {
+            count: None,
+            lo: 0,
+            hi: -1,
+        };
+        assert!(beyond.describe().starts_with("rank 0 at least"));
+    }
 }

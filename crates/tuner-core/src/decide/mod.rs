@@ -20,3 +20,5 @@ pub use engine::{
 };
 pub(crate) use engine::{cvar_info, WriteCounts};
 pub use hooks::PolicyHooks;
+/// The length of the policies' part of the start agreement.
+pub(crate) use hooks::AGREEMENT_LEN as POLICY_AGREEMENT_LEN;

@@ -5,11 +5,11 @@ use mpit::collective::Mixed;
 use std::os::unix::ffi::OsStrExt;
 use vocab::record::LogLayout;
 
-/// Bytes of the run directory's name in the first agreement (a path of
+/// Bytes of the run directory's name in the start agreement (a path of
 /// up to this many bytes, less one).
 const RUN_DIR_MESSAGE: usize = 4096;
 
-/// The run directory as rank 0 proposes it in the first agreement: it
+/// The run directory as rank 0 proposes it in the start agreement: it
 /// names and creates it (`dir` from MPIT_TUNER_DIR, else
 /// [`default_run_dir`]); the error says why it could not.
 pub(super) fn propose_run_dir(dir: Option<&Path>) -> std::result::Result<PathBuf, String> {
@@ -37,11 +37,11 @@ pub(super) fn propose_run_dir(dir: Option<&Path>) -> std::result::Result<PathBuf
     Ok(dir)
 }
 
-/// Bytes of the run directory's name carried in the first agreement
+/// Bytes of the run directory's name carried in the start agreement
 /// itself; a longer name (rare) follows in one broadcast.
 const RUN_DIR_INLINE: usize = 248;
 
-/// Whether the run directory's name follows the first agreement in a
+/// Whether the run directory's name follows the start agreement in a
 /// broadcast: MPIT_TUNER_DIR (`named`) is too long to travel in it. Every
 /// rank decides from its own configuration (the same environment on every
 /// rank of a job), never from the agreement's result, which a rank whose
@@ -50,7 +50,7 @@ pub(super) fn named_too_long(named: Option<&Path>) -> bool {
     named.is_some_and(|d| d.as_os_str().len() >= RUN_DIR_INLINE)
 }
 
-/// A rank's part of the first agreement for the run directory: its
+/// A rank's part of the start agreement for the run directory: its
 /// [`named_too_long`] and the complement (so that the ranks learn whether
 /// they all decided alike), then rank 0's name, up to [`RUN_DIR_INLINE`]
 /// bytes, NUL-padded, as 64-bit words (other ranks send the largest word,
@@ -110,7 +110,7 @@ pub(super) fn agreed_run_dir(
 /// Ranks from which `auto` writes the logs per node on one host.
 pub(super) const NODE_LAYOUT_RANKS: i32 = 64;
 
-/// A rank's part of the first agreement for the logs' layout: what it asks
+/// A rank's part of the start agreement for the logs' layout: what it asks
 /// for (`rank` 0, `node` 1, `auto` 2: the minimum is per rank if any rank
 /// asks for it, else per node if any does), then its host name's hash and
 /// the hash's complement (whose minimums say whether the job spans

@@ -14,11 +14,13 @@ fn error_call(e: &mpit::Error, default: &'static str) -> &'static str {
 
 /// The state between `PreInit::start` and `Runtime::start`.
 pub struct PreInit {
+    /// First, so dropped first: opened services hold MPI_T handles (a
+    /// PVAR session), which must go before `mpit` finalizes MPI_T.
+    services: Vec<Box<dyn Service>>,
     config: Config,
     warnings: Vec<String>,
     mpit: MpiT,
     catalogue: Catalogue,
-    services: Vec<Box<dyn Service>>,
     start: Instant,
 }
 
@@ -52,12 +54,11 @@ impl PreInit {
     }
 }
 
-/// What the first agreement leaves a rank that may go on: its place, its
-/// state from before init, the error handler guard and the sequence of the
-/// tool's collectives on it.
+/// What the start agreement leaves a rank that may go on: its place, its
+/// state from before init with its services opened, the error handler
+/// guard and the sequence of the tool's collectives on it.
 struct Joined {
     rank: i32,
-    size: i32,
     pre: PreInit,
     /// `MPI_ERRORS_RETURN` on `MPI_COMM_WORLD` until the start is over.
     guard: ErrorsReturn,
@@ -68,6 +69,14 @@ struct Joined {
     dir: Option<PathBuf>,
     /// The logs' layout, agreed.
     layout: record::LogLayout,
+    /// Facts about this rank (without the run directory).
+    info: RunInfo,
+    /// What `MPI_Init` added to the catalogue.
+    growth: Growth,
+    /// The services' messages from their `open`, for the log only.
+    opened: Vec<String>,
+    /// The services' parts of the agreement, reduced.
+    agreed: Vec<collective::Mixed>,
 }
 
 impl Runtime {
@@ -77,13 +86,14 @@ impl Runtime {
     /// Returns `Err(Disabled)` with a message (for rank 0; empty on the
     /// others) when the tuner cannot run, on every rank alike: the ranks go
     /// through the same sequence of the tool's collectives whatever fails
-    /// locally, and two agreements decide (see [`mpit::collective`]). The
-    /// first says whether MPI_T and the mixed reductions' operation exist
-    /// everywhere (and carries the run directory's name); the second,
-    /// whether every rank has its run directory, log and sampler. Both run
+    /// locally, and one agreement decides (see [`mpit::collective`]): every
+    /// rank has MPI_T, its place, its services opened and the same
+    /// services' identities; it carries the logs' layout, the run
+    /// directory's name and what the services agree on at start. It runs
     /// on `MPI_COMM_WORLD` with `MPI_ERRORS_RETURN` swapped in until the
-    /// start is over. Each rank's log header is on disk before
-    /// the second one, so that a run directory always says who started.
+    /// start is over. A rank whose log cannot be opened after it goes on
+    /// without one (it says so on its standard error) and votes no at the
+    /// next of the tool's collectives.
     ///
     /// `pre` is what [`PreInit::start`] returned on this rank.
     pub fn start(
@@ -92,68 +102,50 @@ impl Runtime {
         let world = mpit::comm_world().map_err(|e| Disabled(format!("no MPI_COMM_WORLD: {e}")))?;
         let Joined {
             rank,
-            size,
             pre,
             guard,
             mut seq,
             same,
             dir,
             layout,
+            mut info,
+            growth,
+            opened,
+            agreed,
         } = join(world, pre).map_err(NotJoined::leave_log)?;
         let PreInit {
             config,
             mut warnings,
             mpit,
-            mut catalogue,
+            catalogue,
             mut services,
             start,
         } = pre;
-
-        let growth = catalogue.refresh(&mpit).unwrap_or_else(|e| {
-            warnings.push(format!(
-                "the variables added by MPI_Init could not be listed ({e}); the catalogue is the one from before MPI_Init"
-            ));
-            Growth::default()
-        });
-        let info = run_info(&mpit, rank, size, dir.as_deref(), &mut warnings);
+        info.dir = dir.clone().unwrap_or_default();
         let mut log = open_log(&mut seq, dir.as_deref(), &info, layout, &config);
         if let Some(w) = helper::no_spare_core_warning(config.interval, cpus(), local_ranks()) {
             warnings.push(w);
         }
         // Configuration problems go to rank 0's terminal; variables that
-        // cannot be sampled (components the library unloaded) only to the log.
+        // cannot be sampled (components the library unloaded) and the
+        // services' own messages only to the log.
         if rank == 0 {
             for w in &warnings {
                 mpit::say!("mpit-tuner: warning: {w}");
             }
         }
         warnings.extend(catalogue.skipped_summary());
+        warnings.extend(opened);
         // A service whose set-up differs across ranks is off on all of
-        // them (said after the header); the others open and start, each
-        // with its own part of the agreement below and its own
-        // collectives after it: a failure there turns off only that
-        // service.
+        // them (said after the header); the others start, each with its
+        // own part of the agreement and its own collectives after it: a
+        // failure there turns off only that service.
         let differ: Vec<String> = services
             .iter_mut()
             .zip(&same)
             .filter(|(_, same)| !**same)
             .map(|(s, _)| s.differs())
             .collect();
-        let mut open = crate::services::Open {
-            mpit: &mpit,
-            catalogue: &catalogue,
-            config: &config,
-            rank,
-            info: &info,
-            warnings: &mut warnings,
-        };
-        let mut opened = true;
-        for s in &mut services {
-            if let Err(e) = s.open(&mut open) {
-                seq.fail_local(e);
-                opened = false;
-            }
-        }
         let mut first = header(&info, &mpit, &config, &catalogue, growth);
         if let Record::Header(h) = &mut first {
             h.layout = layout;
@@ -173,35 +165,6 @@ impl Runtime {
             }
             log.record(&warning(0.0, message));
         }
-        // The second agreement: every rank opened its log and services;
-        // it carries what the services agree on at start.
-        let parts: Vec<Vec<collective::Mixed>> = services.iter().map(|s| s.agreement()).collect();
-        let payload: Vec<collective::Mixed> = parts.iter().flatten().copied().collect();
-        let (verdict, agreed) = seq.agree_with(&payload);
-        match verdict {
-            Verdict::AllOk if opened => {}
-            verdict => {
-                let why = match verdict {
-                    Verdict::Failed(why) => why,
-                    // Voted yes without a service open: impossible (its
-                    // failure was recorded), but never a reason to crash.
-                    Verdict::AllOk => collective::FailedOn::local(rank, "a service did not open"),
-                };
-                if let Err(e) = seq.release_mixed() {
-                    log.record(&warning(
-                        0.0,
-                        &format!("freeing the tool's reduction operation: {e}"),
-                    ));
-                }
-                close_disabled(
-                    &mut log,
-                    start,
-                    &format!("the tuner could not start: {why}; it is off on all ranks"),
-                );
-                restore_world(guard, rank);
-                return Err(stop(rank, &why));
-            }
-        }
         let mut starting = crate::services::Start {
             mpit: &mpit,
             catalogue: &catalogue,
@@ -212,10 +175,11 @@ impl Runtime {
             seq: &mut seq,
             agreed: &[],
         };
-        let mut at = 0;
-        for (s, part) in services.iter_mut().zip(&parts) {
-            starting.agreed = agreed.get(at..at + part.len()).unwrap_or_default();
-            at += part.len();
+        for (s, part) in services
+            .iter_mut()
+            .zip(crate::services::agreed_parts(&agreed))
+        {
+            starting.agreed = part;
             s.start(&mut starting);
         }
         log.flush();
@@ -259,13 +223,50 @@ impl Runtime {
     }
 }
 
-/// The first agreement, on `MPI_COMM_WORLD` with `MPI_ERRORS_RETURN`
-/// swapped in: every rank has MPI_T, its place, the same policies'
-/// identity, and the mixed reductions' operation; or the tuner is off on
-/// every rank.
+/// What a rank finds and opens on its own before the start agreement:
+/// the catalogue as `MPI_Init` left it, its facts, its services opened
+/// (a service that cannot open is this rank's vote against starting).
+/// Returns what `MPI_Init` added to the catalogue, the facts and the
+/// services' messages.
+fn open_locally(
+    p: &mut PreInit,
+    rank: i32,
+    size: i32,
+    seq: &mut Collectives,
+) -> (Growth, RunInfo, Vec<String>) {
+    let growth = p.catalogue.refresh(&p.mpit).unwrap_or_else(|e| {
+        p.warnings.push(format!(
+            "the variables added by MPI_Init could not be listed ({e}); the catalogue is the one from before MPI_Init"
+        ));
+        Growth::default()
+    });
+    let info = run_info(&p.mpit, rank, size, None, &mut p.warnings);
+    let mut opened = Vec::new();
+    let mut open = crate::services::Open {
+        mpit: &p.mpit,
+        catalogue: &p.catalogue,
+        config: &p.config,
+        rank,
+        info: &info,
+        warnings: &mut opened,
+    };
+    for s in &mut p.services {
+        if let Err(e) = s.open(&mut open) {
+            seq.fail_local(e);
+        }
+    }
+    (growth, info, opened)
+}
+
+/// The start agreement, on `MPI_COMM_WORLD` with `MPI_ERRORS_RETURN`
+/// swapped in: every rank has MPI_T, its place, its services opened, the
+/// same services' identities and the mixed reductions' operation; or the
+/// tuner is off on every rank. One `MPI_MIN` (a basic operation: a rank
+/// that could not make the tool's own still takes part), and a broadcast
+/// after it only for a run directory's name too long to travel in it.
 fn join(
     world: Comm,
-    pre: std::result::Result<PreInit, String>,
+    mut pre: std::result::Result<PreInit, String>,
 ) -> std::result::Result<Joined, Box<NotJoined>> {
     // The application cannot use MPI_COMM_WORLD before MPI_Init
     // returns: the tool's calls on it return their errors meanwhile.
@@ -301,27 +302,38 @@ fn join(
         },
         _ => None,
     };
-    // Services that make collectives of their own at start (the
-    // policies' init aggregation, collective tuning's set-up) run only
-    // where every rank holds the same: checked in the same reduction.
+    // Services that make collectives of their own at start (collective
+    // tuning's set-up) run only where every rank holds the same: checked
+    // in the same reduction.
     let identities: Vec<u64> = match &pre {
         Ok(p) => p.services.iter().map(|s| s.identity()).collect(),
         Err(_) => Vec::new(),
     };
-    // The mixed reductions' operation, made here so that a rank that
-    // cannot make it votes no below (before any reduction uses it).
+    // The mixed reductions' operation (for the services' and the
+    // summary's reductions), made here so that a rank that cannot make it
+    // votes no below.
     seq.prepare_mixed();
+    let local = pre
+        .as_mut()
+        .ok()
+        .map(|p| open_locally(p, rank, size, &mut seq));
     let long = rundir::named_too_long(pre.as_ref().ok().and_then(|p| p.config.dir.as_deref()));
     let mut payload = identity_votes(&identities);
     let n = payload.len();
     let wish = pre.as_ref().ok().and_then(|p| p.config.log_layout);
     payload.extend(rundir::layout_votes(wish, &mpit::host_name()));
     let l = payload.len();
+    payload.extend(crate::services::agreement(match &pre {
+        Ok(p) => &p.services,
+        Err(_) => &[],
+    }));
+    let s = payload.len();
     payload.extend(rundir::run_dir_votes(proposed.as_deref(), long));
     let (verdict, agreed) = seq.agree_with(&payload);
     let same = same_identities(&agreed[..n.min(agreed.len())], seq.failed());
     let layout = rundir::agreed_layout(agreed.get(n..l).unwrap_or_default(), size);
-    let dir = match (&verdict, agreed.get(l..)) {
+    let services_agreed = agreed.get(l..s).unwrap_or_default().to_vec();
+    let dir = match (&verdict, agreed.get(s..)) {
         (Verdict::AllOk, Some(words)) => {
             rundir::agreed_run_dir(&mut seq, words, proposed.as_deref(), long)
         }
@@ -329,12 +341,15 @@ fn join(
     };
     // A rank whose agreement call failed goes on without rank 0's word:
     // its log goes to the directory the user named, if any, so that it
-    // still says why the tuner stops at the next agreement.
+    // still says why the tuner stops at the next of the tool's calls.
     let dir = dir.or_else(|| {
         let named = pre.as_ref().ok()?.config.dir.clone()?;
         (seq.failed() && rundir::create_private_dir(&named).is_ok()).then_some(named)
     });
     if let Verdict::Failed(why) = verdict {
+        if let Err(e) = seq.release_mixed() {
+            mpit::say!("mpit-tuner[rank {rank}]: freeing the tool's reduction operation: {e}");
+        }
         restore_world(guard, rank);
         return Err(Box::new(NotJoined {
             disabled: stop(rank, &why),
@@ -345,8 +360,8 @@ fn join(
         }));
     }
     // This rank voted yes (else the verdict was Failed everywhere), so
-    // it has MPI_T.
-    let Ok(pre) = pre else {
+    // it has MPI_T and opened its services.
+    let (Ok(pre), Some((growth, info, opened))) = (pre, local) else {
         restore_world(guard, rank);
         let reason = "the tuner could not start on this rank".to_string();
         return Err(Box::new(NotJoined {
@@ -359,13 +374,16 @@ fn join(
     };
     Ok(Joined {
         rank,
-        size,
         pre,
         guard,
         seq,
         same,
         dir,
         layout,
+        info,
+        growth,
+        opened,
+        agreed: services_agreed,
     })
 }
 
@@ -379,7 +397,7 @@ fn restore_world(guard: ErrorsReturn, rank: i32) {
     }
 }
 
-/// A rank whose first agreement failed: the tuner is off on every rank.
+/// A rank whose start agreement failed: the tuner is off on every rank.
 struct NotJoined {
     /// What the rank prints.
     disabled: Disabled,
@@ -406,10 +424,20 @@ impl NotJoined {
             rank,
             size,
         } = *self;
-        let Some(pre) = pre else {
+        let Some(PreInit {
+            services,
+            config,
+            warnings,
+            mpit,
+            catalogue,
+            start,
+        }) = pre
+        else {
             return disabled;
         };
-        let Some(dir) = pre.config.dir.as_deref() else {
+        // The services opened before the agreement close before MPI_T.
+        drop(services);
+        let Some(dir) = config.dir.as_deref() else {
             return disabled;
         };
         if let Err(e) = rundir::create_private_dir(dir) {
@@ -419,10 +447,10 @@ impl NotJoined {
             );
             return disabled;
         }
-        let mut warnings = pre.warnings;
-        let info = run_info(&pre.mpit, rank, size, Some(dir), &mut warnings);
+        let mut warnings = warnings;
+        let info = run_info(&mpit, rank, size, Some(dir), &mut warnings);
         let path = dir.join(log::rank_file_name(rank));
-        let mut log = match LogWriter::create(&path, pre.config.flush) {
+        let mut log = match LogWriter::create(&path, config.flush) {
             Ok(log) => log,
             Err(e) => {
                 mpit::say!(
@@ -432,18 +460,18 @@ impl NotJoined {
                 return disabled;
             }
         };
-        warnings.extend(pre.catalogue.skipped_summary());
+        warnings.extend(catalogue.skipped_summary());
         log.record(&header(
             &info,
-            &pre.mpit,
-            &pre.config,
-            &pre.catalogue,
+            &mpit,
+            &config,
+            &catalogue,
             Growth::default(),
         ));
         for w in &warnings {
             log.record(&warning(0.0, w));
         }
-        close_disabled(&mut log, pre.start, &reason);
+        close_disabled(&mut log, start, &reason);
         disabled
     }
 }
@@ -485,8 +513,11 @@ fn run_info(
 }
 
 /// This rank's log in the run directory (its own file, or its node's in
-/// the per-node layout); a log that cannot be opened is this rank's vote
-/// against starting.
+/// the per-node layout). A log that cannot be opened (after the start
+/// agreement: the run directory's name and the layout come from it) is
+/// said on this rank's standard error and recorded as this rank's
+/// failure: its vote against the next of the tool's collectives
+/// (collective tuning's set-up, the summary at finalize).
 fn open_log(
     seq: &mut Collectives,
     dir: Option<&Path>,
@@ -510,10 +541,13 @@ fn open_log(
     };
     let (log, path) = opened;
     log.unwrap_or_else(|e| {
-        seq.fail_local(format!(
-            "cannot write {} (MPIT_TUNER_DIR): {e}",
-            path.display()
-        ));
+        let why = format!("cannot write {} (MPIT_TUNER_DIR): {e}", path.display());
+        mpit::say!(
+            "mpit-tuner[rank {}]: {why}; this rank's tuner goes on without a log, and the job's \
+             summary is not written",
+            info.rank
+        );
+        seq.fail_local(why);
         LogWriter::discard()
     })
 }
@@ -576,7 +610,7 @@ fn close_disabled(log: &mut LogWriter, start: Instant, message: &str) {
     log.flush();
 }
 
-/// A rank's part of the first agreement for the services' identities:
+/// A rank's part of the start agreement for the services' identities:
 /// each identity and its complement (identities are below 2^63), whose
 /// minimums say whether every rank holds the same. Its length is the same
 /// everywhere: a rank without services contributes zeros, and its failure

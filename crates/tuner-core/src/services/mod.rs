@@ -57,7 +57,7 @@ pub trait Service: Send {
 
     /// What identifies this service's collective behaviour at start (a
     /// hash of what it runs; 0 for nothing). The runtime checks it is the
-    /// same on every rank, in the first agreement, before any service
+    /// same on every rank, in the start agreement, before any service
     /// starts: where it differs, the service is off on every rank, with
     /// [`Service::differs`] as the reason.
     fn identity(&self) -> u64 {
@@ -87,10 +87,12 @@ pub trait Service: Send {
     /// What the service adds to the start agreement, once every service
     /// opened: elements reduced over every rank in the agreement's own
     /// call (one collective for the job's start, whatever the number of
-    /// services). Their number and operations must follow from what the
-    /// first agreement made the same on every rank ([`Service::identity`]),
-    /// never from what this rank found. [`Start::agreed`] gives them back
-    /// reduced.
+    /// services). The same call checks the services' identities, so their
+    /// number cannot follow from them: at most the service's entry in
+    /// [`AGREEMENT_LENS`], a constant (the runtime pads the rest with
+    /// [`Mixed::min`]`(i64::MAX)`), and their operations fixed by their
+    /// place. [`Start::agreed`] gives them back reduced (the padded
+    /// length).
     fn agreement(&self) -> Vec<Mixed> {
         Vec::new()
     }
@@ -259,5 +261,68 @@ pub fn all(config: &Config) -> (Vec<Box<dyn Service>>, Vec<String>) {
 }
 
 /// How many services [`all`] lists: the same on every rank, whatever the
-/// configuration (the first agreement reduces one identity per service).
+/// configuration (the start agreement reduces one identity per service).
 pub const COUNT: usize = 4;
+
+/// Per service of [`all`], in order, the length of its part of the start
+/// agreement ([`Service::agreement`], padded): the same on every rank,
+/// whatever the configuration.
+pub const AGREEMENT_LENS: [usize; COUNT] = [
+    0,
+    crate::decide::POLICY_AGREEMENT_LEN,
+    0,
+    collectives::AGREEMENT_LEN,
+];
+
+/// The services' parts of the start agreement, each padded to its
+/// [`AGREEMENT_LENS`] (a rank without services, or a service that says
+/// more, still sends that many: a longer part is cut, which cannot happen
+/// for the services of [`all`]).
+pub fn agreement(services: &[Box<dyn Service>]) -> Vec<Mixed> {
+    let mut out = Vec::with_capacity(AGREEMENT_LENS.iter().sum());
+    for (i, len) in AGREEMENT_LENS.iter().enumerate() {
+        let part = services.get(i).map(|s| s.agreement()).unwrap_or_default();
+        out.extend(part.into_iter().take(*len));
+        out.resize(
+            out.len().max(AGREEMENT_LENS[..=i].iter().sum()),
+            Mixed::min(i64::MAX),
+        );
+    }
+    out
+}
+
+/// Splits the reduced [`agreement`] into the services' parts (empty parts
+/// when `agreed` is short: a failed call).
+pub fn agreed_parts(agreed: &[Mixed]) -> [&[Mixed]; COUNT] {
+    let mut at = 0;
+    AGREEMENT_LENS.map(|len| {
+        let part = agreed.get(at..at + len).unwrap_or_default();
+        at += len;
+        part
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The start agreement is one `MPI_MIN`: the services' parts are
+    /// minimums, of the same length whatever the configuration.
+    #[test]
+    fn the_services_agreement_is_minimums_of_a_fixed_length() {
+        let total: usize = AGREEMENT_LENS.iter().sum();
+        let none = agreement(&[]);
+        assert_eq!(none.len(), total);
+        let (services, _) = all(&Config::default());
+        let default = agreement(&services);
+        for part in [&none, &default] {
+            assert_eq!(part.len(), total);
+            assert!(part.iter().all(|m| m.op == Mixed::MIN));
+        }
+        let parts = agreed_parts(&default);
+        for (p, len) in parts.iter().zip(AGREEMENT_LENS) {
+            assert_eq!(p.len(), len);
+        }
+        assert!(agreed_parts(&[]).iter().all(|p| p.is_empty()));
+    }
+}

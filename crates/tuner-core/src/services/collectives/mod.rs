@@ -7,6 +7,8 @@
 
 mod setup;
 
+pub(crate) use setup::AGREEMENT_LEN;
+
 use super::{Open, Peers, Service, Start, Tick};
 use crate::run::log::LogWriter;
 use crate::run::Config;
@@ -55,9 +57,18 @@ impl Service for CollectiveTuning {
 
     fn differs(&mut self) -> String {
         self.wanted = false;
-        "online collective tuning is asked for on some ranks only (MPIT_TUNER_COLLECTIVES, or \
-         the policy file's [collectives] table): it is off on all ranks"
-            .into()
+        let held = self.pending.take().map(|p| p.held()).unwrap_or_default();
+        let mut why = String::from(
+            "online collective tuning is asked for on some ranks only (MPIT_TUNER_COLLECTIVES, or \
+             the policy file's [collectives] table): it is off on all ranks",
+        );
+        if !held.is_empty() {
+            why.push_str(&format!(
+                "; this rank could not write back the default of what it tried and keeps {}",
+                held.join(", ")
+            ));
+        }
+        why
     }
 
     /// Finds what can be tuned and tries the candidates this rank can
@@ -74,7 +85,8 @@ impl Service for CollectiveTuning {
         Ok(())
     }
 
-    /// What this rank refused of what it tried, for every rank to drop.
+    /// What this rank refused of what it tried, for every rank to drop
+    /// ([`AGREEMENT_LEN`] elements, or none when tuning is not wanted).
     fn agreement(&self) -> Vec<mpit::collective::Mixed> {
         self.pending
             .as_ref()

@@ -53,11 +53,30 @@ impl Pending {
     }
 }
 
-/// The length of [`Pending::agreement`].
-fn refusal_slots() -> usize {
+impl Pending {
+    /// The algorithm variables this rank tried and could not write back
+    /// to their default, as `NAME=value`: where the ranks then do not
+    /// tune (set up differently), this rank keeps that value.
+    pub(crate) fn held(&self) -> Vec<String> {
+        let stuck = self
+            .refused
+            .len()
+            .saturating_sub(crate::collectives::COLLECTIVES.len());
+        self.targets
+            .iter()
+            .filter_map(|t| {
+                let x = *self.refused.get(stuck + t.collective as usize)?;
+                (x != 0).then(|| format!("{}={}", t.cvar.name, (x >> 32) - 1))
+            })
+            .collect()
+    }
+}
+
+/// The length of [`Pending::agreement`], whatever the library.
+pub(crate) const AGREEMENT_LEN: usize = {
     use crate::collectives::{search::MAX_CANDIDATES, COLLECTIVES};
     COLLECTIVES.len() * MAX_CANDIDATES + COLLECTIVES.len()
-}
+};
 
 /// Finds what this library lets the tuner tune and tries every candidate
 /// but allreduce's on this rank, before the start agreement (no
@@ -256,7 +275,7 @@ pub(crate) fn open(
             other => why_not = other.why_not(),
         }
     }
-    let mut refused = vec![i64::from(rank) + 1; refusal_slots()];
+    let mut refused = vec![i64::from(rank) + 1; AGREEMENT_LEN];
     let stuck = refused.len() - COLLECTIVES.len();
     refused[stuck..].fill(0);
     let cvars = match mpit_ref {
