@@ -236,6 +236,61 @@ then  = [ { set = "MPIR_CVAR_REQUEST_POLL_FREQ", value = 12 } ]
         }
     }
 
+    /// A file of 140 policies, each naming a variable no library has: the
+    /// start agreement carries the first 64 (rank 0 says each is disabled
+    /// on every rank), rank 0 speaks of the others for itself; and their
+    /// 280 quantities (`policy.NAME.writes`, `.refused`) go beyond the 255
+    /// names the summary's broadcast carries, so the places after them
+    /// (by hash) must agree on every rank: summary.json has every one of
+    /// them, counted over both ranks.
+    #[test]
+    fn many_policies_reach_the_summary_and_rank_0_messages() {
+        let tmp = tempdir();
+        let policy: String = (0..140)
+            .map(|i| {
+                format!(
+                    "[[policy]]\nname = \"p{i:03}\"\nphase = \"init\"\nthen = [ {{ set = \"mv2_no_such_variable_{i}\", value = 1 }} ]\n\n"
+                )
+            })
+            .collect();
+        let (_, stderr) = with_policy(2, &churn(), &["2"], &policy, tmp.path());
+        assert_eq!(
+            count(&stderr, "policy p000 disabled on ranks 0-1: "),
+            1,
+            "{stderr}"
+        );
+        assert_eq!(
+            count(&stderr, "policy p063 disabled on ranks 0-1: "),
+            1,
+            "{stderr}"
+        );
+        assert_eq!(
+            count(
+                &stderr,
+                "policy p139 disabled on rank 0 at least (the start agreement carries the first 64 policies): "
+            ),
+            1,
+            "{stderr}"
+        );
+        let summary: Value = serde_json::from_str(
+            &std::fs::read_to_string(tmp.path().join("run/summary.json")).unwrap(),
+        )
+        .unwrap();
+        let variables = summary["variables"].as_array().unwrap();
+        for i in 0..140 {
+            for what in ["writes", "refused"] {
+                let name = format!("policy.p{i:03}.{what}");
+                let v = variables
+                    .iter()
+                    .find(|v| v["name"] == name.as_str())
+                    .unwrap_or_else(|| panic!("no {name} in summary.json"));
+                assert_eq!(v["ranks"], 2, "{v}");
+                assert_eq!(v["max"], 0.0, "{v}");
+            }
+        }
+        assert!(!stderr.contains("not the same on every rank"), "{stderr}");
+    }
+
     /// A typo in the policy file: one `file:line:column` message on rank 0,
     /// and the job runs (monitoring only) with the same output.
     #[test]

@@ -83,6 +83,10 @@ impl Runtime {
             &signature,
             &self.info.host,
         );
+        let (stats, differing) = match stats {
+            Some((summary, differing)) => (Some(summary), differing),
+            None => (None, 0),
+        };
         let catalogue = done.as_ref().map(|d| d.catalogue.clone());
         let mut notes = Vec::new();
         if rank == 0 && quantities.len() > summary::MAX_QUANTITIES {
@@ -91,6 +95,14 @@ impl Runtime {
                 quantities.len() - summary::MAX_QUANTITIES,
                 quantities.len(),
                 summary::MAX_QUANTITIES
+            ));
+        }
+        if differing > 0 {
+            notes.push(format!(
+                "{} quantities beyond the first {} are not the same on every rank (variables or \
+                 policies of some ranks only): left out of summary.json; every rank's log has its own",
+                differing,
+                summary::NAMED
             ));
         }
         if let Verdict::Failed(why) = &verdict {

@@ -1,8 +1,9 @@
 //! The cross-rank summary computed at finalize with the tool's collectives
-//! on `MPI_COMM_WORLD`: six calls whatever the number of quantities,
+//! on `MPI_COMM_WORLD`: four calls whatever the number of quantities,
 //! classes and hosts.
 //!
-//! Rank 0 broadcasts the list of summarised quantities (its own); every rank
+//! Rank 0 broadcasts the number of summarised quantities (its own) and the
+//! hashes of the first [`NAMED`] names; every rank
 //! contributes its value of each (or nothing, if it has none); reductions
 //! give the sum, the sum of squares, the count, and the minimum and maximum
 //! with the ranks that held them (one mixed reduction, not MINLOC/MAXLOC
@@ -71,16 +72,19 @@ pub fn local_quantities(snapshot: &Snapshot) -> Vec<(String, &'static str, f64)>
 /// host name.
 ///
 /// Four collectives whatever the number of quantities, classes and hosts,
-/// and no agreement after them: one broadcast of root's list (the hashes
-/// of its quantities' names, a fixed size), one mixed reduction to every
-/// rank (the extremes with their ranks), one sum onto `root` (sums,
+/// and no agreement after them: one broadcast of root's list (the number
+/// of its quantities and the hashes of the first [`NAMED`] names, 2 KiB),
+/// one mixed reduction to every rank (the extremes with their ranks, and
+/// whether every rank put the same quantity at each place beyond the named
+/// ones), one sum onto `root` (sums,
 /// counts, the histograms across ranks and the message-size histograms),
 /// one gather of a fixed-size record a rank (its vote on the calls so
 /// far, its signature's counts and its host name: O(ranks) bytes on `root`
 /// only, a few hundred a rank), from which `root` finds the classes and
 /// the hosts, and whether every rank's part arrived.
 ///
-/// `root` gets the summary, or why not (its own failure, a rank's vote, a
+/// `root` gets the summary and how many quantities beyond the [`NAMED`]
+/// ones were not the same on every rank (left out), or why not (its own failure, a rank's vote, a
 /// damaged record); another rank gets `None`, or its own failure (rank 0
 /// decides from what it received: a rank's failure before the gather is
 /// in its vote).
@@ -91,14 +95,19 @@ pub fn reduce(
     local: &[(String, &'static str, f64)],
     signature: &Signature,
     host: &str,
-) -> (Option<Summary>, Verdict) {
+) -> (Option<(Summary, usize)>, Verdict) {
     let families = crate::sample::toolmetrics::snapshot();
     let sizes: Vec<f64> = families
         .iter()
         .flat_map(|f| f.hist.iter().map(|&n| n as f64))
         .collect();
-    let (keys, values, extremes) = agree_on_quantities(seq, root, local);
-    let n = keys.len();
+    let Agreed {
+        keys,
+        values,
+        extremes,
+        differ,
+    } = agree_on_quantities(seq, root, local);
+    let n = values.len();
     // Sums, sums of squares and counts; the histogram across ranks of each
     // quantity; the message-size histograms: one reduction.
     let mut send = Vec::with_capacity(n * (3 + HISTOGRAM_BINS) + sizes.len());
@@ -175,6 +184,8 @@ pub fn reduce(
     let variables = keys
         .iter()
         .enumerate()
+        .filter(|(i, _)| !differ.get(*i).copied().unwrap_or(false))
+        .filter_map(|(i, key)| key.as_ref().map(|k| (i, k)))
         .map(|(i, (name, kind))| {
             let (sum, sumsq, count) = (sums[3 * i], sums[3 * i + 1], sums[3 * i + 2]);
             let mean = if count > 0.0 { sum / count } else { f64::NAN };
@@ -218,46 +229,116 @@ pub fn reduce(
         .collect();
     let (classes, hosts) = classes_and_hosts(&records);
     (
-        Some(Summary {
-            variables,
-            classes,
-            hosts,
-            size_histograms,
-        }),
+        Some((
+            Summary {
+                variables,
+                classes,
+                hosts,
+                size_histograms,
+            },
+            differ.iter().filter(|d| **d).count(),
+        )),
         Verdict::AllOk,
     )
 }
 
 /// At most this many quantities are summarised (root's first ones; the
-/// rest are left out, and rank 0's log says how many): the hashes of
-/// their names travel in one broadcast of a fixed size (64 KiB).
+/// rest are left out, and rank 0's log says how many).
 pub const MAX_QUANTITIES: usize = 8191;
 
-/// The quantities every rank reduces, in root's order: root broadcasts
-/// the FNV-1a hashes of its quantities' names (one call of a fixed size,
-/// whatever the lists, so that the sequence of calls never depends on a
-/// result a failed call may have left different on some rank); every
-/// rank gives its value of each (NaN: not here). Returns root's names and
-/// kinds (empty elsewhere), this rank's values, and the extremes across
-/// ranks (one mixed reduction).
-#[allow(clippy::type_complexity)]
+/// The quantities whose names root broadcasts (their FNV-1a hashes, in one
+/// broadcast of a fixed 2 KiB). Small on purpose: shared-memory transports
+/// send it eagerly (MPICH's and Open MPI's `vader` up to 4 KiB), where the
+/// 64 KiB list of before waited for every receiver: 0.4-0.6 s of a 32-rank
+/// MPICH job's finalize on 2 cores, against under 0.1 ms. Quantities
+/// beyond these (only a library with hundreds of PVARs has them,
+/// MVAPICH2) are placed by every rank in the order of their hashes, and
+/// the reduction checks that every rank put the same one at each place.
+pub const NAMED: usize = 255;
+
+/// Hashes as the reductions carry them: below `i64::MAX` (which means
+/// "none here"), so that a hash and its complement order alike.
+const HASH_MASK: u64 = u64::MAX >> 2;
+
+/// What [`agree_on_quantities`] gives a rank.
+struct Agreed {
+    /// Root's names and kinds, in place order (empty elsewhere; `None`
+    /// for a place root has nothing at, which takes two of its names
+    /// with one hash).
+    keys: Vec<Option<(String, String)>>,
+    /// This rank's value at each place (NaN: none, or a place where the
+    /// ranks put different quantities).
+    values: Vec<f64>,
+    /// The extremes across ranks at each place (`None`: no rank has a
+    /// value, or the place is not the same quantity on every rank).
+    extremes: Vec<Option<Extremes>>,
+    /// Per place, whether the ranks put different quantities there.
+    differ: Vec<bool>,
+}
+
+/// The place of each quantity: the first `head.len()` places are root's
+/// named quantities (by hash); after them a table of twice as many places
+/// as root has other quantities (`n` in all), where each of this rank's
+/// others goes to its hash's place, or the next free one (in the order
+/// of the hashes, so that ranks with the same quantities place them
+/// alike, and a quantity some ranks lack or have in addition moves only
+/// those that would have probed past it). Each place gives an index into
+/// `hashes` (this rank's), or `None`.
+fn places(hashes: &[u64], head: &[u64], n: usize) -> Vec<Option<usize>> {
+    let by_hash: std::collections::HashMap<u64, usize> =
+        hashes.iter().enumerate().map(|(i, h)| (*h, i)).collect();
+    let named: std::collections::HashSet<u64> = head.iter().copied().collect();
+    let mut out: Vec<Option<usize>> = head.iter().map(|h| by_hash.get(h).copied()).collect();
+    let table = 2 * n.saturating_sub(head.len());
+    let mut rest: Vec<usize> = (0..hashes.len())
+        .filter(|i| !named.contains(&hashes[*i]))
+        .collect();
+    rest.sort_by_key(|i| hashes[*i]);
+    let mut slots: Vec<Option<usize>> = vec![None; table];
+    for i in rest {
+        let home = (hashes[i] % table.max(1) as u64) as usize;
+        // (More quantities than places: the last ones are left out.)
+        if let Some(free) = (0..table)
+            .map(|k| (home + k) % table)
+            .find(|s| slots[*s].is_none())
+        {
+            slots[free] = Some(i);
+        }
+    }
+    out.extend(slots);
+    out
+}
+
+/// The quantities every rank reduces, in place order: root broadcasts the
+/// number of its quantities and the hashes of the first [`NAMED`] names
+/// (one call of a fixed size, whatever the lists, so that the sequence of
+/// calls never depends on a result a failed call may have left different
+/// on some rank); every rank gives its value at each place (NaN: not
+/// here), and one mixed reduction gives the extremes with their ranks and,
+/// for the places beyond the named ones, whether every rank put the same
+/// quantity there.
 fn agree_on_quantities(
     seq: &mut Collectives,
     root: i32,
     local: &[(String, &'static str, f64)],
-) -> (Vec<(String, String)>, Vec<f64>, Vec<Option<Extremes>>) {
-    let mut message = vec![0u8; 8 * (MAX_QUANTITIES + 1)];
+) -> Agreed {
+    let hashes: Vec<u64> = local
+        .iter()
+        .map(|(name, _, _)| crate::run::fnv1a(name) & HASH_MASK)
+        .collect();
+    let mut message = vec![0u8; 8 * (NAMED + 1)];
     let mut keys = Vec::new();
     if seq.rank() == root {
-        keys = local
-            .iter()
-            .take(MAX_QUANTITIES)
-            .map(|(n, k, _)| (n.clone(), k.to_string()))
-            .collect();
-        message[..8].copy_from_slice(&(keys.len() as u64).to_le_bytes());
-        for (slot, (name, _)) in message[8..].chunks_exact_mut(8).zip(&keys) {
-            slot.copy_from_slice(&crate::run::fnv1a(name).to_le_bytes());
+        let n = local.len().min(MAX_QUANTITIES);
+        let head = &hashes[..n.min(NAMED)];
+        message[..8].copy_from_slice(&(n as u64).to_le_bytes());
+        for (slot, h) in message[8..].chunks_exact_mut(8).zip(head) {
+            slot.copy_from_slice(&h.to_le_bytes());
         }
+        keys = places(&hashes, head, n)
+            .into_iter()
+            .map(|p| p.map(|i| (local[i].0.clone(), local[i].1.to_string())))
+            .collect();
     }
     seq.bcast_bytes(&mut message, root);
     let words: Vec<u64> = message
@@ -265,24 +346,44 @@ fn agree_on_quantities(
         .map(|w| u64::from_le_bytes(w.try_into().unwrap_or_default()))
         .collect();
     let n = usize::try_from(words[0]).unwrap_or(0).min(MAX_QUANTITIES);
-    let by_hash: std::collections::HashMap<u64, f64> = local
+    let head = &words[1..=n.min(NAMED)];
+    let placed = places(&hashes, head, n);
+    let mut values: Vec<f64> = placed
         .iter()
-        .map(|(name, _, v)| (crate::run::fnv1a(name), *v))
+        .map(|p| p.map_or(f64::NAN, |i| local[i].2))
         .collect();
-    let values: Vec<f64> = words[1..=n]
+    let checked: Vec<Option<u64>> = placed[head.len()..]
         .iter()
-        .map(|h| by_hash.get(h).copied().unwrap_or(f64::NAN))
+        .map(|p| p.map(|i| hashes[i]))
         .collect();
-    let extremes = extremes_with_ranks(seq, &values);
-    (keys, values, extremes)
+    let (extremes, differ) = extremes_with_ranks(seq, &values, head.len(), &checked);
+    for (v, d) in values.iter_mut().zip(&differ) {
+        if *d {
+            *v = f64::NAN;
+        }
+    }
+    Agreed {
+        keys,
+        values,
+        extremes,
+        differ,
+    }
 }
 
 /// Per value, its minimum and maximum over every rank with the lowest
-/// rank holding each (NaN: absent), in one mixed reduction.
-fn extremes_with_ranks(seq: &mut Collectives, values: &[f64]) -> Vec<Option<Extremes>> {
+/// rank holding each (NaN: absent), and for the places from `from` on,
+/// whether every rank that has a value there has the quantity whose hash
+/// `checked` gives (its hash and its complement, by minimum), in one
+/// mixed reduction.
+fn extremes_with_ranks(
+    seq: &mut Collectives,
+    values: &[f64],
+    from: usize,
+    checked: &[Option<u64>],
+) -> (Vec<Option<Extremes>>, Vec<bool>) {
     const NONE: i64 = i64::MAX;
     let me = i64::from(seq.rank());
-    let mut send = Vec::with_capacity(2 * values.len());
+    let mut send = Vec::with_capacity(2 * values.len() + 2 * checked.len());
     for v in values {
         let key = Some(*v)
             .filter(|x| !x.is_nan())
@@ -296,20 +397,38 @@ fn extremes_with_ranks(seq: &mut Collectives, values: &[f64]) -> Vec<Option<Extr
             None => Mixed::min_pair(NONE, NONE),
         });
     }
-    if send.is_empty() {
-        return Vec::new();
+    for h in checked {
+        // (Hashes are below 2^62: neither they nor their complements are
+        // `NONE`.)
+        let h = h.map(|h| h as i64);
+        send.push(Mixed::min(h.unwrap_or(NONE)));
+        send.push(Mixed::min(h.map_or(NONE, |h| !h)));
     }
-    seq.reduce_mixed(&send, None)
+    if send.is_empty() {
+        return (Vec::new(), Vec::new());
+    }
+    let got = seq.reduce_mixed(&send, None);
+    let (pairs, checks) = got.split_at((2 * values.len()).min(got.len()));
+    let mut differ = vec![false; values.len()];
+    for (i, c) in checks.chunks_exact(2).enumerate() {
+        let same = c[0].a == NONE || c[0].a == !c[1].a;
+        if let Some(d) = differ.get_mut(from + i) {
+            *d = !same;
+        }
+    }
+    let extremes = pairs
         .chunks_exact(2)
-        .map(|p| {
-            (p[0].a != NONE).then(|| Extremes {
+        .zip(&differ)
+        .map(|(p, d)| {
+            (p[0].a != NONE && !d).then(|| Extremes {
                 min: mpit::collective::from_order_key(p[0].a),
                 min_rank: i32::try_from(p[0].b).unwrap_or(-1),
                 max: mpit::collective::from_order_key(mpit::collective::neg_key(p[1].a)),
                 max_rank: i32::try_from(p[1].b).unwrap_or(-1),
             })
         })
-        .collect()
+        .collect();
+    (extremes, differ)
 }
 
 /// The bin of `v` among [`HISTOGRAM_BINS`] equal bins from `lo` to `hi`.
@@ -606,6 +725,57 @@ pub fn table(stats: &[VariableStats], limit: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Root's named quantities take their places on every rank whatever
+    /// its order; beyond them, ranks with the same other quantities place
+    /// them alike, and a rank with one more or one less moves only those
+    /// that probe past it.
+    #[test]
+    fn places_follow_root_then_hashes() {
+        // Root: 50 and 10 named, then 3 others in a table of 6 places
+        // (homes: 20 -> 2, 30 -> 0, 41 -> 5).
+        let root = [50, 10, 20, 30, 41];
+        let head = &root[..2];
+        let at = |hashes: &[u64]| -> Vec<Option<u64>> {
+            places(hashes, head, root.len())
+                .into_iter()
+                .map(|p| p.map(|i| hashes[i]))
+                .collect()
+        };
+        let want = vec![
+            Some(50),
+            Some(10),
+            Some(30),
+            None,
+            Some(20),
+            None,
+            None,
+            Some(41),
+        ];
+        assert_eq!(at(&root), want);
+        assert_eq!(at(&[41, 30, 20, 10, 50]), want);
+        // Without 10 (named): its place is empty, the rest are unchanged.
+        let mut without = want.clone();
+        without[1] = None;
+        assert_eq!(at(&[20, 30, 41, 50]), without);
+        // Without 30 (not named): only its place changes.
+        let mut without = want.clone();
+        without[2] = None;
+        assert_eq!(at(&[20, 41, 10, 50]), without);
+        // One more, 26 (home 2, taken by 20, so the next free place): 20
+        // and the others stay where root has them.
+        let mut more = want.clone();
+        more[5] = Some(26);
+        assert_eq!(at(&[20, 26, 30, 41, 10, 50]), more);
+        // Collisions probe on, wrapping around: 6 and 12 share home 0.
+        let p = places(&[6, 12, 5], &[], 3);
+        assert_eq!(p, vec![Some(0), Some(1), None, None, None, Some(2)]);
+        // All named: nothing beyond.
+        assert_eq!(
+            places(&[3, 1, 2], &[3, 1, 2], 3),
+            vec![Some(0), Some(1), Some(2)]
+        );
+    }
 
     fn record(calls: u64, host: &str) -> Record {
         let mut signature = Signature::default();
