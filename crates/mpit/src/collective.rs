@@ -587,7 +587,9 @@ impl Drop for ErrorsReturn {
             if let Err(e) = ffi::restore_errhandler(self.comm, old) {
                 // Nowhere to log from a drop: the standard error of this
                 // rank names it (rare: a library refusing its own handler).
-                crate::say!("mpit-tuner: while putting the application's error handler back: {e}");
+                crate::say_always!(
+                    "mpit-tuner: while putting the application's error handler back: {e}"
+                );
             }
         }
     }

@@ -55,7 +55,7 @@ impl Drop for PrivateComm {
             return;
         }
         if let Err(e) = ffi::comm_free(comm) {
-            crate::say!("mpit-tuner: freeing the tool's communicator: {e}");
+            crate::say_always!("mpit-tuner: freeing the tool's communicator: {e}");
         }
     }
 }

@@ -186,7 +186,7 @@ impl Drop for Cvar<'_> {
         // A failed free leaks one handle; the caller that cares calls
         // `close` and records it, a plain drop says it on standard error.
         if let Err(e) = free(self.handle.take(), &self.info.name) {
-            crate::say!("mpit-tuner: {e}");
+            crate::say_always!("mpit-tuner: {e}");
         }
     }
 }

@@ -40,16 +40,43 @@
 
 /// Prints one line on this rank's standard error in a single `write`, so
 /// that the lines of ranks sharing a launcher's stderr never interleave in
-/// the middle (`eprintln!` writes a formatted line piece by piece). An
-/// error writing to stderr has nowhere else to go and is dropped.
+/// the middle (`eprintln!` writes a formatted line piece by piece), unless
+/// the tool was asked to be quiet ([`set_quiet`]): for what the logs also
+/// record (warnings, the tuning banner, the summary). What nothing else
+/// records goes through [`say_always!`]. An error writing to stderr has
+/// nowhere else to go and is dropped.
 #[macro_export]
 macro_rules! say {
+    ($($arg:tt)*) => {{
+        if !$crate::quiet() {
+            $crate::say_always!($($arg)*);
+        }
+    }};
+}
+
+/// [`say!`] even when the tool is quiet: for what no log records (a log
+/// that cannot be written, the tuner stopping on a rank, a clean-up that
+/// fails in a drop, a policy file that does not parse).
+#[macro_export]
+macro_rules! say_always {
     ($($arg:tt)*) => {{
         use ::std::io::Write as _;
         let mut line = ::std::format!($($arg)*);
         line.push('\n');
         let _ = ::std::io::stderr().lock().write_all(line.as_bytes());
     }};
+}
+
+static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Makes [`say!`] silent (`MPIT_TUNER_QUIET=1`), for the whole process.
+pub fn set_quiet(quiet: bool) {
+    QUIET.store(quiet, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether [`set_quiet`] silenced [`say!`].
+pub fn quiet() -> bool {
+    QUIET.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 mod catalogue;

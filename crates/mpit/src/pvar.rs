@@ -57,7 +57,7 @@ impl Drop for OwnedPvarSession {
     fn drop(&mut self) {
         if let Some(session) = self.handle.take() {
             if let Err(e) = ffi::api().and_then(|api| ffi::pvar_session_free(api, session)) {
-                crate::say!("mpit-tuner: freeing a PVAR session: {e}");
+                crate::say_always!("mpit-tuner: freeing a PVAR session: {e}");
             }
         }
     }
@@ -262,7 +262,7 @@ impl Drop for Pvar<'_> {
     fn drop(&mut self) {
         // Handles before their session: the session outlives this borrow.
         if let Err(e) = self.release() {
-            crate::say!("mpit-tuner: {e}");
+            crate::say_always!("mpit-tuner: {e}");
         }
     }
 }

@@ -138,7 +138,7 @@ impl Drop for MpiT {
                 // The log is closed by now: the rank's standard error is
                 // the one place left to say it (it changes nothing else).
                 if let Err(e) = ffi::t_finalize(api) {
-                    crate::say!("mpit-tuner: {e}");
+                    crate::say_always!("mpit-tuner: {e}");
                 }
             }
         }
@@ -308,7 +308,7 @@ impl Drop for MpiProcess {
             if let Ok(api) = ffi::api() {
                 if let Err(e) = ffi::finalize(api) {
                     // Nowhere else to tell it from a drop.
-                    crate::say!("mpit-tuner: {e}");
+                    crate::say_always!("mpit-tuner: {e}");
                 }
             }
         }

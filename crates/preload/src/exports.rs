@@ -53,7 +53,7 @@ fn resolve_slow(name: &CStr, cache: &AtomicUsize) -> usize {
     }
     if f == 0 {
         let _ = catch_unwind(|| {
-            mpit::say!(
+            mpit::say_always!(
                 "mpit-tuner: the MPI library in this process has no {}; cannot continue",
                 name.to_string_lossy()
             )
@@ -634,7 +634,7 @@ fn failed_on_candidate(collective: Collective, comm: MPI_Comm, rc: c_int) {
     let handled = unsafe { call_errhandler(comm, rc) };
     if handled != success() {
         guarded("a failed collective", || {
-            mpit::say!(
+            mpit::say_always!(
                 "mpit-tuner: MPI_Comm_call_errhandler failed ({}) for a collective that failed \
                  on a candidate communicator",
                 mpit::describe_error(handled)

@@ -66,7 +66,7 @@ fn rank_label() -> String {
 /// then every wrapper passes straight through.
 pub fn disable(why: &str) {
     if !DISABLED.swap(true, AcqRel) {
-        mpit::say!(
+        mpit::say_always!(
             "mpit-tuner[rank {}]: {why}; the tuner is disabled on this rank, the application continues",
             rank_label()
         );
@@ -80,6 +80,7 @@ pub fn before_init() {
         return;
     }
     let (config, warnings) = Config::from_env();
+    mpit::set_quiet(config.quiet);
     if !config.enabled {
         DISABLED.store(true, Release);
         return;
@@ -88,7 +89,7 @@ pub fn before_init() {
     // Before MPI_Init the rank is known only from the launcher.
     if LaunchEnv::from_env().rank.unwrap_or(0) == 0 {
         for problem in &problems {
-            mpit::say!("mpit-tuner: {problem}");
+            mpit::say_always!("mpit-tuner: {problem}");
         }
     }
     let pre = PreInit::start(config, warnings, services)
@@ -109,7 +110,7 @@ pub fn after_init() {
         Err(disabled) => {
             DISABLED.store(true, Release);
             if !disabled.0.is_empty() {
-                mpit::say!(
+                mpit::say_always!(
                     "mpit-tuner[rank {}]: {}; the application continues without the tuner",
                     rank_label(),
                     disabled.0
@@ -171,7 +172,7 @@ pub fn after_finalize() {
 pub fn before_abort() {
     if let Some(shared) = shared() {
         if !shared.flush_for_abort(std::time::Duration::from_secs(2)) {
-            mpit::say!("mpit-tuner: MPI_Abort: the helper thread did not flush its log within 2 s; the log may miss its last samples");
+            mpit::say_always!("mpit-tuner: MPI_Abort: the helper thread did not flush its log within 2 s; the log may miss its last samples");
         }
     }
 }

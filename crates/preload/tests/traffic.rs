@@ -259,8 +259,12 @@ fn eager_advice_fires_on_large_messages() {
         eager["evidence"].as_str().unwrap().contains("400 of 400"),
         "{eager}"
     );
-    // MPIT_TUNER_QUIET is set by the tests: nothing printed.
-    assert!(!stderr.contains("recommendation"), "{stderr}");
+    // Not quiet: rank 0 prints the recommendation at finalize, once.
+    assert_eq!(
+        count(&stderr, "recommendation [eager-threshold]"),
+        1,
+        "{stderr}"
+    );
 }
 
 /// Nothing but small allreduces: the offload advice.

@@ -132,3 +132,64 @@ fn tuner_off_leaves_no_trace() {
         check_complete_log(&log, RANKS);
     }
 }
+
+/// `MPIT_TUNER_QUIET=1` means quiet: with collective tuning on (whose
+/// banner rank 0 prints at start) and a bad `MPIT_TUNER_REFRESH` (a
+/// warning), a quiet run prints exactly what the application prints
+/// without the tool, on stdout and on stderr, byte for byte; the same run
+/// without quiet says both things, and either way every rank's log holds
+/// them (the warning, collective tuning's start or off record).
+#[test]
+fn quiet_means_quiet() {
+    let tmp = tempdir();
+    let program = example("comm_churn");
+    let args = ["2"];
+    let plain = mpit_testkit::run(mpi_job(RANKS, &program, &args));
+    plain.assert_success();
+    let tooled = |name: &str, quiet: bool| {
+        let dir = tmp.path().join(name);
+        let mut cmd = mpi_job(RANKS, &program, &args);
+        preload(&mut cmd, &dir);
+        cmd.env("MPIT_TUNER_COLLECTIVES", "tune")
+            .env("MPIT_TUNER_REFRESH", "often");
+        if quiet {
+            cmd.env("MPIT_TUNER_QUIET", "1");
+        }
+        let job = mpit_testkit::run(cmd);
+        job.assert_success();
+        for log in read_run_dir(&dir, RANKS) {
+            check_complete_log(&log, RANKS);
+            assert!(
+                log.of_type("warning").any(|w| w["message"]
+                    .as_str()
+                    .unwrap_or("")
+                    .contains("MPIT_TUNER_REFRESH")),
+                "{name}: no warning about MPIT_TUNER_REFRESH in a log"
+            );
+            assert!(
+                log.of_type("collective")
+                    .any(|r| r["event"] == "start" || r["event"] == "off"),
+                "{name}: no start or off record of collective tuning in a log"
+            );
+        }
+        job
+    };
+
+    let quiet = tooled("quiet", true);
+    assert_eq!(
+        quiet.stdout(),
+        plain.stdout(),
+        "stdout differs with MPIT_TUNER_QUIET=1"
+    );
+    assert_eq!(
+        quiet.stderr(),
+        plain.stderr(),
+        "stderr differs with MPIT_TUNER_QUIET=1"
+    );
+
+    let loud = tooled("loud", false);
+    assert_same_stdout(&plain, &loud, |_| false);
+    let stderr = loud.stderr();
+    assert!(stderr.contains("MPIT_TUNER_REFRESH"), "{stderr}");
+    assert!(stderr.contains("mpit-tuner: collective tuning"), "{stderr}");
+}

@@ -218,13 +218,12 @@ pub fn cluster_job(
 }
 
 /// Puts the tool on a command: `LD_PRELOAD` on the launcher (so `mpiexec`
-/// and its proxies run with it too), logs in `dir`, a short interval, no
-/// summary table.
+/// and its proxies run with it too), logs in `dir`, a short interval. Not
+/// quiet: the tests see what a user sees on the job's streams.
 pub fn preload(cmd: &mut Command, dir: &Path) {
     cmd.env("LD_PRELOAD", preload_lib())
         .env("MPIT_TUNER_DIR", dir)
-        .env("MPIT_TUNER_INTERVAL", INTERVAL)
-        .env("MPIT_TUNER_QUIET", "1");
+        .env("MPIT_TUNER_INTERVAL", INTERVAL);
 }
 
 /// A fresh temporary directory.

@@ -178,7 +178,7 @@ impl TuningMpi for RealMpi {
     }
 
     fn say(&self, line: std::fmt::Arguments<'_>) {
-        mpit::say!("{line}");
+        mpit::say_always!("{line}");
     }
 }
 

@@ -36,7 +36,6 @@ pub struct PolicyHooks {
     pending: Vec<Record<'static>>,
     messages: Vec<String>,
     pre_catalogue_names: usize,
-    quiet: bool,
     /// Writes and refusals of the policies that `mpit-tuner reload`
     /// replaced, by name: the `policy.<name>.*` quantities count the whole
     /// run.
@@ -84,7 +83,6 @@ impl PolicyHooks {
                     pending: Vec::new(),
                     messages: Vec::new(),
                     pre_catalogue_names: 0,
-                    quiet: config.quiet,
                     earlier: BTreeMap::new(),
                 }),
                 None,
@@ -378,7 +376,6 @@ impl PolicyHooks {
                 pending: Vec::new(),
                 messages: Vec::new(),
                 pre_catalogue_names: 0,
-                quiet: true,
                 earlier: BTreeMap::new(),
             },
             said,
@@ -448,7 +445,7 @@ impl PolicyHooks {
             for l in &lines {
                 mpit::say!("mpit-tuner: {l}");
             }
-        } else if !lines.is_empty() && !self.quiet {
+        } else if !lines.is_empty() {
             mpit::say!(
                 "mpit-tuner: {} of {} default policies do not apply to this MPI library (see summary.json)",
                 lines.len(),

@@ -135,11 +135,11 @@ impl Runtime {
         match done {
             Some(d) => services = self.close_log(d, &snapshot, notes),
             None => {
-                mpit::say!(
+                mpit::say_always!(
                     "mpit-tuner[rank {rank}]: the helper thread did not stop within {wait:?}; its log may end early"
                 );
                 for message in &notes {
-                    mpit::say!("mpit-tuner[rank {rank}]: {message}");
+                    mpit::say_always!("mpit-tuner[rank {rank}]: {message}");
                 }
             }
         }
@@ -250,9 +250,9 @@ impl Runtime {
             .map_err(std::io::Error::other)
             .and_then(|bytes| std::fs::write(&path, bytes));
         if let Err(e) = written {
-            mpit::say!("mpit-tuner: cannot write {}: {e}", path.display());
+            mpit::say_always!("mpit-tuner: cannot write {}: {e}", path.display());
         }
-        if !self.config.quiet {
+        if !mpit::quiet() {
             let mut text = format!(
                 "mpit-tuner: {} ranks, {} samples over {:.1}s, {} variables; logs in {}\n",
                 self.info.size,

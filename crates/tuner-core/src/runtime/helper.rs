@@ -30,7 +30,7 @@ pub(super) fn spawn(
                     // waiting; it says so itself.
                     let _ = tx.send(done);
                 }
-                Err(_) => mpit::say!(
+                Err(_) => mpit::say_always!(
                     "mpit-tuner[rank {rank}]: internal error on the helper thread; the tuner stopped on this rank"
                 ),
             }
@@ -38,7 +38,7 @@ pub(super) fn spawn(
     let helper = match spawned {
         Ok(handle) => Some(handle.thread().clone()),
         Err(e) => {
-            mpit::say!("mpit-tuner[rank {rank}]: cannot start the helper thread: {e}");
+            mpit::say_always!("mpit-tuner[rank {rank}]: cannot start the helper thread: {e}");
             None
         }
     };

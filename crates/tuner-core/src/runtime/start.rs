@@ -348,7 +348,9 @@ fn join(
     });
     if let Verdict::Failed(why) = verdict {
         if let Err(e) = seq.release_mixed() {
-            mpit::say!("mpit-tuner[rank {rank}]: freeing the tool's reduction operation: {e}");
+            mpit::say_always!(
+                "mpit-tuner[rank {rank}]: freeing the tool's reduction operation: {e}"
+            );
         }
         restore_world(guard, rank);
         return Err(Box::new(NotJoined {
@@ -391,7 +393,7 @@ fn join(
 /// its `MPI_Init` returns); a failure is said on this rank's stderr.
 fn restore_world(guard: ErrorsReturn, rank: i32) {
     if let Err(e) = guard.restore() {
-        mpit::say!(
+        mpit::say_always!(
             "mpit-tuner[rank {rank}]: while putting the application's error handler back on MPI_COMM_WORLD: {e}"
         );
     }
@@ -441,7 +443,7 @@ impl NotJoined {
             return disabled;
         };
         if let Err(e) = rundir::create_private_dir(dir) {
-            mpit::say!(
+            mpit::say_always!(
                 "mpit-tuner[rank {rank}]: cannot create run directory {} for the log of a tuner that did not start: {e}",
                 dir.display()
             );
@@ -453,7 +455,7 @@ impl NotJoined {
         let mut log = match LogWriter::create(&path, config.flush) {
             Ok(log) => log,
             Err(e) => {
-                mpit::say!(
+                mpit::say_always!(
                     "mpit-tuner[rank {rank}]: cannot write {} for a tuner that did not start: {e}",
                     path.display()
                 );
@@ -542,7 +544,7 @@ fn open_log(
     let (log, path) = opened;
     log.unwrap_or_else(|e| {
         let why = format!("cannot write {} (MPIT_TUNER_DIR): {e}", path.display());
-        mpit::say!(
+        mpit::say_always!(
             "mpit-tuner[rank {}]: {why}; this rank's tuner goes on without a log, and the job's \
              summary is not written",
             info.rank
