@@ -44,9 +44,10 @@ fn main() {
              |Group_free|Get_library_version|Comm_get_errhandler|Comm_set_errhandler\
              |Errhandler_free|Error_string|Error_class\
              |Get_processor_name|Allreduce|Reduce|Bcast|Barrier|Gather|Wtime\
-             |Op_create|Op_free|Type_contiguous|Type_commit|Type_free)",
+             |Op_create|Op_free|Type_contiguous|Type_commit|Type_free\
+             |Type_get_envelope|Type_get_contents|Type_create_struct|Type_vector)",
         )
-        .allowlist_type("MPI_T_.*|MPI_(Comm|Datatype|Op|Win|Group|Errhandler|Status|Count|Info|Aint|Request|User_function)|mpit_code_name|mpit_named_datatype|mpit_fint")
+        .allowlist_type("MPI_T_.*|MPI_(Comm|Datatype|Op|Win|Group|Errhandler|Status|Count|Info|Aint|Request|User_function)|mpit_code_name|mpit_named_datatype|mpit_named_op|mpit_fint")
         .dynamic_library_name("MpiFunctions")
         .dynamic_link_require_all(false);
     let mut constants = bindgen::Builder::default()

@@ -363,3 +363,29 @@ const struct mpit_named_datatype MPIT_PREDEFINED_DATATYPES[] = {
 
 const int MPIT_PREDEFINED_DATATYPES_LEN =
     sizeof(MPIT_PREDEFINED_DATATYPES) / sizeof(MPIT_PREDEFINED_DATATYPES[0]);
+
+/* The predefined reduction operations whose result does not depend on the
+ * order of the reduction for integer, logical and bit types (the
+ * standard defines MINLOC's and MAXLOC's ties). Not MPI_REPLACE nor
+ * MPI_NO_OP (one-sided only). */
+#define MPIT_OP(op) {(op), #op},
+
+const struct mpit_named_op MPIT_PREDEFINED_OPS[] = {
+    MPIT_OP(MPI_MAX)
+    MPIT_OP(MPI_MIN)
+    MPIT_OP(MPI_SUM)
+    MPIT_OP(MPI_PROD)
+    MPIT_OP(MPI_LAND)
+    MPIT_OP(MPI_BAND)
+    MPIT_OP(MPI_LOR)
+    MPIT_OP(MPI_BOR)
+    MPIT_OP(MPI_LXOR)
+    MPIT_OP(MPI_BXOR)
+    MPIT_OP(MPI_MINLOC)
+    MPIT_OP(MPI_MAXLOC)
+};
+
+const int MPIT_PREDEFINED_OPS_LEN =
+    sizeof(MPIT_PREDEFINED_OPS) / sizeof(MPIT_PREDEFINED_OPS[0]);
+
+const int MPIT_COMBINER_NAMED = MPI_COMBINER_NAMED;

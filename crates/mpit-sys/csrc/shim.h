@@ -122,4 +122,16 @@ struct mpit_named_datatype {
 extern const struct mpit_named_datatype MPIT_PREDEFINED_DATATYPES[];
 extern const int MPIT_PREDEFINED_DATATYPES_LEN;
 
+/* The predefined reduction operations, with their names. */
+struct mpit_named_op {
+    MPI_Op op;
+    const char *name;
+};
+extern const struct mpit_named_op MPIT_PREDEFINED_OPS[];
+extern const int MPIT_PREDEFINED_OPS_LEN;
+
+/* MPI_COMBINER_NAMED: MPI_Type_get_envelope's combiner of a predefined
+ * datatype. */
+extern const int MPIT_COMBINER_NAMED;
+
 #endif

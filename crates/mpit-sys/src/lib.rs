@@ -155,6 +155,31 @@ pub fn predefined_datatypes() -> impl Iterator<Item = (MPI_Datatype, &'static st
         })
 }
 
+/// The predefined reduction operations of the header whose result cannot
+/// depend on the order in which a reduction combines integer, logical or
+/// bit values (`MPI_SUM`, `MPI_PROD`, `MPI_MIN`, `MPI_MAX`, the logical
+/// and bitwise ones, `MPI_MINLOC` and `MPI_MAXLOC`), with their names. Only
+/// for processes with MPI loaded (Open MPI's handles are addresses inside
+/// libmpi); a null handle (a symbol the loaded library lacks) is left out.
+pub fn predefined_ops() -> impl Iterator<Item = (MPI_Op, &'static str)> {
+    // SAFETY: the shim defines MPIT_PREDEFINED_OPS with
+    // MPIT_PREDEFINED_OPS_LEN entries, each a handle from the header and a
+    // static string literal, and never changes them.
+    let table = unsafe {
+        std::slice::from_raw_parts(
+            MPIT_PREDEFINED_OPS.as_ptr(),
+            MPIT_PREDEFINED_OPS_LEN as usize,
+        )
+    };
+    // SAFETY: an integer or a pointer, for which all zero bits are valid.
+    let zero: MPI_Op = unsafe { std::mem::zeroed() };
+    table.iter().filter(move |e| e.op != zero).map(|e| {
+        // SAFETY: each name is a NUL-terminated string literal (`#op`).
+        let name = unsafe { std::ffi::CStr::from_ptr(e.name) };
+        (e.op, name.to_str().unwrap_or("a predefined operation"))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -176,6 +201,16 @@ mod tests {
         let success = unsafe { MPIT_SUCCESS };
         assert_eq!(error_name(success), Some("MPI_SUCCESS"));
         assert!(error_name(-12345).is_none());
+    }
+
+    #[test]
+    fn predefined_ops_come_from_the_header() {
+        let names: Vec<&str> = predefined_ops().map(|(_, name)| name).collect();
+        if BUILD_ABI != "openmpi" {
+            assert_eq!(names.len(), 12, "{names:?}");
+            assert!(names.contains(&"MPI_MAXLOC"), "{names:?}");
+        }
+        assert!(names.iter().all(|n| n.starts_with("MPI_")), "{names:?}");
     }
 
     #[test]

@@ -92,6 +92,9 @@ pub enum Error {
         /// Why.
         message: String,
     },
+    /// A datatype the tool could not take apart (nested too deep).
+    #[error("{0}")]
+    Datatype(String),
     /// The variable is bound to an MPI object and needs one, or is not bound
     /// and was given one.
     #[error("`{variable}`: {message}")]
@@ -115,7 +118,7 @@ impl Error {
             | Error::Unavailable { variable, .. }
             | Error::Binding { variable, .. } => Some(variable),
             Error::NotFound { name, .. } => Some(name),
-            Error::NoMpi | Error::MissingFunction(_) => None,
+            Error::NoMpi | Error::MissingFunction(_) | Error::Datatype(_) => None,
         }
     }
 

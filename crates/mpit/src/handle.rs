@@ -197,3 +197,10 @@ handle_bits!(Comm, Win, SessionHandle, PvarHandle);
 pub fn datatype_bits(raw: sys::MPI_Datatype) -> u64 {
     RawBits::to_bits(raw)
 }
+
+/// A reduction operation's handle as 64 bits (the interposer's table of
+/// the predefined ones).
+#[inline]
+pub fn op_bits(raw: sys::MPI_Op) -> u64 {
+    RawBits::to_bits(raw)
+}

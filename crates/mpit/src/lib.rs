@@ -99,10 +99,10 @@ pub use comm::PrivateComm;
 pub use cvar::Cvar;
 pub use error::{Error, MpiError, Result};
 pub use ffi::{
-    comm_world, describe_error, host_name, is_comm_null, is_inter, rank_size, Object, PvarReader,
-    ThreadLevel,
+    comm_world, describe_error, every_basic_datatype, host_name, is_comm_null, is_inter, rank_size,
+    Object, PvarReader, ThreadLevel,
 };
-pub use handle::{datatype_bits, Comm, HandleBits, PvarHandle, SessionHandle, Win};
+pub use handle::{datatype_bits, op_bits, Comm, HandleBits, PvarHandle, SessionHandle, Win};
 pub use meta::{Binding, Datatype, PvarClass, Scope, Verbosity};
 pub use pvar::{OwnedPvarSession, Pvar, PvarSession};
 pub use session::{Library, MpiProcess, MpiT};

@@ -369,3 +369,94 @@ mod openmpi {
         assert_eq!(err.variable(), Some("btl_vader_eager_limit"));
     }
 }
+
+/// `every_basic_datatype` takes derived datatypes apart into their basic
+/// ones, however they nest: a struct of an int and a double holds both, a
+/// contiguous type of a contiguous type of ints only ints, a vector of
+/// doubles only doubles; a predefined datatype is its own basic type. (The
+/// types `MPI_Type_get_contents` hands out are freed again: a leak would
+/// show as an MPI_Type_free error in the next test of the same handles.)
+#[test]
+fn derived_datatypes_are_taken_apart_into_their_basic_ones() {
+    if !in_rank() {
+        run_self("derived_datatypes_are_taken_apart_into_their_basic_ones", 1).assert_success();
+        return;
+    }
+    use mpit_sys::MPI_Datatype;
+    let _mpi = MpiProcess::init().unwrap();
+    let api = mpit_sys::MpiFunctions::load().unwrap();
+    let named: Vec<(MPI_Datatype, &str)> = mpit_sys::predefined_datatypes().collect();
+    let name_of = |t: MPI_Datatype| named.iter().find(|(d, _)| *d == t).map_or("?", |(_, n)| *n);
+    let handle = |name: &str| named.iter().find(|(_, n)| *n == name).unwrap().0;
+    let (int, double) = (handle("MPI_INT"), handle("MPI_DOUBLE"));
+    // The basic types a datatype is built from, in visiting order.
+    let basics = |t: MPI_Datatype| {
+        let mut seen = Vec::new();
+        let all = mpit::every_basic_datatype(t, &mut |b| {
+            seen.push(name_of(b).to_string());
+            true
+        })
+        .unwrap();
+        assert!(all);
+        seen
+    };
+    // SAFETY: an integer or a pointer, for which all zero bits are valid;
+    // each is set by the library below before use.
+    let (mut pair, mut inner, mut outer, mut vector): (MPI_Datatype, _, _, _) = unsafe {
+        (
+            std::mem::zeroed(),
+            std::mem::zeroed(),
+            std::mem::zeroed(),
+            std::mem::zeroed(),
+        )
+    };
+    // SAFETY: reading a constant of the shim.
+    let ok = unsafe { mpit_sys::MPIT_SUCCESS };
+    let lengths = [1, 1];
+    let displacements: [mpit_sys::MPI_Aint; 2] = [0, 8];
+    let types = [int, double];
+    // SAFETY: MPI is initialised; each call gets valid in-arrays of the
+    // count given and a valid out-pointer, as the standard's prototypes ask.
+    unsafe {
+        assert_eq!(
+            api.PMPI_Type_create_struct.as_ref().unwrap()(
+                2,
+                lengths.as_ptr(),
+                displacements.as_ptr(),
+                types.as_ptr(),
+                &mut pair,
+            ),
+            ok
+        );
+        assert_eq!(
+            api.PMPI_Type_contiguous.as_ref().unwrap()(2, int, &mut inner),
+            ok
+        );
+        assert_eq!(
+            api.PMPI_Type_contiguous.as_ref().unwrap()(3, inner, &mut outer),
+            ok
+        );
+        assert_eq!(
+            api.PMPI_Type_vector.as_ref().unwrap()(4, 1, 2, double, &mut vector),
+            ok
+        );
+    }
+    assert_eq!(basics(pair), ["MPI_INT", "MPI_DOUBLE"]);
+    assert_eq!(basics(outer), ["MPI_INT"]);
+    assert_eq!(basics(vector), ["MPI_DOUBLE"]);
+    assert_eq!(basics(int), ["MPI_INT"]);
+    let is_int = |t: MPI_Datatype| t == int;
+    assert!(!mpit::every_basic_datatype(pair, &mut { is_int }).unwrap());
+    assert!(mpit::every_basic_datatype(outer, &mut { is_int }).unwrap());
+    assert!(!mpit::every_basic_datatype(vector, &mut { is_int }).unwrap());
+    // Taken apart twice more: what get_contents handed out was freed.
+    for _ in 0..2 {
+        assert_eq!(basics(outer), ["MPI_INT"]);
+    }
+    // SAFETY: the types made above, each freed once.
+    unsafe {
+        for t in [&mut pair, &mut outer, &mut inner, &mut vector] {
+            assert_eq!(api.PMPI_Type_free.as_ref().unwrap()(t), ok);
+        }
+    }
+}

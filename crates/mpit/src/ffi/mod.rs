@@ -11,7 +11,8 @@
 //! the MPI_T interface (variables, enumerations, categories), [`process`]
 //! the few MPI calls about the process and its communicators,
 //! [`collectives`] the tool's own collectives and reductions (through
-//! PMPI), [`errors`] error handlers and error strings.
+//! PMPI), [`datatypes`] a datatype taken apart into its basic ones,
+//! [`errors`] error handlers and error strings.
 
 use crate::error::{Error, MpiError, Result};
 pub use crate::handle::{Comm, Win};
@@ -339,11 +340,13 @@ impl ThreadLevel {
 
 // After the macros above (`func!`), which the modules by concern use.
 mod collectives;
+mod datatypes;
 mod errors;
 mod process;
 mod tools;
 
 pub use collectives::*;
+pub use datatypes::*;
 pub use errors::*;
 pub use process::*;
 pub use tools::*;
