@@ -260,7 +260,12 @@ fn report(files: &[Checked], against_mpi: bool) -> String {
                     } else {
                         String::new()
                     };
-                    let _ = writeln!(out, "{}: ok ({policies}{names}{warned})", file.name);
+                    let tuning = set
+                        .collectives()
+                        .and_then(|s| s.mode_asked())
+                        .map(|m| format!(", collective tuning in mode {}", m.name()))
+                        .unwrap_or_default();
+                    let _ = writeln!(out, "{}: ok ({policies}{names}{tuning}{warned})", file.name);
                 }
             }
         }

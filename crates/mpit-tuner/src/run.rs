@@ -70,18 +70,23 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     policy: Option<PathBuf>,
 
-    /// Do not print the summary table at the end of the job.
+    /// Print nothing on the job's streams (banner, warnings, summary table:
+    /// the logs and summary.json keep them); only what no log records (a
+    /// log that cannot be written, the tuner stopping on a rank).
     #[arg(long)]
     quiet: bool,
 
     /// Tune the collective algorithms online, on the application's own
     /// calls (MPICH 4.0/4.1/5.0; Open MPI 4.1/5.0 through candidate
     /// communicators, with OMPI_MCA_coll_tuned_use_dynamic_rules=1 set
-    /// unless the environment sets it; other libraries say why not): every
-    /// collective, or a list such as `allreduce,bcast`. Off by default: a
-    /// different algorithm can change floating-point results in the last
-    /// bits (docs/collective-tuning.md).
-    #[arg(long, value_name = "LIST", num_args = 0..=1, default_missing_value = "tune")]
+    /// unless the environment sets it; other libraries say why not). MODE:
+    /// `safe` (only calls whose result cannot depend on the algorithm:
+    /// moving data, and reductions of integer, logical and byte types with
+    /// predefined operations), `all` (the default without a value:
+    /// floating-point reductions too, whose last bits may then change), a
+    /// list such as `allreduce,bcast` (in mode `all`), `measure` or `off`
+    /// (docs/collective-tuning.md).
+    #[arg(long, value_name = "MODE", num_args = 0..=1, default_missing_value = "all")]
     tune_collectives: Option<String>,
 
     #[command(flatten)]
@@ -235,11 +240,18 @@ fn environment(args: &RunArgs) -> Result<Vec<(OsString, OsString)>> {
         set("MPIT_TUNER_QUIET", OsStr::new("1"));
     }
     if let Some(list) = &args.tune_collectives {
-        if list != "tune" {
+        let mode = ["off", "safe", "all", "tune", "measure"].contains(&list.as_str());
+        if !mode {
             for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
                 if Collective::parse(item).is_none() {
+                    // One word may be a misspelt mode; in a list, a collective.
+                    let mode = if list.contains(',') {
+                        ""
+                    } else {
+                        "a mode (off, safe, all, measure) nor "
+                    };
                     bail!(
-                        "--tune-collectives: `{item}` is not a collective the tuner knows ({})",
+                        "--tune-collectives: `{item}` is not {mode}a collective the tuner knows ({})",
                         COLLECTIVES.map(|c| c.name()).join(", ")
                     );
                 }
@@ -251,7 +263,7 @@ fn environment(args: &RunArgs) -> Result<Vec<(OsString, OsString)>> {
         // decision rules, which on without a rules file or a forced
         // algorithm it still uses). Other libraries ignore it; a user's
         // own setting stays.
-        if std::env::var_os(OPENMPI_DYNAMIC_RULES_ENV).is_none() {
+        if list != "off" && std::env::var_os(OPENMPI_DYNAMIC_RULES_ENV).is_none() {
             set(OPENMPI_DYNAMIC_RULES_ENV, OsStr::new("1"));
         }
     }

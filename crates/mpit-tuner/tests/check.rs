@@ -115,6 +115,33 @@ fn broken_files_are_reported_with_positions() {
     );
 }
 
+/// A file that turns collective tuning on says in which mode: its `mode`,
+/// or `all` for `tune = true` alone; a bad mode is an error at its place.
+#[test]
+fn the_collective_tuning_mode_is_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (text, expected) in [
+        (
+            "[collectives]\nmode = \"safe\"\n",
+            "ok (0 policies, collective tuning in mode safe)",
+        ),
+        (
+            "[collectives]\ntune = true\n",
+            "ok (0 policies, collective tuning in mode all)",
+        ),
+        ("[collectives]\nwindow = 4\n", "ok (0 policies)"),
+        (
+            "[collectives]\nmode = \"fast\"\n",
+            "t.toml:2:8: error: in [collectives]: `mode` is \"safe\"",
+        ),
+    ] {
+        let file = tmp.path().join("t.toml");
+        std::fs::write(&file, text).unwrap();
+        let job = mpit_tuner(&["check", file.to_str().unwrap()]);
+        assert!(job.stdout().contains(expected), "{text}: {}", printed(&job));
+    }
+}
+
 #[test]
 fn unreadable_files_exit_2() {
     let job = mpit_tuner(&["check", "/nonexistent/policies.toml"]);

@@ -90,7 +90,7 @@ fn tune_collectives_reaches_every_rank() {
     for rank in 0..2 {
         let log = read_jsonl(&dir.join(format!("rank-{rank:05}.jsonl")));
         assert_eq!(
-            log[0]["config"]["collectives"], "allreduce,bcast (window 1)",
+            log[0]["config"]["collectives"], "all: allreduce,bcast (window 1)",
             "{}",
             log[0]
         );

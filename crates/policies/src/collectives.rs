@@ -24,6 +24,10 @@ pub struct CollectiveSpec {
     /// Tune without being asked in the environment (`tune = true`).
     /// `MPIT_TUNER_COLLECTIVES=off` still turns it off, `tune` on.
     pub tune: bool,
+    /// Which calls may switch (`mode = "safe"` or `"all"`): `None` when the
+    /// file does not say (the environment's, else `all` with `tune = true`
+    /// as before modes existed, else the default `safe`).
+    pub mode: Option<vocab::record::CollectiveMode>,
     /// Calls per measurement window.
     pub window: Option<u32>,
     /// Windows per candidate at most: each runs one, and only those
@@ -93,6 +97,16 @@ pub trait AlgorithmLookup {
 }
 
 impl CollectiveSpec {
+    /// The mode this table turns tuning on in, if it does: its `mode`, or
+    /// `all` for `tune = true` alone (as before modes existed).
+    pub fn mode_asked(&self) -> Option<vocab::record::CollectiveMode> {
+        match (self.tune, self.mode) {
+            (_, Some(mode)) => Some(mode),
+            (true, None) => Some(vocab::record::CollectiveMode::All),
+            (false, None) => None,
+        }
+    }
+
     /// What to tune for `library`: `None` for every collective and
     /// algorithm, else the listed collectives with their candidates.
     pub fn for_library(&self, library: &str) -> Option<&[(Collective, Vec<String>)]> {
@@ -204,6 +218,7 @@ impl CollectiveSpec {
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawCollectives {
     tune: Option<Spanned<bool>>,
+    mode: Option<Spanned<String>>,
     window: Option<Spanned<i64>>,
     windows: Option<Spanned<i64>>,
     window_time: Option<Spanned<String>>,
@@ -229,6 +244,19 @@ pub(crate) fn compile(
         tune: raw.tune.map(Spanned::into_inner).unwrap_or(false),
         ..CollectiveSpec::default()
     };
+    if let Some(m) = raw.mode {
+        match vocab::record::CollectiveMode::parse(m.get_ref()) {
+            Some(mode) => spec.mode = Some(mode),
+            None => errors.push((
+                m.span(),
+                format!(
+                    "`mode` is \"safe\" (only calls whose result cannot depend on the algorithm) \
+                     or \"all\" (floating-point reductions too) (got {:?})",
+                    m.get_ref()
+                ),
+            )),
+        }
+    }
     let mut count = |v: Option<Spanned<i64>>, what: &str, min: i64| -> Option<u64> {
         let v = v?;
         let n = *v.get_ref();
@@ -379,6 +407,7 @@ mod tests {
             r#"
 [collectives]
 tune = true
+mode = "safe"
 window = 4
 windows = 3
 window_time = "20ms"
@@ -402,6 +431,7 @@ allreduce = ["ring"]
         .unwrap();
         let spec = set.collectives().unwrap();
         assert!(spec.tune);
+        assert_eq!(spec.mode, Some(vocab::record::CollectiveMode::Safe));
         assert_eq!((spec.window, spec.windows), (Some(4), Some(3)));
         assert_eq!(spec.window_time, Some(std::time::Duration::from_millis(20)));
         assert_eq!(
@@ -499,6 +529,11 @@ bcast = ["a", "a"]
             assert!(err.contains(expected), "missing {expected:?} in:\n{err}");
         }
         for (source, file, expected) in [
+            (
+                "[collectives]\nmode = \"fast\"\n",
+                "mode.toml",
+                "mode.toml:2:8: error: in [collectives]: `mode` is \"safe\"",
+            ),
             (
                 "[collectives]\nwindow_time = \"soon\"\n",
                 "w.toml",

@@ -548,11 +548,15 @@ fn tuned(
     family: Option<Family>,
     collective: Collective,
     comm: MPI_Comm,
-    op: Option<MPI_Op>,
+    reduction: Option<(MPI_Op, MPI_Datatype)>,
     bytes: impl FnOnce() -> Option<u64>,
     call: impl FnOnce(MPI_Comm) -> c_int,
 ) -> c_int {
-    if !collectives::on() {
+    let untuned = !collectives::on()
+        || reduction.is_some_and(|(op, datatype)| {
+            collectives::exact_only() && !exact(collective, op, datatype)
+        });
+    if untuned {
         return match family {
             Some(family) => counted(family, || bytes().unwrap_or(0), || call(comm)),
             None => call(comm),
@@ -582,7 +586,7 @@ fn tuned(
     let start = (wants || timing != Timing::No).then(std::time::Instant::now);
     let on = ticket
         .on()
-        .filter(|_| !ticket.commutative_only() || op.is_some_and(commutative));
+        .filter(|_| !ticket.commutative_only() || reduction.is_some_and(|(op, _)| commutative(op)));
     let rc = call(on.map_or(comm, Comm::into_raw));
     if on.is_some() && rc != success() {
         failed_on_candidate(collective, comm, rc);
@@ -597,6 +601,54 @@ fn tuned(
         collectives::after(ticket, ns.filter(|_| wants))
     }));
     rc
+}
+
+/// Mode `safe`: whether a reduction of `datatype` with `op` gives the same
+/// bits whatever the algorithm (`tuner_core::collectives::exact_datatype`:
+/// integer, logical and byte basic types only, with a predefined
+/// operation). The operation first (a user-defined one is never exact;
+/// MPICH 4 and Open MPI refuse predefined operations on derived
+/// datatypes, so a derived datatype gets further only in a library that
+/// takes them); then a predefined datatype's class, looked up with its
+/// size, or a derived one taken apart at the call ([`exact_derived`]). The answer
+/// follows from the type signature and the operation, which the standard
+/// requires to match on every rank of the call, so every rank hands the
+/// tuner the same calls.
+#[inline]
+fn exact(collective: Collective, op: MPI_Op, datatype: MPI_Datatype) -> bool {
+    sizes::exact_op(mpit::op_bits(op))
+        && match sizes::exact(mpit::datatype_bits(datatype)) {
+            Some(exact) => exact,
+            None => exact_derived(collective, datatype),
+        }
+}
+
+/// [`exact`] for a derived datatype: every basic datatype it is built from
+/// (`MPI_Type_get_envelope`/`get_contents`, recursively) must be an exact
+/// predefined one. Not cached: a handle freed and made again could name
+/// another type, and reductions of derived datatypes are rare. A datatype
+/// the library will not take apart runs on the default, and tuning stops.
+#[cold]
+#[inline(never)]
+fn exact_derived(collective: Collective, datatype: MPI_Datatype) -> bool {
+    let decoded = catch_unwind(AssertUnwindSafe(|| {
+        mpit::every_basic_datatype(datatype, &mut |basic| {
+            sizes::exact(mpit::datatype_bits(basic)) == Some(true)
+        })
+    }));
+    match decoded {
+        Ok(Ok(exact)) => exact,
+        Ok(Err(e)) => {
+            guarded("a reduction's datatype", || {
+                collectives::unclassified_call(collective, &e.to_string())
+            });
+            false
+        }
+        Err(_) => {
+            let _ = catch_unwind(|| lifecycle::disable("internal error in a reduction's datatype"));
+            false
+        }
+    }
 }
 
 /// Whether `op` is commutative (`PMPI_Op_commutative`; no if it cannot
@@ -661,9 +713,9 @@ macro_rules! tuned_call {
 
 tuned_call! {
     MPI_Allreduce => c"MPI_Allreduce"(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm)
-        as Allreduce tune Allreduce on comm op Some(op), bytes try_bytes(count, datatype);
+        as Allreduce tune Allreduce on comm op Some((op, datatype)), bytes try_bytes(count, datatype);
     MPI_Reduce => c"MPI_Reduce"(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm)
-        as Reduce tune Reduce on comm op Some(op), bytes try_bytes(count, datatype);
+        as Reduce tune Reduce on comm op Some((op, datatype)), bytes try_bytes(count, datatype);
     MPI_Bcast => c"MPI_Bcast"(buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm)
         as Bcast tune Bcast on comm op None, bytes try_bytes(count, datatype);
     MPI_Barrier => c"MPI_Barrier"(comm: MPI_Comm)
@@ -701,7 +753,7 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block(
         None,
         Collective::ReduceScatterBlock,
         comm,
-        Some(op),
+        Some((op, datatype)),
         || try_bytes(recvcount, datatype),
         |comm| {
             // SAFETY: the application's own arguments, passed through (the

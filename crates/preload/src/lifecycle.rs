@@ -10,7 +10,7 @@
 //! object table. The mutexes below are taken only inside `MPI_Init` and
 //! `MPI_Finalize`, once each, uncontended.
 
-use crate::sizes::{self, Sizes};
+use crate::sizes::{self, Ops, Sizes};
 use mpit::{Comm, MpiT, Object, Win};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering::*};
@@ -122,8 +122,11 @@ pub fn after_init() {
 
 /// After `MPI_Init` succeeded and the tuner started: keeps the sizes of
 /// the predefined datatypes that `size_of` (`PMPI_Type_size`) gives, for
-/// the counters and the size bins of tuned collectives. Datatypes the
-/// library will not size get one message and are asked at each call.
+/// the counters and the size bins of tuned collectives, with their classes
+/// (`tuner_core::collectives::exact_datatype`, from the header's names)
+/// and the predefined reduction operations, for collective tuning's mode
+/// `safe`. Datatypes the library will not size get one message and are
+/// asked at each call (their class is kept all the same).
 pub fn keep_datatype_sizes(size_of: impl Fn(mpit_sys::MPI_Datatype) -> Result<u32, i32>) {
     if !metrics_on() {
         return;
@@ -132,15 +135,16 @@ pub fn keep_datatype_sizes(size_of: impl Fn(mpit_sys::MPI_Datatype) -> Result<u3
     let (mut asked, mut failed) = (0, Vec::new());
     for (datatype, name) in mpit_sys::predefined_datatypes() {
         asked += 1;
-        match size_of(datatype) {
-            Ok(size) => {
-                sizes.insert(mpit::datatype_bits(datatype), size);
-            }
-            Err(rc) => failed.push((name, rc)),
-        }
+        let exact = tuner_core::collectives::exact_datatype(name);
+        let size = size_of(datatype).map_err(|rc| failed.push((name, rc))).ok();
+        sizes.insert(mpit::datatype_bits(datatype), size, exact);
+    }
+    let mut ops = Ops::new();
+    for (op, _) in mpit_sys::predefined_ops() {
+        ops.insert(mpit::op_bits(op));
     }
     if let Some((name, rc)) = failed.first() {
-        mpit::say!(
+        mpit::say_always!(
             "mpit-tuner[rank {}]: MPI_Type_size failed after init for {} of {asked} predefined \
              datatypes (first {name}: {}); their sizes are asked of the library at each call",
             rank_label(),
@@ -148,7 +152,7 @@ pub fn keep_datatype_sizes(size_of: impl Fn(mpit_sys::MPI_Datatype) -> Result<u3
             mpit::describe_error(*rc)
         );
     }
-    sizes::install(sizes);
+    sizes::install(sizes, ops);
 }
 
 /// Inside `MPI_Finalize`, before the real call.

@@ -1,5 +1,6 @@
-//! The sizes of the predefined datatypes, asked of the library once after
-//! `MPI_Init` and looked up by handle on the hot path.
+//! The sizes and classes of the predefined datatypes, and the predefined
+//! reduction operations, asked of the library once after `MPI_Init` and
+//! looked up by handle on the hot path.
 //!
 //! Every counted call with a message asks the size of its datatype, and a
 //! tuned collective needs it for its size bin. `PMPI_Type_size` costs 3.2-3.5
@@ -7,8 +8,13 @@
 //! counting wrapper adds to a call; a predefined datatype's size never
 //! changes, so it is asked once. A lookup here is a multiply, a shift and a
 //! compare or two; a derived datatype misses and the caller asks the
-//! library at the call. Which datatypes and their handles come from the
-//! header (`mpit_sys::predefined_datatypes`), never from this crate.
+//! library at the call. The same lookup gives the datatype's class: whether
+//! a reduction of it with a predefined operation gives the same bits
+//! whatever the algorithm (integers, logicals, bytes: "exact"; floating
+//! point is not). Which datatypes and operations and their handles come
+//! from the header (`mpit_sys::predefined_datatypes`, `predefined_ops`),
+//! never from this crate; which names are exact,
+//! from `tuner_core::collectives::exact_datatype`.
 
 use std::sync::OnceLock;
 
@@ -18,11 +24,16 @@ const SLOTS: usize = 128;
 const MASK: usize = SLOTS - 1;
 /// A free slot's size (no datatype is 4 GiB).
 const FREE: u32 = u32::MAX;
+/// The size of a datatype the library would not size: asked at each call
+/// (its class is still kept, so that every rank classes it alike).
+const UNSIZED: u32 = u32::MAX - 1;
 
-/// Datatype handles (as bits) and their sizes; read-only once built.
+/// Datatype handles (as bits), their sizes and classes; read-only once
+/// built.
 pub(crate) struct Sizes {
     keys: [u64; SLOTS],
     sizes: [u32; SLOTS],
+    exact: [bool; SLOTS],
     len: usize,
 }
 
@@ -31,6 +42,7 @@ impl Sizes {
         Sizes {
             keys: [0; SLOTS],
             sizes: [FREE; SLOTS],
+            exact: [false; SLOTS],
             len: 0,
         }
     }
@@ -44,12 +56,15 @@ impl Sizes {
         (bits.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - SLOTS.trailing_zeros())) as usize
     }
 
-    /// Keeps `size` for the datatype `bits`; false when the table is full
-    /// (that datatype's size is then asked at each call).
-    pub(crate) fn insert(&mut self, bits: u64, size: u32) -> bool {
-        if size == FREE {
-            return false;
-        }
+    /// Keeps `size` (`None`: the library would not say; asked at each
+    /// call) and the class for the datatype `bits`; false when the table
+    /// is full (that datatype is then decoded at each call, as a derived
+    /// one is).
+    pub(crate) fn insert(&mut self, bits: u64, size: Option<u32>, exact: bool) -> bool {
+        let size = match size {
+            Some(s) if s < UNSIZED => s,
+            _ => UNSIZED,
+        };
         let mut i = Self::home(bits);
         loop {
             if self.sizes[i] == FREE {
@@ -58,22 +73,24 @@ impl Sizes {
                 }
                 self.keys[i] = bits;
                 self.sizes[i] = size;
+                self.exact[i] = exact;
                 self.len += 1;
                 return true;
             }
             if self.keys[i] == bits {
                 // The same handle under two names (MPI_LONG_LONG_INT).
                 self.sizes[i] = size;
+                self.exact[i] = exact;
                 return true;
             }
             i = (i + 1) & MASK;
         }
     }
 
-    /// The size of the datatype `bits`, if it is one of the table's. Ends
+    /// The slot of the datatype `bits`, if it is one of the table's. Ends
     /// at a free slot, which a table at most three quarters full has.
     #[inline(always)]
-    pub(crate) fn get(&self, bits: u64) -> Option<u32> {
+    fn slot(&self, bits: u64) -> Option<usize> {
         let mut i = Self::home(bits);
         loop {
             let size = self.sizes[i];
@@ -81,18 +98,67 @@ impl Sizes {
                 return None;
             }
             if self.keys[i] == bits {
-                return Some(size);
+                return Some(i);
             }
             i = (i + 1) & MASK;
         }
     }
+
+    /// The size of the datatype `bits`, if it is one of the table's and
+    /// the library sized it.
+    #[inline(always)]
+    pub(crate) fn get(&self, bits: u64) -> Option<u32> {
+        self.slot(bits)
+            .map(|i| self.sizes[i])
+            .filter(|&s| s != UNSIZED)
+    }
+
+    /// Whether the datatype `bits` is exact (see the module), if it is one
+    /// of the table's.
+    #[inline(always)]
+    pub(crate) fn exact(&self, bits: u64) -> Option<bool> {
+        self.slot(bits).map(|i| self.exact[i])
+    }
+}
+
+/// The predefined reduction operations that are exact on exact datatypes
+/// (as handle bits; at most 16, the header has 12).
+pub(crate) struct Ops {
+    bits: [u64; 16],
+    len: usize,
+}
+
+impl Ops {
+    pub(crate) fn new() -> Ops {
+        Ops {
+            bits: [0; 16],
+            len: 0,
+        }
+    }
+
+    /// Keeps `bits`; false when full.
+    pub(crate) fn insert(&mut self, bits: u64) -> bool {
+        if self.len == self.bits.len() {
+            return false;
+        }
+        self.bits[self.len] = bits;
+        self.len += 1;
+        true
+    }
+
+    #[inline(always)]
+    pub(crate) fn contains(&self, bits: u64) -> bool {
+        self.bits[..self.len].contains(&bits)
+    }
 }
 
 static SIZES: OnceLock<Sizes> = OnceLock::new();
+static OPS: OnceLock<Ops> = OnceLock::new();
 
-/// Publishes the table (once per process; a second call changes nothing).
-pub(crate) fn install(sizes: Sizes) {
+/// Publishes the tables (once per process; a second call changes nothing).
+pub(crate) fn install(sizes: Sizes, ops: Ops) {
     let _ = SIZES.set(sizes);
+    let _ = OPS.set(ops);
 }
 
 /// The size of a predefined datatype, or `None` (a derived datatype, or
@@ -100,6 +166,20 @@ pub(crate) fn install(sizes: Sizes) {
 #[inline(always)]
 pub(crate) fn of(bits: u64) -> Option<u32> {
     SIZES.get()?.get(bits)
+}
+
+/// Whether a predefined datatype is exact; `None` for a derived datatype
+/// (or before the table is built): the caller decodes it.
+#[inline(always)]
+pub(crate) fn exact(bits: u64) -> Option<bool> {
+    SIZES.get()?.exact(bits)
+}
+
+/// Whether `bits` is one of the predefined operations kept (false for a
+/// user-defined one, and before the table is built).
+#[inline(always)]
+pub(crate) fn exact_op(bits: u64) -> bool {
+    OPS.get().is_some_and(|ops| ops.contains(bits))
 }
 
 #[cfg(test)]
@@ -113,30 +193,56 @@ mod tests {
         let ints = (0..40u64).map(|i| 0x4c00_0000 | (i << 8) | i);
         let addresses = (0..40u64).map(|i| 0x7f12_3456_0000 + 0x48 * i);
         for (n, bits) in ints.clone().chain(addresses.clone()).enumerate() {
-            assert!(t.insert(bits, n as u32 % 17));
+            assert!(t.insert(bits, Some(n as u32 % 17), n % 2 == 0));
         }
         assert_eq!(t.len, 80);
         for (n, bits) in ints.chain(addresses).enumerate() {
             assert_eq!(t.get(bits), Some(n as u32 % 17), "{bits:#x}");
+            assert_eq!(t.exact(bits), Some(n % 2 == 0), "{bits:#x}");
         }
         assert_eq!(t.get(0x4c00_ff00), None);
         assert_eq!(t.get(0), None);
+        assert_eq!(t.exact(0), None);
         assert_eq!(t.get(0x7f12_3456_0008), None);
     }
 
     #[test]
     fn the_same_handle_twice_is_one_entry_and_a_full_table_refuses() {
         let mut t = Sizes::new();
-        assert!(t.insert(7, 8));
-        assert!(t.insert(7, 8));
+        assert!(t.insert(7, Some(8), true));
+        assert!(t.insert(7, Some(8), true));
         assert_eq!(t.len, 1);
         for bits in 100..(100 + SLOTS as u64 * 3 / 4 - 1) {
-            assert!(t.insert(bits, 4));
+            assert!(t.insert(bits, Some(4), false));
         }
         assert_eq!(t.len, SLOTS * 3 / 4);
-        assert!(!t.insert(99_999, 4), "over three quarters full");
+        assert!(!t.insert(99_999, Some(4), true), "over three quarters full");
         assert_eq!(t.get(99_999), None);
+        assert_eq!(t.exact(99_999), None);
         assert_eq!(t.get(7), Some(8));
-        assert!(!t.insert(5, FREE), "a size that reads as a free slot");
+    }
+
+    #[test]
+    fn an_unsized_datatype_keeps_its_class() {
+        let mut t = Sizes::new();
+        assert!(t.insert(5, None, true));
+        assert!(
+            t.insert(6, Some(FREE), false),
+            "a size that reads as a free slot"
+        );
+        assert_eq!((t.get(5), t.exact(5)), (None, Some(true)));
+        assert_eq!((t.get(6), t.exact(6)), (None, Some(false)));
+        assert_eq!(t.get(7), None);
+    }
+
+    #[test]
+    fn ops_hold_what_they_were_given() {
+        let mut ops = Ops::new();
+        for b in 0..16u64 {
+            assert!(ops.insert(0x5800_0000 + b));
+        }
+        assert!(!ops.insert(1), "full");
+        assert!(ops.contains(0x5800_0003));
+        assert!(!ops.contains(1));
     }
 }

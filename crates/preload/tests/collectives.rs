@@ -1297,13 +1297,13 @@ allreduce = ["recursive_doubling", "ring"]
                 if has_ring {
                     assert_eq!(
                         start["message"],
-                        "tuning allreduce (auto, recursive_doubling, ring); window 2 calls"
+                        "tuning allreduce (auto, recursive_doubling, ring) in mode all; window 2 calls"
                     );
                     assert!(!skipped_ring, "{library}: {records:?}");
                 } else {
                     assert_eq!(
                         start["message"],
-                        "tuning allreduce (auto, recursive_doubling); window 2 calls"
+                        "tuning allreduce (auto, recursive_doubling) in mode all; window 2 calls"
                     );
                     assert!(skipped_ring, "{library}: {records:?}");
                 }
@@ -1317,7 +1317,7 @@ allreduce = ["recursive_doubling", "ring"]
                 let start = records.iter().find(|r| r["event"] == "start").unwrap();
                 assert_eq!(
                     start["message"],
-                    "tuning allreduce (ignore, recursive_doubling, ring); window 2 calls"
+                    "tuning allreduce (ignore, recursive_doubling, ring) in mode all; window 2 calls"
                 );
                 assert!(events.contains(&"decision"), "{events:?}");
             }
@@ -1326,4 +1326,116 @@ allreduce = ["recursive_doubling", "ring"]
             same_on_every_rank(&logs);
         }
     }
+}
+
+/// `coll_classes` (`rounds`, with `ints` or not) on 4 ranks, without the
+/// tool and under it in `mode` with windows of one call and no policy;
+/// both must succeed with the same output. Returns the logs and summary.
+fn classes_run(
+    rounds: u32,
+    ints: bool,
+    mode: &str,
+    dir: &std::path::Path,
+) -> (Vec<RankLog>, Value) {
+    let rounds = rounds.to_string();
+    let mut args = vec![rounds.as_str()];
+    if ints {
+        args.push("ints");
+    }
+    let program = example("coll_classes");
+    let plain = mpit_testkit::run(mpi_job(4, &program, &args));
+    plain.assert_success();
+    let mut cmd = mpi_job(4, &program, &args);
+    preload(&mut cmd, dir);
+    cmd.env("MPIT_TUNER_POLICY", "none")
+        .env("MPIT_TUNER_COLLECTIVES", mode)
+        .env("MPIT_TUNER_COLLECTIVES_WINDOW", "1")
+        .env(DYNAMIC_RULES.0, DYNAMIC_RULES.1);
+    let job = mpit_testkit::run(cmd);
+    job.assert_success();
+    assert!(
+        plain.stdout().contains("coll_classes: "),
+        "{}",
+        plain.stdout()
+    );
+    // The floating-point results' bits, the integers and the user-defined
+    // operation's pieces (the algorithm it ran under) are the library's own.
+    assert_same_stdout(&plain, &job, |_| false);
+    let logs = read_run_dir(dir, 4);
+    same_on_every_rank(&logs);
+    (logs, check_summary(dir, 4))
+}
+
+/// The events of `collective` in a rank's tuning records.
+fn events_of(log: &RankLog, collective: &str) -> Vec<String> {
+    tuning_records(log)
+        .iter()
+        .filter(|r| r["collective"] == collective)
+        .filter_map(|r| r["event"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// Mode `safe` never hands the tuner a floating-point reduction (doubles
+/// summed, `MPI_DOUBLE_INT` with `MPI_MINLOC`) nor one with a user-defined
+/// operation (on a struct of an int and a double): with nothing else to
+/// reduce, allreduce is never tried nor decided, while the bcast of the
+/// same rounds is searched; every result, bits of the doubles included, is
+/// the library's own, and the user-defined operation was handed the same
+/// pieces as without the tool (the default algorithm ran every call).
+#[test]
+fn safe_mode_leaves_floating_point_reductions_on_the_default() {
+    let tmp = tempdir();
+    let dir = tmp.path().join("run");
+    let (logs, summary) = classes_run(120, false, "safe", &dir);
+    for log in &logs {
+        let records = tuning_records(log);
+        let start = records
+            .iter()
+            .find(|r| r["event"] == "start")
+            .unwrap_or_else(|| panic!("rank {}: no start record: {records:?}", log.rank));
+        assert!(
+            start["message"]
+                .as_str()
+                .unwrap()
+                .contains(" in mode safe;"),
+            "{start}"
+        );
+        let allreduce = events_of(log, "allreduce");
+        assert!(
+            !allreduce.iter().any(|e| e == "trial" || e == "decision"),
+            "rank {}: allreduce was searched: {allreduce:?}",
+            log.rank
+        );
+        let bcast = events_of(log, "bcast");
+        assert!(
+            bcast.iter().any(|e| e == "trial"),
+            "rank {}: bcast was not searched: {bcast:?}",
+            log.rank
+        );
+    }
+    assert_eq!(summary["collective_mode"], "safe", "{summary}");
+}
+
+/// Beside them, on the same communicator and in the same size bin (32
+/// bytes), integer allreduces with `MPI_SUM` and `MPI_BXOR` are searched:
+/// the two classes are kept apart (the agreed points count the integer
+/// calls only, the same on every rank), and every result is the library's
+/// own.
+#[test]
+fn safe_mode_tunes_integer_reductions_beside_floating_point_ones() {
+    let tmp = tempdir();
+    let dir = tmp.path().join("run");
+    let (logs, summary) = classes_run(120, true, "safe", &dir);
+    for log in &logs {
+        let trials: Vec<Value> = tuning_records(log)
+            .into_iter()
+            .filter(|r| r["collective"] == "allreduce" && r["event"] == "trial")
+            .collect();
+        assert!(
+            trials.iter().any(|r| r["bin"][0] == 0),
+            "rank {}: the integer allreduces were not searched: {trials:?}",
+            log.rank
+        );
+    }
+    assert_eq!(summary["collective_mode"], "safe", "{summary}");
 }

@@ -364,8 +364,9 @@ pub struct RunConfig {
     pub refresh: Option<f64>,
     /// How often the log is flushed.
     pub flush: f64,
-    /// Online collective tuning, when asked for: which collectives and the
-    /// window (`allreduce,bcast (window 8)`, `all (window 8)`).
+    /// Online collective tuning, when asked for: the mode, which
+    /// collectives and the window (`all: allreduce,bcast (window 8)`,
+    /// `safe: all`; before modes: `allreduce,bcast (window 8)`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub collectives: Option<String>,
 }
@@ -939,6 +940,41 @@ impl CollectiveTuning {
             message: None,
             algorithms: Vec::new(),
             request: None,
+        }
+    }
+}
+
+/// Which calls online collective tuning may switch to another algorithm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum CollectiveMode {
+    /// Only calls whose result cannot depend on the algorithm: moving data
+    /// (bcast, allgather, alltoall, barrier) and reductions of integer,
+    /// logical and byte datatypes with a predefined operation. Reductions
+    /// of floating-point datatypes (or derived ones holding any) and with
+    /// user-defined operations run the library's default choice.
+    #[default]
+    Safe,
+    /// Every call, floating-point reductions too, whose last bits may then
+    /// differ from the default's (`MPIT_TUNER_COLLECTIVES=tune`).
+    All,
+}
+
+impl CollectiveMode {
+    /// Its name in the environment, the policy file and the logs.
+    pub fn name(self) -> &'static str {
+        match self {
+            CollectiveMode::Safe => "safe",
+            CollectiveMode::All => "all",
+        }
+    }
+
+    /// The mode named `name` (`safe`, `all`).
+    pub fn parse(name: &str) -> Option<CollectiveMode> {
+        match name {
+            "safe" => Some(CollectiveMode::Safe),
+            "all" => Some(CollectiveMode::All),
+            _ => None,
         }
     }
 }

@@ -42,6 +42,10 @@ pub struct SummaryFile {
     /// to (empty when tuning did not run; absent in older files).
     #[serde(default)]
     pub collectives: Vec<CollectiveOutcome>,
+    /// The mode online collective tuning ran in (`safe`, `all`,
+    /// `measure`); absent when it did not run (and in older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub collective_mode: Option<String>,
 }
 
 /// Online collective tuning's outcome for one (communicator, collective,

@@ -72,6 +72,7 @@
 //! default; searching does not resume in this run.
 
 mod bins;
+mod exact;
 mod library;
 mod mpi;
 pub mod search;
@@ -80,6 +81,7 @@ mod tests;
 mod tuner;
 
 pub use bins::{bin_text, Bins};
+pub use exact::exact_datatype;
 pub use library::{
     algorithm_cvar, algorithm_variable, algorithms, mpich4_algorithms, mpich5_algorithms,
     mpich_algorithms, mpich_cvar, mpich_fallback, mpich_fallback_name, mvapich2_cvar,
@@ -90,9 +92,9 @@ pub use library::{
 pub use mpi::{AlgorithmVar, RealMpi, Sequence, TuningComm, TuningMpi};
 pub use search::{Agreed, Event, Params, Search, State, Why};
 pub use tuner::{
-    activate, after, application_wrote, before, call_failed, comm_freeing, events, on, prepare,
-    request_key, started, stop, try_write, tuner, ByComms, Fallback, Ticket, TuneEvent, Tuner,
-    What, MAX_COMMS,
+    activate, after, application_wrote, before, call_failed, comm_freeing, events, exact_only, on,
+    prepare, request_key, started, stop, try_write, tuner, unclassified_call, ByComms, Fallback,
+    Ticket, TuneEvent, Tuner, What, MAX_COMMS,
 };
 
 use std::collections::BTreeMap;

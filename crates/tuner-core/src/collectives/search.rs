@@ -139,6 +139,10 @@ pub struct Params {
     /// runs every call, every window is timed and agreed, nothing is
     /// switched, and [`Search::measurement`] gives the agreed time per call.
     pub measure: bool,
+    /// Mode `safe`: the interposer hands the tuner only the calls whose
+    /// result cannot depend on the algorithm ([`crate::collectives::exact_only`]);
+    /// the others run the library's default and are not counted.
+    pub exact_only: bool,
 }
 
 impl Default for Params {
@@ -158,6 +162,7 @@ impl Default for Params {
             recheck: 0,
             min_comm_size: 2,
             measure: false,
+            exact_only: false,
         }
     }
 }

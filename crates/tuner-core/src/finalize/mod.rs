@@ -242,6 +242,7 @@ impl Runtime {
                 })
                 .collect(),
             collectives: Vec::new(),
+            collective_mode: None,
         };
         for s in services {
             s.summary(&mut doc);

@@ -112,9 +112,13 @@ pub struct Config {
     pub collectives_off: bool,
 }
 
+pub use vocab::record::CollectiveMode;
+
 /// What online collective tuning tunes.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CollectiveConfig {
+    /// Which calls may switch (`safe`, `all`).
+    pub mode: CollectiveMode,
     /// The collectives (empty: every one the library lets the tuner switch).
     pub collectives: Vec<Collective>,
     /// Calls per measurement window (`MPIT_TUNER_COLLECTIVES_WINDOW`;
@@ -127,7 +131,8 @@ pub struct CollectiveConfig {
 }
 
 impl CollectiveConfig {
-    /// As the header records it: `allreduce,bcast (window 8)`.
+    /// As the header records it: `safe: all (window 8)`, `all:
+    /// allreduce,bcast`, `measure: all`.
     pub fn describe(&self) -> String {
         let which = if self.collectives.is_empty() {
             "all".to_string()
@@ -138,11 +143,12 @@ impl CollectiveConfig {
                 .collect::<Vec<_>>()
                 .join(",")
         };
-        let which = if self.measure {
-            format!("measure {which}")
+        let mode = if self.measure {
+            "measure"
         } else {
-            which
+            self.mode.name()
         };
+        let which = format!("{mode}: {which}");
         match self.window {
             Some(w) => format!("{which} (window {w})"),
             None => which,
@@ -298,20 +304,26 @@ fn collectives_from(
     warnings: &mut Vec<String>,
 ) -> Option<CollectiveConfig> {
     let v = lookup("MPIT_TUNER_COLLECTIVES")?;
-    // `tune` with the policy file's or the default settings; a list.
+    // A mode with the policy file's or the default settings; a list (in
+    // mode `all`, as a list always was).
     let mut collectives = Vec::new();
     let mut measure = false;
+    let mut mode = CollectiveMode::All;
     match v.trim().to_ascii_lowercase().as_str() {
         "" | "off" | "0" | "false" | "no" => return None,
+        "safe" => mode = CollectiveMode::Safe,
         "tune" | "on" | "1" | "true" | "yes" | "all" => {}
         "measure" => measure = true,
         list => {
+            // One word may be a misspelt mode; in a list, a collective.
+            let one = !list.contains(',');
             for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
                 match Collective::parse(item) {
                     Some(c) if !collectives.contains(&c) => collectives.push(c),
                     Some(_) => {}
                     None => warnings.push(format!(
-                        "MPIT_TUNER_COLLECTIVES: `{item}` is not a collective the tuner knows ({}); ignored",
+                        "MPIT_TUNER_COLLECTIVES: `{item}` is not {}a collective the tuner knows ({}); ignored",
+                        if one { "a mode (off, safe, all, measure) nor " } else { "" },
                         COLLECTIVES.map(|c| c.name()).join(", ")
                     )),
                 }
@@ -335,6 +347,7 @@ fn collectives_from(
         }
     }
     Some(CollectiveConfig {
+        mode,
         collectives,
         window,
         measure,
@@ -387,6 +400,39 @@ mod tests {
         assert!(c.samples("mpool_hugepage_bytes_allocated"));
         assert!(!c.samples("osc_rdma_put_retry_count"));
         assert!(c.quiet);
+    }
+
+    #[test]
+    fn collective_tuning_modes() {
+        let of = |v: &str| config(&[("MPIT_TUNER_COLLECTIVES", v)]);
+        let (c, w) = of("safe");
+        let cc = c.collectives.unwrap();
+        assert_eq!(
+            (cc.mode, cc.measure, w.len()),
+            (CollectiveMode::Safe, false, 0)
+        );
+        assert_eq!(cc.describe(), "safe: all");
+        for all in ["all", "tune", "on", "1"] {
+            let cc = of(all).0.collectives.unwrap();
+            assert_eq!(cc.mode, CollectiveMode::All, "{all}");
+        }
+        let cc = of("allreduce,bcast").0.collectives.unwrap();
+        assert_eq!(cc.mode, CollectiveMode::All);
+        assert_eq!(cc.describe(), "all: allreduce,bcast");
+        assert_eq!(
+            of("measure").0.collectives.unwrap().describe(),
+            "measure: all"
+        );
+        let (c, _) = of("off");
+        assert!(c.collectives.is_none() && c.collectives_off);
+        assert!(config(&[]).0.collectives.is_none());
+        let (c, w) = of("sfe");
+        assert!(c.collectives.is_none());
+        assert!(
+            w.iter()
+                .any(|w| w.contains("`sfe` is not a mode (off, safe, all, measure)")),
+            "{w:?}"
+        );
     }
 
     #[test]

@@ -116,6 +116,27 @@ pub fn call_failed(collective: Collective, message: &str) {
     t.call_failed(collective, message);
 }
 
+/// Mode `safe`: the interposer could not take the datatype of a
+/// reduction apart (`message`: why) and ran the call on the library's
+/// default without counting it, as it does for a floating-point one.
+/// Tuning stops on this rank; its peers learn it at their next agreed
+/// point. (A datatype the standard calls valid does not fail there on one
+/// rank only, where the ranks' counts would part.)
+#[cold]
+pub fn unclassified_call(collective: Collective, message: &str) {
+    let Some(t) = TUNER.get() else { return };
+    if !t.stop.swap(true, AcqRel) {
+        t.tell(
+            Some(collective),
+            What::CallFailed(format!(
+                "the datatype of a call of {} could not be taken apart ({message}): the call ran \
+                 the library's default, and tuning stops on every rank at the next agreed point",
+                collective.name()
+            )),
+        );
+    }
+}
+
 /// The application frees `comm` (every rank of it does): its tuning
 /// communicator goes with it, and its entry is free for a new one.
 pub fn comm_freeing(comm: Comm) {

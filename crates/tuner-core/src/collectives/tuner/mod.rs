@@ -249,6 +249,15 @@ impl<M: TuningMpi> Tuner<M> {
         self.stop.load(Acquire)
     }
 
+    /// The mode it runs in: `measure`, `safe` or `all`.
+    pub fn mode_name(&self) -> &'static str {
+        match (self.params.measure, self.params.exact_only) {
+            (true, _) => "measure",
+            (false, true) => "safe",
+            (false, false) => "all",
+        }
+    }
+
     /// Whether this tuner only measures (`MPIT_TUNER_COLLECTIVES=measure`).
     pub fn measuring(&self) -> bool {
         self.params.measure

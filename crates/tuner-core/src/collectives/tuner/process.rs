@@ -4,6 +4,8 @@
 use super::*;
 
 pub(super) static ON: AtomicBool = AtomicBool::new(false);
+/// The running tuner's [`Params::exact_only`].
+static EXACT_ONLY: AtomicBool = AtomicBool::new(false);
 pub(super) static TUNER: OnceLock<Tuner> = OnceLock::new();
 
 /// Prepares tuning `targets` in this process: opens the variables'
@@ -190,6 +192,8 @@ pub fn activate(tuner: Tuner) -> Result<&'static Tuner, String> {
     TUNER
         .set(tuner)
         .map_err(|_| "collective tuning was already started in this process".to_string())?;
+    let exact_only = TUNER.get().is_some_and(|t| t.params.exact_only);
+    EXACT_ONLY.store(exact_only, Relaxed);
     ON.store(true, Release);
     TUNER
         .get()
@@ -200,6 +204,16 @@ pub fn activate(tuner: Tuner) -> Result<&'static Tuner, String> {
 #[inline]
 pub fn on() -> bool {
     ON.load(Relaxed)
+}
+
+/// Whether the tuner takes only calls whose result cannot depend on the
+/// algorithm (mode `safe`): the interposer then runs a reduction of a
+/// floating-point datatype (or with a user-defined operation) on the
+/// library's default and does not hand it to [`before`]. Read after
+/// [`on`] (set before it).
+#[inline]
+pub fn exact_only() -> bool {
+    EXACT_ONLY.load(Relaxed)
 }
 
 /// The tuner, if it runs.

@@ -13,12 +13,14 @@ use super::{Open, Peers, Service, Start, Tick};
 use crate::run::log::LogWriter;
 use crate::run::Config;
 use policies::CollectiveSpec;
+use vocab::record::CollectiveMode;
 use vocab::summary::SummaryFile;
 
 /// Collective tuning of one rank: whether it is asked for, and the policy
 /// file's `[collectives]` table.
 pub struct CollectiveTuning {
-    wanted: bool,
+    /// The mode asked for; `None`: off.
+    wanted: Option<CollectiveMode>,
     spec: Option<CollectiveSpec>,
     /// What `open` found and tried, for the start agreement and `start`.
     pending: Option<setup::Pending>,
@@ -29,8 +31,7 @@ impl CollectiveTuning {
     /// `MPIT_TUNER_COLLECTIVES`, or the file's `tune = true` unless the
     /// environment says `off`.
     pub fn new(config: &Config, spec: Option<CollectiveSpec>) -> CollectiveTuning {
-        let wanted = config.collectives.is_some()
-            || (!config.collectives_off && spec.as_ref().is_some_and(|s| s.tune));
+        let wanted = mode(config, spec.as_ref());
         CollectiveTuning {
             wanted,
             spec,
@@ -45,22 +46,42 @@ impl CollectiveTuning {
     }
 }
 
+/// The mode collective tuning runs in, `None` for off: the environment's
+/// (`MPIT_TUNER_COLLECTIVES`: a mode, `tune` or a list for `all`), else
+/// off if the environment says `off`, else the policy file's (`mode`, or
+/// `all` for `tune = true` alone, as before modes existed).
+pub(crate) fn mode(config: &Config, spec: Option<&CollectiveSpec>) -> Option<CollectiveMode> {
+    if let Some(c) = &config.collectives {
+        return Some(c.mode);
+    }
+    if config.collectives_off {
+        return None;
+    }
+    spec?.mode_asked()
+}
+
 impl Service for CollectiveTuning {
     fn name(&self) -> &'static str {
         "collective tuning"
     }
 
-    /// Whether tuning is wanted: it makes collectives of its own at start.
+    /// Whether tuning is wanted (it makes collectives of its own at
+    /// start), and in which mode: 0 off, 1 `all`, 2 `safe`.
     fn identity(&self) -> u64 {
-        u64::from(self.wanted)
+        match self.wanted {
+            None => 0,
+            Some(CollectiveMode::All) => 1,
+            Some(CollectiveMode::Safe) => 2,
+        }
     }
 
     fn differs(&mut self) -> String {
-        self.wanted = false;
+        self.wanted = None;
         let held = self.pending.take().map(|p| p.held()).unwrap_or_default();
         let mut why = String::from(
-            "online collective tuning is asked for on some ranks only (MPIT_TUNER_COLLECTIVES, or \
-             the policy file's [collectives] table): it is off on all ranks",
+            "online collective tuning is asked for on some ranks only, or in different modes \
+             (MPIT_TUNER_COLLECTIVES, or the policy file's [collectives] table): it is off on all \
+             ranks",
         );
         if !held.is_empty() {
             why.push_str(&format!(
@@ -74,8 +95,9 @@ impl Service for CollectiveTuning {
     /// Finds what can be tuned and tries the candidates this rank can
     /// try before the start agreement (every collective's but allreduce's).
     fn open(&mut self, open: &mut Open<'_>) -> Result<(), String> {
-        if self.wanted {
+        if let Some(mode) = self.wanted {
             self.pending = Some(setup::open(
+                mode,
                 open.config,
                 self.spec.take(),
                 open.catalogue,
@@ -115,5 +137,36 @@ impl Service for CollectiveTuning {
 
     fn summary(&self, doc: &mut SummaryFile) {
         doc.collectives = crate::collectives::logged();
+        doc.collective_mode = crate::collectives::started().map(|t| t.mode_name().to_string());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The environment wins; then its `off`; then the policy file's table
+    /// (`mode`, or `all` for `tune = true` alone).
+    #[test]
+    fn the_mode_asked_for() {
+        let env = |v: Option<&str>| {
+            let v = v.map(str::to_string);
+            Config::from_lookup(|k| (k == "MPIT_TUNER_COLLECTIVES").then(|| v.clone()).flatten()).0
+        };
+        let spec = |tune: bool, mode: Option<CollectiveMode>| CollectiveSpec {
+            tune,
+            mode,
+            ..CollectiveSpec::default()
+        };
+        let safe = Some(CollectiveMode::Safe);
+        let all = Some(CollectiveMode::All);
+        assert_eq!(mode(&env(None), None), None);
+        assert_eq!(mode(&env(Some("safe")), None), safe);
+        assert_eq!(mode(&env(Some("tune")), Some(&spec(false, safe))), all);
+        assert_eq!(mode(&env(Some("off")), Some(&spec(true, safe))), None);
+        assert_eq!(mode(&env(None), Some(&spec(true, None))), all);
+        assert_eq!(mode(&env(None), Some(&spec(false, safe))), safe);
+        assert_eq!(mode(&env(None), Some(&spec(true, safe))), safe);
+        assert_eq!(mode(&env(None), Some(&spec(false, None))), None);
     }
 }

@@ -82,6 +82,7 @@ pub(crate) const AGREEMENT_LEN: usize = {
 /// but allreduce's on this rank, before the start agreement (no
 /// collective call).
 pub(crate) fn open(
+    mode: vocab::record::CollectiveMode,
     config: &Config,
     spec: Option<policies::CollectiveSpec>,
     catalogue: &Catalogue,
@@ -108,6 +109,7 @@ pub(crate) fn open(
     let params = Params {
         window: exact.or(spec.window).unwrap_or(d.window),
         measure,
+        exact_only: mode == vocab::record::CollectiveMode::Safe && !measure,
         windows: spec.windows.unwrap_or(d.windows),
         window_time_ns: ns(spec.window_time, d.window_time_ns),
         min_window_time_ns: ns(spec.min_window_time, d.min_window_time_ns),
@@ -327,6 +329,13 @@ pub(crate) fn start(
     for r in &notes.0 {
         log.record(r);
     }
+    // Mode `safe` leaves reductions of floating-point datatypes and with
+    // user-defined operations on the library's default.
+    let mode = match (measure, params.exact_only) {
+        (true, _) => "",
+        (false, true) => " in mode safe",
+        (false, false) => " in mode all",
+    };
     let mut prepared = None;
     // Every rank makes the same collective calls from here on, whatever it
     // found: the agreement and one reduction drop the candidates any
@@ -378,10 +387,10 @@ pub(crate) fn start(
                 log.record(&tune::note(
                     0.0,
                     CollectiveEvent::Start,
-                    format!("{verb} {what}; window {} calls{fallback}", params.window),
+                    format!("{verb} {what}{mode}; window {} calls{fallback}", params.window),
                 ));
                 if rank == 0 {
-                    mpit::say!("mpit-tuner: collective {verb} on: {what}{fallback}");
+                    mpit::say!("mpit-tuner: collective {verb} on: {what}{mode}{fallback}");
                 }
                 return;
             }
