@@ -613,8 +613,9 @@ fn tuned(
 /// size, or a derived one taken apart at the call ([`exact_derived`]). The answer
 /// follows from the type signature and the operation, which the standard
 /// requires to match on every rank of the call, so every rank hands the
-/// tuner the same calls.
-#[inline]
+/// tuner the same calls. Out of line: mode `all` and the tuner off never
+/// call it, and the wrapper it would be inlined into stays small.
+#[inline(never)]
 fn exact(collective: Collective, op: MPI_Op, datatype: MPI_Datatype) -> bool {
     sizes::exact_op(mpit::op_bits(op))
         && match sizes::exact(mpit::datatype_bits(datatype)) {
