@@ -252,8 +252,9 @@ pub const MAX_QUANTITIES: usize = 8191;
 /// 64 KiB list of before waited for every receiver: 0.4-0.6 s of a 32-rank
 /// MPICH job's finalize on 2 cores, against under 0.1 ms. Quantities
 /// beyond these (only a library with hundreds of PVARs has them,
-/// MVAPICH2) are placed by every rank in the order of their hashes, and
-/// the reduction checks that every rank put the same one at each place.
+/// MVAPICH2) are placed by every rank in a table by hash (linear probing,
+/// twice as many places as root's other quantities: `places`), and the
+/// reduction checks that every rank put the same one at each place.
 pub const NAMED: usize = 255;
 
 /// Hashes as the reductions carry them: below `i64::MAX` (which means
