@@ -392,9 +392,14 @@ fn every_result_is_right_under_the_most_aggressive_tuning() {
 /// printed.
 fn fingerprints(out: &str) -> Vec<u32> {
     assert!(out.contains("40 allreduces ok"), "{out}");
-    out.split("distinct op lengths:")
+    per_rank(out, "distinct op lengths:")
+}
+
+/// The numbers after `label` on its line, one a rank (`1 | 2 | 2`).
+fn per_rank(out: &str, label: &str) -> Vec<u32> {
+    out.split(label)
         .nth(1)
-        .unwrap_or_else(|| panic!("{out}"))
+        .unwrap_or_else(|| panic!("no {label:?} in {out}"))
         .lines()
         .next()
         .unwrap()
@@ -1379,15 +1384,7 @@ fn classes_run(
 
 /// The distinct piece patterns per rank that `coll_classes` printed.
 fn patterns(out: &str) -> Vec<u32> {
-    out.split("user op patterns")
-        .nth(1)
-        .unwrap_or_else(|| panic!("{out}"))
-        .lines()
-        .next()
-        .unwrap()
-        .split('|')
-        .map(|n| n.trim().parse().unwrap())
-        .collect()
+    per_rank(out, "user op patterns")
 }
 
 /// The events of `collective` in a rank's tuning records.
