@@ -7,7 +7,10 @@
  * usage: coll_bench COLL BYTES ITERS
  *        coll_bench mixed SCALE
  *
- *   COLL   allreduce (doubles, MPI_SUM), bcast (ints, root 0), allgather or
+ *   COLL   allreduce (doubles, MPI_SUM), allreduce_int (64-bit integers,
+ *          MPI_SUM: what collective tuning's default mode `safe` tunes,
+ *          where it leaves the doubles' allreduce on the library's
+ *          choice), bcast (ints, root 0), allgather or
  *          alltoall (ints)
  *   BYTES  per rank: the vector reduced, the message broadcast, each rank's
  *          contribution to the allgather, the block sent to each rank by
@@ -39,6 +42,7 @@
  * is reported on stderr and aborts the job (status 2).
  */
 #include <mpi.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,26 +146,38 @@ static inline void switch_write(int c, const int *v)
 /* The value rank r contributes at index i: small integers. */
 static int val(int r, long i) { return (int)((r * 7919L + i * 31L) % 1009L) - 504; }
 
-/* Allreduce of n doubles; x[0] carries the call's number. */
+/* Allreduce of n doubles (or of n 64-bit integers, xi and yi); x[0]
+ * carries the call's number. */
 struct allreduce {
     long n;
+    int integer;
     double *x, *y;
+    int64_t *xi, *yi;
 };
 
-static void allreduce_init(struct allreduce *a, long bytes)
+static void allreduce_init(struct allreduce *a, long bytes, int integer)
 {
-    a->n = bytes / (long)sizeof(double);
-    a->x = alloc(sizeof(double) * (size_t)a->n);
-    a->y = alloc(sizeof(double) * (size_t)a->n);
-    for (long i = 0; i < a->n; i++) a->x[i] = val(rank, i);
-    memset(a->y, 0, sizeof(double) * (size_t)a->n);
+    a->n = bytes / 8;
+    a->integer = integer;
+    a->x = alloc(8 * (size_t)a->n);
+    a->y = alloc(8 * (size_t)a->n);
+    a->xi = (int64_t *)(void *)a->x;
+    a->yi = (int64_t *)(void *)a->y;
+    for (long i = 0; i < a->n; i++) {
+        if (integer) a->xi[i] = val(rank, i);
+        else a->x[i] = val(rank, i);
+    }
+    memset(a->y, 0, 8 * (size_t)a->n);
 }
 
 static void allreduce_call(struct allreduce *a, long k)
 {
-    if (a->n > 0) a->x[0] = (double)(k + rank);
+    if (a->n > 0) {
+        if (a->integer) a->xi[0] = k + rank;
+        else a->x[0] = (double)(k + rank);
+    }
     switch_write(SW_ALLREDUCE, &sw.value);
-    MPI_Allreduce(a->x, a->y, (int)a->n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(a->x, a->y, (int)a->n, a->integer ? MPI_INT64_T : MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     switch_write(SW_ALLREDUCE, &sw.dflt);
 }
 
@@ -171,7 +187,8 @@ static void allreduce_check(const struct allreduce *a, long last, const char *wh
     for (long i = 0; i < a->n; i++) {
         double want = 0;
         for (int r = 0; r < size; r++) want += i == 0 ? (double)(last + r) : val(r, i);
-        if (a->y[i] != want) wrong(what, i, a->y[i], want);
+        double got = a->integer ? (double)a->yi[i] : a->y[i];
+        if (got != want) wrong(what, i, got, want);
     }
 }
 
@@ -276,7 +293,7 @@ static double max_time(double t)
 static int usage(void)
 {
     if (rank == 0)
-        fprintf(stderr, "usage: coll_bench allreduce|bcast|allgather|alltoall BYTES ITERS\n"
+        fprintf(stderr, "usage: coll_bench allreduce|allreduce_int|bcast|allgather|alltoall BYTES ITERS\n"
                         "       coll_bench mixed SCALE\n");
     MPI_Finalize();
     return 2;
@@ -287,8 +304,8 @@ static int mixed(long scale)
     struct allreduce small, big;
     struct bcast bc;
     struct gather a2a;
-    allreduce_init(&small, 8);
-    allreduce_init(&big, 1L << 20);
+    allreduce_init(&small, 8, 0);
+    allreduce_init(&big, 1L << 20, 0);
     bcast_init(&bc, 64L << 10);
     gather_init(&a2a, 1, 4L << 10);
     long nw = 2048;
@@ -346,9 +363,9 @@ int main(int argc, char **argv)
     struct bcast bc;
     struct gather g;
     int which;
-    if (strcmp(coll, "allreduce") == 0) {
+    if (strcmp(coll, "allreduce") == 0 || strcmp(coll, "allreduce_int") == 0) {
         which = 0;
-        allreduce_init(&ar, bytes);
+        allreduce_init(&ar, bytes, coll[9] == '_');
     } else if (strcmp(coll, "bcast") == 0) {
         which = 1;
         bcast_init(&bc, bytes);
