@@ -31,8 +31,11 @@ use std::process::ExitCode;
 /// Arguments of `mpit-tuner report`.
 #[derive(Debug, clap::Args)]
 #[command(after_long_help = "\
-What it prints: run facts (library, ranks, hosts, duration, sampling, \
-configuration), the variables that differ most across ranks and change most \
+What it prints: first what the tool changed (the collectives online tuning \
+switched, per communicator, collective and size bin: the default, the \
+algorithm that ran instead, its measured gain and what the searches cost; \
+the CVAR writes applied; or that nothing changed and why), then run facts \
+(library, ranks, hosts, duration, sampling, configuration), the variables that differ most across ranks and change most \
 during the run, cross-rank statistics (summary.json's, or recomputed from the \
 logs' last samples when it is missing), message sizes per MPI call family, \
 classes of ranks, on several hosts each host's ranks and what differs most \
@@ -46,9 +49,9 @@ default what moves: the call rate of the busiest MPI call family, the \
 time each rank spends in MPI per second, and the MPI queue length that \
 changed most, if any did; else the variable with the largest spread \
 across ranks), rank-histograms, \
-message-sizes, cvar-changes, and collective-tuning (the time per call of \
-each candidate algorithm per tuned communicator, collective and size) when \
-collective tuning ran. PNG text uses DejaVu Sans or another system \
+message-sizes, cvar-changes when a CVAR was written, and collective-tuning \
+(the time per call of each candidate algorithm per tuned communicator, \
+collective and size) when a search measured one. PNG text uses DejaVu Sans or another system \
 font (MPIT_TUNER_FONT=file.ttf to choose); without any font the PNGs have \
 no text.
 

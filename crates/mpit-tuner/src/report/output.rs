@@ -116,16 +116,25 @@ pub(super) fn draw(
         "message sizes per MPI call family".into(),
         plots::message_sizes(&a.size_histograms),
     ));
-    jobs.push((
-        "cvar-changes".into(),
-        "CVAR changes over time".into(),
-        plots::cvar_changes(&a.writes, run.size, a.facts.duration),
-    ));
-    if run.ranks.iter().any(|r| !r.collectives.is_empty()) {
+    // A plot with nothing in it is not drawn: a note says why it is not
+    // there.
+    if a.writes.is_empty() {
+        outputs
+            .notes
+            .push("no CVAR was written in this run: no cvar-changes plot".into());
+    } else {
+        jobs.push((
+            "cvar-changes".into(),
+            "CVAR changes over time".into(),
+            plots::cvar_changes(&a.writes, run.size, a.facts.duration),
+        ));
+    }
+    let outcomes = super::document::collective_outcomes(run);
+    if !outcomes.is_empty() {
         jobs.push((
             "collective-tuning".into(),
             "collective tuning: time per call of each candidate".into(),
-            plots::collective_tuning(&super::document::collective_outcomes(run)),
+            plots::collective_tuning(&outcomes),
         ));
     }
     for (stem, title, svg) in jobs {

@@ -1,7 +1,8 @@
 //! The report's sections, from the analysis of a run.
 //!
 //! Each section has its function, in the order of the report: [`problems`]
-//! (what is wrong with the run directory), [`facts`] (the run),
+//! (what is wrong with the run directory), [`changed`] (what the tool
+//! changed: collectives switched, CVARs written), [`facts`] (the run),
 //! [`variables`] (the variables worth a look, cross-rank statistics),
 //! [`traffic`] (message sizes, classes of ranks), [`hosts`] (a run on
 //! several nodes, by node), [`changes`] (CVAR writes
@@ -9,6 +10,7 @@
 //! [`messages`] (notes of policies, warnings), and the files the report
 //! wrote (here). [`super::tables`] renders the [`Document`].
 
+mod changed;
 mod changes;
 mod collectives;
 
@@ -49,6 +51,7 @@ pub fn build(run: &Run, a: &Analysis, out: &Outputs) -> Document {
     if !run.problems.is_empty() {
         sections.push(problems::problems(&run.problems));
     }
+    sections.push(changed::changed(run, a));
     sections.push(facts::facts(run, a));
     sections.push(variables::top(a));
     sections.push(variables::statistics(a));
