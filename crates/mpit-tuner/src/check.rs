@@ -263,7 +263,10 @@ fn report(files: &[Checked], against_mpi: bool) -> String {
                     let tuning = set
                         .collectives()
                         .and_then(|s| s.mode_asked())
-                        .map(|m| format!(", collective tuning in mode {}", m.name()))
+                        .map(|m| match m {
+                            Some(m) => format!(", collective tuning in mode {}", m.name()),
+                            None => ", collective tuning off".to_string(),
+                        })
                         .unwrap_or_default();
                     let _ = writeln!(out, "{}: ok ({policies}{names}{tuning}{warned})", file.name);
                 }

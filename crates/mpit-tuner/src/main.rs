@@ -90,9 +90,10 @@ enum Command {
 
     /// Report what a finished run did, from its run directory.
     ///
-    /// Run facts, top variables, cross-rank statistics and classes, message
-    /// sizes, every CVAR change with time and rank, policies,
-    /// recommendations and warnings on the terminal; --markdown, --csv, and
+    /// What the tool changed first, then run facts, top variables,
+    /// cross-rank statistics and classes, message sizes, every CVAR change
+    /// with time and rank, policies, recommendations, collective tuning
+    /// and warnings on the terminal; --markdown, --csv, and
     /// plots (SVG and PNG) in RUN_DIR/report/. A damaged or partial run
     /// directory is reported as such, with what could still be read.
     Report(report::Args),
@@ -116,7 +117,7 @@ enum Command {
     ///
     /// ALL_EQ and GROUP_EQ variables are never written by a rank alone. A
     /// collective's algorithm variable that online collective tuning
-    /// drives (MPIT_TUNER_COLLECTIVES=tune on MPICH 4.0/4.1/5.0), such as
+    /// drives (on MPICH 4.0/4.1/5.0, by default or with MPIT_TUNER_COLLECTIVES), such as
     /// MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM=recursive_doubling (an
     /// algorithm's name or its number; `auto` is the default), pins that
     /// collective's algorithm on every rank at the next agreed point of

@@ -24,7 +24,8 @@ Example: mpit-tuner run --dir logs --interval 100ms -- mpiexec -n 4 ./app
 
 The options become environment variables of the launcher and, through it, \
 of every rank: --dir MPIT_TUNER_DIR, --interval MPIT_TUNER_INTERVAL, --pvars \
-MPIT_TUNER_PVARS, --policy MPIT_TUNER_POLICY, --quiet MPIT_TUNER_QUIET=1 \
+MPIT_TUNER_PVARS, --policy MPIT_TUNER_POLICY, --quiet MPIT_TUNER_QUIET=1; \
+without --quiet, MPIT_TUNER_VERBOSE=1 unless the environment sets it \
 (docs/guide.md#environment-variables). Variables already set in the environment \
 (other MPIT_TUNER_* ones too) are passed on as well. LD_PRELOAD gets the \
 library in front of what it already holds; the launcher itself runs with it, \
@@ -165,8 +166,7 @@ pub fn launch(
     status
 }
 
-/// Open MPI's `coll_tuned_use_dynamic_rules` in the environment.
-const OPENMPI_DYNAMIC_RULES_ENV: &str = "OMPI_MCA_coll_tuned_use_dynamic_rules";
+use tuner_core::services::collectives::OPENMPI_DYNAMIC_RULES_ENV;
 
 /// `LD_PRELOAD` with the library in front of what the environment holds.
 pub fn preload(lib: Option<&Path>) -> Result<(OsString, OsString)> {
@@ -236,8 +236,13 @@ fn environment(args: &RunArgs) -> Result<Vec<(OsString, OsString)>> {
             .with_context(|| format!("cannot create the run directory {}", dir.display()))?;
         set("MPIT_TUNER_DIR", dir.as_os_str());
     }
+    // Run from here, the job says everything on rank 0's terminal (the
+    // tuning line at start, the finalize table); a job the library was
+    // preloaded into without it says one line at most.
     if args.quiet {
         set("MPIT_TUNER_QUIET", OsStr::new("1"));
+    } else if std::env::var_os("MPIT_TUNER_VERBOSE").is_none() {
+        set("MPIT_TUNER_VERBOSE", OsStr::new("1"));
     }
     if let Some(list) = &args.tune_collectives {
         let mode = ["off", "safe", "all", "tune", "measure"].contains(&list.as_str());

@@ -164,6 +164,77 @@ fn tune_collectives_reaches_every_rank() {
     };
     assert!(text.contains(started), "{text}");
     assert!(text.contains("c0.0 (2)      allreduce"), "{text}");
+    // The report starts with what the tool changed, and rank 0's line at
+    // finalize says the same, both from what summary.json holds: the
+    // algorithms that ran instead of the default, or nothing.
+    let first = text
+        .lines()
+        .position(|l| l == "What the tool changed")
+        .expect("the section");
+    let facts = text
+        .lines()
+        .position(|l| l == "Run")
+        .expect("the run's facts");
+    assert!(first < facts, "{text}");
+    let switched: Vec<&str> = outcomes
+        .iter()
+        .filter(|o| !o["chosen"].is_null() && o["chosen"] != o["default"])
+        .map(|o| o["chosen"].as_str().unwrap())
+        .collect();
+    // The line names 3 (collective, bin, algorithm) at most, then how many
+    // more.
+    let distinct: std::collections::BTreeSet<String> = outcomes
+        .iter()
+        .filter(|o| !o["chosen"].is_null() && o["chosen"] != o["default"])
+        .map(|o| format!("{} {} {}", o["collective"], o["bin"], o["chosen"]))
+        .collect();
+    let section: String = text
+        .lines()
+        .skip(first)
+        .take_while(|l| *l != "Run")
+        .collect::<Vec<_>>()
+        .join("\n");
+    if switched.is_empty() {
+        assert!(
+            section.contains("every collective ran the library's own algorithm"),
+            "{section}"
+        );
+        assert!(
+            !job.stderr().contains("mpit-tuner: tuned "),
+            "{}",
+            printed(&job)
+        );
+    } else {
+        assert!(section.contains("ran instead"), "{section}");
+        let line = job
+            .stderr()
+            .lines()
+            .find(|l| l.starts_with("mpit-tuner: tuned "))
+            .map(str::to_string)
+            .unwrap_or_else(|| panic!("no line at finalize: {}", printed(&job)));
+        for a in &switched {
+            assert!(section.contains(a), "{a}: {section}");
+        }
+        assert_eq!(
+            line.matches(" -> ").count(),
+            distinct.len().min(3),
+            "{line}"
+        );
+        if distinct.len() > 3 {
+            assert!(
+                line.contains(&format!("; {} more", distinct.len() - 3)),
+                "{line}"
+            );
+        }
+        assert!(
+            line.ends_with(&format!("(mpit-tuner report {})", dir.display())),
+            "{line}"
+        );
+    }
+    // No CVAR written (the default policies write nothing here): no empty
+    // plot of CVAR changes, and a note says why.
+    assert!(!plots.join("cvar-changes.svg").exists(), "{text}");
+    assert!(text.contains("no CVAR was written in this run"), "{text}");
 }
 
 #[test]
@@ -397,6 +468,8 @@ fn open_mpi_launchers_get_x_options() {
         "LD_PRELOAD",
         "-x",
         "MPIT_TUNER_INTERVAL",
+        "-x",
+        "MPIT_TUNER_VERBOSE",
         "-n",
         "2",
         "./app",

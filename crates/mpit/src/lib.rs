@@ -79,6 +79,21 @@ pub fn quiet() -> bool {
     QUIET.load(std::sync::atomic::Ordering::Relaxed)
 }
 
+static VERBOSE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Lets the tool say everything it has to say on rank 0's terminal
+/// (`MPIT_TUNER_VERBOSE=1`, which `mpit-tuner run` sets): the tuning line
+/// at start, the finalize table and recommendations. Without it the tool
+/// prints warnings and, at finalize, one line when it changed something.
+pub fn set_verbose(verbose: bool) {
+    VERBOSE.store(verbose, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether [`set_verbose`] asked for everything (never when quiet).
+pub fn verbose() -> bool {
+    VERBOSE.load(std::sync::atomic::Ordering::Relaxed) && !quiet()
+}
+
 mod catalogue;
 pub mod collective;
 mod comm;

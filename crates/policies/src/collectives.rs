@@ -21,9 +21,10 @@ pub const LIBRARIES: [&str; 4] = ["mpich", "openmpi", "mvapich2", "intelmpi"];
 /// The `[collectives]` table, compiled.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct CollectiveSpec {
-    /// Tune without being asked in the environment (`tune = true`).
-    /// `MPIT_TUNER_COLLECTIVES=off` still turns it off, `tune` on.
-    pub tune: bool,
+    /// `tune = true`: tune in mode `all` unless `mode` says otherwise;
+    /// `tune = false`: no tuning, not even the default mode `safe`;
+    /// `None` when the file does not say. `MPIT_TUNER_COLLECTIVES` wins.
+    pub tune: Option<bool>,
     /// Which calls may switch (`mode = "safe"` or `"all"`): `None` when the
     /// file does not say (the environment's, else `all` with `tune = true`
     /// as before modes existed, else the default `safe`).
@@ -97,13 +98,16 @@ pub trait AlgorithmLookup {
 }
 
 impl CollectiveSpec {
-    /// The mode this table turns tuning on in, if it does: its `mode`, or
-    /// `all` for `tune = true` alone (as before modes existed).
-    pub fn mode_asked(&self) -> Option<vocab::record::CollectiveMode> {
+    /// What this table asks of tuning: `Some(Some(mode))` on in that mode
+    /// (its `mode`, or `all` for `tune = true` alone, as before modes
+    /// existed), `Some(None)` off (`tune = false`), `None` nothing (the
+    /// default applies).
+    pub fn mode_asked(&self) -> Option<Option<vocab::record::CollectiveMode>> {
         match (self.tune, self.mode) {
-            (_, Some(mode)) => Some(mode),
-            (true, None) => Some(vocab::record::CollectiveMode::All),
-            (false, None) => None,
+            (Some(false), _) => Some(None),
+            (_, Some(mode)) => Some(Some(mode)),
+            (Some(true), None) => Some(Some(vocab::record::CollectiveMode::All)),
+            (None, None) => None,
         }
     }
 
@@ -241,7 +245,7 @@ pub(crate) fn compile(
 ) -> Result<CollectiveSpec, Vec<(Range<usize>, String)>> {
     let mut errors = Vec::new();
     let mut spec = CollectiveSpec {
-        tune: raw.tune.map(Spanned::into_inner).unwrap_or(false),
+        tune: raw.tune.map(Spanned::into_inner),
         ..CollectiveSpec::default()
     };
     if let Some(m) = raw.mode {
@@ -430,7 +434,7 @@ allreduce = ["ring"]
         )
         .unwrap();
         let spec = set.collectives().unwrap();
-        assert!(spec.tune);
+        assert_eq!(spec.tune, Some(true));
         assert_eq!(spec.mode, Some(vocab::record::CollectiveMode::Safe));
         assert_eq!((spec.window, spec.windows), (Some(4), Some(3)));
         assert_eq!(spec.window_time, Some(std::time::Duration::from_millis(20)));

@@ -81,6 +81,7 @@ pub fn before_init() {
     }
     let (config, warnings) = Config::from_env();
     mpit::set_quiet(config.quiet);
+    mpit::set_verbose(config.verbose);
     if !config.enabled {
         DISABLED.store(true, Release);
         return;

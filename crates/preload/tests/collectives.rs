@@ -388,6 +388,66 @@ fn every_result_is_right_under_the_most_aggressive_tuning() {
     }
 }
 
+/// The default, nothing asked (no `MPIT_TUNER_COLLECTIVES`, Open MPI's
+/// dynamic rules left to the tool), with windows of one call: every
+/// result of `coll_check` (floating-point reductions, which stay on the
+/// library's choice, a non-commutative user-defined operation on a derived
+/// datatype, integer reductions and data movement, which are tuned) is bit
+/// for bit that of the run without the tool; tuning started in mode
+/// `safe` on every rank, searched, and rank 0 said nothing at start.
+#[test]
+fn every_result_is_right_in_the_default_mode() {
+    let ranks = 4;
+    let tmp = tempdir();
+    let plain = mpit_testkit::run(mpi_job(ranks, &example("coll_check"), &["8"]));
+    plain.assert_success();
+    let dir = tmp.path().join("run");
+    let mut cmd = mpi_job(ranks, &example("coll_check"), &["8"]);
+    preload(&mut cmd, &dir);
+    cmd.env("MPIT_TUNER_COLLECTIVES_WINDOW", "1");
+    let job = mpit_testkit::run(cmd);
+    job.assert_success();
+    assert_same_stdout(&plain, &job, |_| false);
+    assert!(
+        !job.stderr().contains("collective tuning"),
+        "{}",
+        job.stderr()
+    );
+    let logs = read_run_dir(&dir, ranks);
+    for log in &logs {
+        let start: Vec<_> = tuning_records(log)
+            .into_iter()
+            .filter(|r| r["event"] == "start")
+            .collect();
+        assert_eq!(start.len(), 1, "rank {}: {start:?}", log.rank);
+        let message = start[0]["message"].as_str().unwrap();
+        assert!(
+            message.contains(" in mode safe; window 1 calls"),
+            "{message}"
+        );
+    }
+    let by_comm = same_on_every_rank(&logs);
+    let all: Vec<&Value> = by_comm.values().flatten().collect();
+    assert!(
+        all.iter().any(|r| r["event"] == "decision"),
+        "no search ended: {all:?}"
+    );
+    for r in &all {
+        assert!(
+            ![
+                "reduction_failed",
+                "write_failed",
+                "setup_failed",
+                "call_failed",
+                "stopped"
+            ]
+            .contains(&r["event"].as_str().unwrap()),
+            "{r}"
+        );
+    }
+    assert_eq!(check_summary(&dir, ranks)["collective_mode"], "safe");
+}
+
 /// The distinct piece patterns per rank that `coll_fingerprint calls=N`
 /// printed.
 fn fingerprints(out: &str) -> Vec<u32> {
@@ -1334,12 +1394,14 @@ allreduce = ["recursive_doubling", "ring"]
 }
 
 /// `coll_classes` (`rounds`, with `ints` or not) on 4 ranks, without the
-/// tool and under it in `mode` with windows of one call and no policy;
-/// both must succeed with the same output. Returns the logs and summary.
+/// tool and under it in `mode` (`None`: the default, nothing asked, and
+/// Open MPI's dynamic rules left to the tool) with windows of one call and
+/// no policy; both must succeed with the same output. Returns the logs and
+/// summary.
 fn classes_run(
     rounds: u32,
     ints: bool,
-    mode: &str,
+    mode: Option<&str>,
     dir: &std::path::Path,
 ) -> (Vec<RankLog>, Value) {
     let rounds = rounds.to_string();
@@ -1353,11 +1415,20 @@ fn classes_run(
     let mut cmd = mpi_job(4, &program, &args);
     preload(&mut cmd, dir);
     cmd.env("MPIT_TUNER_POLICY", "none")
-        .env("MPIT_TUNER_COLLECTIVES", mode)
-        .env("MPIT_TUNER_COLLECTIVES_WINDOW", "1")
-        .env(DYNAMIC_RULES.0, DYNAMIC_RULES.1);
+        .env("MPIT_TUNER_COLLECTIVES_WINDOW", "1");
+    if let Some(mode) = mode {
+        cmd.env("MPIT_TUNER_COLLECTIVES", mode)
+            .env(DYNAMIC_RULES.0, DYNAMIC_RULES.1);
+    }
     let job = mpit_testkit::run(cmd);
     job.assert_success();
+    // Asked for, rank 0 says tuning started; by default only the logs do.
+    assert_eq!(
+        job.stderr().contains("collective tuning on:"),
+        mode.is_some(),
+        "{}",
+        job.stderr()
+    );
     assert!(
         plain.stdout().contains("coll_classes: "),
         "{}",
@@ -1396,7 +1467,8 @@ fn events_of(log: &RankLog, collective: &str) -> Vec<String> {
         .collect()
 }
 
-/// Mode `safe` never hands the tuner a floating-point reduction (doubles
+/// The default mode, `safe`, never hands the tuner a floating-point
+/// reduction (doubles
 /// summed, `MPI_DOUBLE_INT` with `MPI_MINLOC`) nor one with a user-defined
 /// operation (on a struct of an int and a double): with nothing else to
 /// reduce, allreduce is never tried nor decided, while the bcast of the
@@ -1404,10 +1476,10 @@ fn events_of(log: &RankLog, collective: &str) -> Vec<String> {
 /// the library's own, and the user-defined operation was handed no more
 /// kinds of pieces than without the tool (the default ran every call).
 #[test]
-fn safe_mode_leaves_floating_point_reductions_on_the_default() {
+fn the_default_mode_leaves_floating_point_reductions_on_the_default() {
     let tmp = tempdir();
     let dir = tmp.path().join("run");
-    let (logs, summary) = classes_run(120, false, "safe", &dir);
+    let (logs, summary) = classes_run(120, false, None, &dir);
     for log in &logs {
         let records = tuning_records(log);
         let start = records
@@ -1441,12 +1513,12 @@ fn safe_mode_leaves_floating_point_reductions_on_the_default() {
 /// bytes), integer allreduces with `MPI_SUM` and `MPI_BXOR` are searched:
 /// the two classes are kept apart (the agreed points count the integer
 /// calls only, the same on every rank), and every result is the library's
-/// own.
+/// own. Asked for explicitly (`safe`), as by default.
 #[test]
-fn safe_mode_tunes_integer_reductions_beside_floating_point_ones() {
+fn mode_safe_tunes_integer_reductions_beside_floating_point_ones() {
     let tmp = tempdir();
     let dir = tmp.path().join("run");
-    let (logs, summary) = classes_run(120, true, "safe", &dir);
+    let (logs, summary) = classes_run(120, true, Some("safe"), &dir);
     for log in &logs {
         let trials: Vec<Value> = tuning_records(log)
             .into_iter()

@@ -60,22 +60,26 @@ struct Faulted {
     context: String,
 }
 
-/// Runs the application under the tool with `fault`; checks that the job
+/// Runs the application under the tool with `fault`, in the default
+/// settings (collective tuning on, in mode `safe`); checks that the job
 /// succeeds with the application's own output and that whatever logs exist
 /// are whole JSON Lines files that start with a header.
 fn run_with(fault: &str, policy: Option<&Path>) -> Faulted {
-    run_in(fault, policy, "run")
+    run_in(fault, policy, "run", &[])
 }
 
 /// [`run_with`], with the run directory at `name` in a new temporary
-/// directory.
-fn run_in(fault: &str, policy: Option<&Path>, name: &str) -> Faulted {
+/// directory, and `env` set.
+fn run_in(fault: &str, policy: Option<&Path>, name: &str, env: &[(&str, &str)]) -> Faulted {
     let tmp = tempdir();
     let dir = tmp.path().join(name);
     let mut cmd = mpi_job(RANKS, &example("traffic"), ARGS);
     preload(&mut cmd, &dir);
     let preloads = format!("{}:{}", preload_lib().display(), fault_lib().display());
     cmd.env("LD_PRELOAD", preloads).env("MPIT_FAULT", fault);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
     match policy {
         Some(p) => cmd.env("MPIT_TUNER_POLICY", p),
         None => cmd.env_remove("MPIT_TUNER_POLICY"),
@@ -229,8 +233,8 @@ fn start_agreement_fails() {
     // Call 1 is the start agreement (the services' identities and parts,
     // the logs' layout, the run directory's name); it fails on rank 1
     // after taking part: that rank goes on as if the others did, and its
-    // "no" reaches every rank at the tool's next collectives, the
-    // summary's at finalize (see
+    // "no" reaches every rank at the tool's next collectives: collective
+    // tuning's at start, which turns it off and says why (see
     // `a_start_agreement_failed_on_one_rank_is_told_at_finalize`).
     inject(
         "PMPI_Allreduce#1@1",
@@ -244,12 +248,19 @@ fn start_agreement_fails() {
         None,
         Said::Stderr("MPI_Op_create failed on rank 1"),
     );
-    // Call 2 is the summary's first reduction, failing on every rank:
-    // each rank goes on, and rank 0 writes no summary.
+    // Call 2 is collective tuning's agreement that every rank holds the
+    // same tuner, failing on every rank: each rank goes on, and says so at
+    // finalize; call 3 is the summary's first reduction: rank 0 writes no
+    // summary.
     inject(
         "PMPI_Allreduce#2",
         None,
         Said::Anywhere("MPI_Allreduce failed"),
+    );
+    inject(
+        "PMPI_Allreduce#3",
+        None,
+        Said::Anywhere("cross-rank summary not written: MPI_Allreduce failed"),
     );
 }
 
@@ -304,11 +315,35 @@ fn a_tuner_that_did_not_start_leaves_every_rank_a_log() {
 /// The start agreement's call fails on rank 1 after taking part: one
 /// agreement cannot tell the others, so the tuner runs on every rank (rank
 /// 1 with its own view: its log in the directory the user named), and the
-/// summary's collectives at finalize carry rank 1's "no": rank 0 writes no
-/// summary and says why, every rank's log ends normally.
+/// tool's next collectives carry rank 1's "no". By default those are
+/// collective tuning's at start: it is off on every rank, every log says
+/// why naming rank 1, and rank 0 says it. With tuning off they are the
+/// summary's at finalize: rank 0 writes no summary and says why. Every
+/// rank's log ends normally.
 #[test]
 fn a_start_agreement_failed_on_one_rank_is_told_at_finalize() {
     let f = run_with("PMPI_Allreduce#1@1", None);
+    assert!(f.injected, "the fault was never injected: {}", f.context);
+    assert_eq!(
+        f.logs.matches("\"reason\":\"finalize\"").count(),
+        RANKS as usize,
+        "every rank ran the tuner to finalize:\n{}\n{}",
+        f.logs,
+        f.context
+    );
+    assert!(
+        f.stderr.lines().any(|l| l.contains(
+            "collective tuning is off: the ranks could not agree: MPI_Allreduce failed on rank 1"
+        )),
+        "rank 0 says why tuning is off:\n{}",
+        f.context
+    );
+    let f = run_in(
+        "PMPI_Allreduce#1@1",
+        None,
+        "run",
+        &[("MPIT_TUNER_COLLECTIVES", "off")],
+    );
     assert!(f.injected, "the fault was never injected: {}", f.context);
     assert_eq!(
         f.logs.matches("\"reason\":\"finalize\"").count(),
@@ -332,7 +367,7 @@ fn a_start_agreement_failed_on_one_rank_is_told_at_finalize() {
 #[test]
 fn run_directory_broadcast_fails_on_one_rank() {
     let long = format!("{}/{}", "d".repeat(150), "e".repeat(150));
-    let f = run_in("PMPI_Bcast#1@1", None, &long);
+    let f = run_in("PMPI_Bcast#1@1", None, &long, &[]);
     assert!(f.injected, "the fault was never injected: {}", f.context);
     assert!(
         f.stderr.contains("MPI_Bcast failed on rank 1"),
@@ -342,7 +377,7 @@ fn run_directory_broadcast_fails_on_one_rank() {
     // The start agreement's call fails on rank 1: that rank still makes
     // the broadcast (it decides from its own MPIT_TUNER_DIR, not from the
     // agreement's result, which it does not have), so nobody waits.
-    let f = run_in("PMPI_Allreduce#1@1", None, &long);
+    let f = run_in("PMPI_Allreduce#1@1", None, &long, &[]);
     assert!(f.injected, "the fault was never injected: {}", f.context);
     assert!(
         f.stderr.contains("MPI_Allreduce failed on rank 1"),
@@ -350,7 +385,7 @@ fn run_directory_broadcast_fails_on_one_rank() {
         f.context
     );
     // Without the fault, the long name reaches every rank.
-    let f = run_in("PMPI_Bcast#99", None, &long);
+    let f = run_in("PMPI_Bcast#99", None, &long, &[]);
     assert_eq!(
         f.logs.matches("\"reason\":\"finalize\"").count(),
         RANKS as usize,
@@ -370,10 +405,11 @@ fn pvar_session_fails_on_one_rank() {
 
 #[test]
 fn summary_reduction_fails_on_rank_0() {
-    // Allreduce 2 is the summary's mixed reduction at finalize: failing on
-    // rank 0, the summary is not written, and rank 0 says why.
+    // Allreduce 3 is the summary's mixed reduction at finalize (1 is the
+    // start agreement, 2 collective tuning's): failing on rank 0, the
+    // summary is not written, and rank 0 says why.
     inject(
-        "PMPI_Allreduce#2@0",
+        "PMPI_Allreduce#3@0",
         None,
         Said::Anywhere("cross-rank summary not written"),
     );
@@ -472,8 +508,17 @@ fn summary_reductions_fail_everywhere() {
 
 #[test]
 fn summary_fails_on_one_rank() {
+    // Reduce 1 is collective tuning's at start: it is off on every rank,
+    // and rank 0 says why; reduce 2 is the summary's.
     inject(
         "PMPI_Reduce#1@1",
+        None,
+        Said::Stderr(
+            "collective tuning is off: the ranks could not agree: MPI_Reduce failed on rank 1",
+        ),
+    );
+    inject(
+        "PMPI_Reduce#2@1",
         None,
         Said::Anywhere("cross-rank summary not written"),
     );

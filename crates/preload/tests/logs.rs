@@ -59,7 +59,9 @@ fn four_ranks_one_valid_log_per_rank_and_summary() {
     let dir = tmp.path().join("run");
     let mut cmd = mpi_job(RANKS, &example("comm_churn"), &["3", "hold=100"]);
     preload(&mut cmd, &dir);
-    // Not quiet: rank 0 prints the summary table, once.
+    // Verbose (what `mpit-tuner run` sets): rank 0 prints the summary
+    // table, once.
+    cmd.env("MPIT_TUNER_VERBOSE", "1");
     let job = mpit_testkit::run(cmd);
     job.assert_success();
     assert!(

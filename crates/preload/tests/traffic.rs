@@ -259,10 +259,12 @@ fn eager_advice_fires_on_large_messages() {
         eager["evidence"].as_str().unwrap().contains("400 of 400"),
         "{eager}"
     );
-    // Not quiet: rank 0 prints the recommendation at finalize, once.
+    // Not verbose (what `mpit-tuner run` sets), a preloaded job prints one
+    // line at most, when the tool changed something: the recommendation
+    // is in summary.json and the report.
     assert_eq!(
         count(&stderr, "recommendation [eager-threshold]"),
-        1,
+        0,
         "{stderr}"
     );
 }

@@ -412,8 +412,9 @@ fn learned_from_run(run: &Run) -> Result<Learned> {
     let first_line = version.lines().next().unwrap_or("").trim().to_string();
     if run.ranks.iter().all(|r| r.collectives.is_empty()) {
         bail!(
-            "{dir} has no collective records: the run was made without collective tuning \
-             (`mpit-tuner run --tune-collectives`, or MPIT_TUNER_COLLECTIVES=tune): nothing to export"
+            "{dir} has no collective records: the run was made with collective tuning off \
+             (MPIT_TUNER_COLLECTIVES=off, the policy file's `tune = false`, or a version of the \
+             tool before it; it is on by default): nothing to export"
         );
     }
     let family = match lib {

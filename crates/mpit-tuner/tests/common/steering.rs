@@ -36,8 +36,10 @@ pub fn library() -> Library {
     Library {
         local: "MPIR_CVAR_REQUEST_POLL_FREQ",
         value: 16,
-        forbidden: "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM",
-        forbidden_value: "ring",
+        // ALL_EQ, and not a variable collective tuning drives (it is on
+        // by default, and would take an algorithm variable as a pin).
+        forbidden: "MPIR_CVAR_BCAST_SHORT_MSG_SIZE",
+        forbidden_value: "4096",
         why: "has scope ALL_EQ",
         algorithm: "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM",
         pinned: "recursive_doubling",

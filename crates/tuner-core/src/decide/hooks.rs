@@ -445,7 +445,7 @@ impl PolicyHooks {
             for l in &lines {
                 mpit::say!("mpit-tuner: {l}");
             }
-        } else if !lines.is_empty() {
+        } else if !lines.is_empty() && mpit::verbose() {
             mpit::say!(
                 "mpit-tuner: {} of {} default policies do not apply to this MPI library (see summary.json)",
                 lines.len(),

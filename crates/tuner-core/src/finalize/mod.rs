@@ -253,15 +253,22 @@ impl Runtime {
         if let Err(e) = written {
             mpit::say_always!("mpit-tuner: cannot write {}: {e}", path.display());
         }
-        if !mpit::quiet() {
-            let mut text = format!(
+        if mpit::quiet() {
+            return;
+        }
+        // By default one line, when something changed; verbose
+        // (`mpit-tuner run`), the table and recommendations too.
+        let changed = what_changed(&doc, &self.info.dir);
+        let mut text = changed.map(|l| format!("{l}\n")).unwrap_or_default();
+        if mpit::verbose() {
+            text.push_str(&format!(
                 "mpit-tuner: {} ranks, {} samples over {:.1}s, {} variables; logs in {}\n",
                 self.info.size,
                 snapshot.seq,
                 snapshot.t,
                 summary.variables.len(),
                 self.info.dir.display()
-            );
+            ));
             if !summary.variables.is_empty() {
                 text.push_str(&summary::table(&summary.variables, 12));
             }
@@ -285,9 +292,85 @@ impl Runtime {
                     r.id, r.advice, r.evidence, r.setting
                 ));
             }
+        }
+        if !text.is_empty() {
             let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), text.as_bytes());
         }
     }
+}
+
+/// Rank 0's line at finalize when the tool changed something: the
+/// collectives it switched (per collective, size bin and algorithm, over
+/// how many communicators, at what measured gain) and the variables the
+/// policies wrote. `None` when nothing changed.
+pub fn what_changed(doc: &vocab::summary::SummaryFile, dir: &std::path::Path) -> Option<String> {
+    use std::collections::BTreeMap;
+    type Switch = (String, Option<(u64, Option<u64>)>, String);
+    // (collective, bin, algorithm) -> (communicators, best gain).
+    let mut switched: BTreeMap<Switch, (u32, f64)> = BTreeMap::new();
+    for o in &doc.collectives {
+        let running = o.pinned.as_ref().or(o.chosen.as_ref());
+        let Some(algorithm) = running.filter(|a| Some(*a) != o.default.as_ref()) else {
+            continue;
+        };
+        let e = switched
+            .entry((o.collective.clone(), o.bin, algorithm.clone()))
+            .or_insert((0, f64::NAN));
+        e.0 += 1;
+        if let Some(g) = o.gain.filter(|g| g.is_finite()) {
+            e.1 = if e.1.is_nan() { g } else { e.1.max(g) };
+        }
+    }
+    let writes: f64 = doc
+        .variables
+        .iter()
+        .filter(|v| v.name.starts_with("policy.") && v.name.ends_with(".writes"))
+        .map(|v| v.mean * f64::from(v.ranks))
+        .sum();
+    let writes = writes.round() as u64;
+    if switched.is_empty() && writes == 0 {
+        return None;
+    }
+    let mut parts = Vec::new();
+    const SHOWN: usize = 3;
+    let items: Vec<String> = switched
+        .iter()
+        .map(|((collective, bin, algorithm), (comms, gain))| {
+            let bin = bin.map_or_else(String::new, |(lo, hi)| {
+                format!(" {}", crate::collectives::bin_text(lo, hi))
+            });
+            let gain = if gain.is_nan() {
+                String::new()
+            } else {
+                format!(", {gain:.2}x")
+            };
+            let comms = if *comms > 1 {
+                format!(" on {comms} communicators")
+            } else {
+                String::new()
+            };
+            format!("{collective}{bin} -> {algorithm}{gain}{comms}")
+        })
+        .collect();
+    if !items.is_empty() {
+        let more = items.len().saturating_sub(SHOWN);
+        let mut list = items[..items.len().min(SHOWN)].join("; ");
+        if more > 0 {
+            list.push_str(&format!("; {more} more"));
+        }
+        parts.push(format!("tuned {list}"));
+    }
+    if writes > 0 {
+        parts.push(format!(
+            "policies wrote {writes} variable value{}",
+            if writes == 1 { "" } else { "s" }
+        ));
+    }
+    Some(format!(
+        "mpit-tuner: {} (mpit-tuner report {})",
+        parts.join("; "),
+        dir.display()
+    ))
 }
 
 /// The shared-memory eager limit of the library, where it can be known: an
@@ -332,4 +415,82 @@ fn counted_failures() -> Vec<String> {
         ));
     }
     notes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::what_changed;
+    use vocab::summary::{CollectiveOutcome, SummaryFile, VariableStats};
+
+    fn doc() -> SummaryFile {
+        serde_json::from_value(serde_json::json!({
+            "version": 1, "size": 4, "library": "mpich", "library_version": "MPICH 4.0.2",
+            "samples_rank0": 3, "duration_s": 1.0, "variables": [], "classes": [],
+            "size_histograms": {}, "recommendations": [], "messages": []
+        }))
+        .unwrap()
+    }
+
+    fn outcome(comm: &str, chosen: Option<&str>, gain: Option<f64>) -> CollectiveOutcome {
+        CollectiveOutcome {
+            comm: comm.into(),
+            comm_size: Some(4),
+            collective: "allreduce".into(),
+            bin: Some((65536, Some(1 << 20))),
+            default: Some("auto".into()),
+            chosen: chosen.map(str::to_string),
+            default_us: None,
+            chosen_us: None,
+            gain,
+            cost_us: 0.0,
+            searches: 1,
+            candidates: Vec::new(),
+            pinned: None,
+            pinned_by: None,
+        }
+    }
+
+    /// One line, only when something changed: the algorithms that ran
+    /// instead of the default (per collective, bin and algorithm, the best
+    /// gain and how many communicators), the policies' writes.
+    #[test]
+    fn the_line_at_finalize_says_what_changed() {
+        let dir = std::path::Path::new("/runs/r1");
+        let mut d = doc();
+        assert_eq!(what_changed(&d, dir), None);
+        // Searches that kept the default change nothing.
+        d.collectives.push(outcome("c0.0", Some("auto"), Some(1.0)));
+        d.collectives.push(outcome("c0.1", None, None));
+        assert_eq!(what_changed(&d, dir), None);
+        d.collectives.push(outcome("c0.2", Some("smp"), Some(1.25)));
+        d.collectives.push(outcome("c0.3", Some("smp"), Some(1.5)));
+        assert_eq!(
+            what_changed(&d, dir).unwrap(),
+            "mpit-tuner: tuned allreduce [64 KiB, 1 MiB) -> smp, 1.50x on 2 communicators \
+             (mpit-tuner report /runs/r1)"
+        );
+        let mut pinned = outcome("c0.4", Some("auto"), None);
+        pinned.collective = "bcast".into();
+        pinned.bin = Some((0, Some(256)));
+        pinned.pinned = Some("binomial".into());
+        d.collectives.push(pinned);
+        d.variables.push(VariableStats {
+            name: "policy.eager.writes".into(),
+            kind: "total".into(),
+            ranks: 4,
+            min: 0.0,
+            min_rank: 0,
+            max: 2.0,
+            max_rank: 1,
+            mean: 0.5,
+            stddev: 0.0,
+            histogram: Vec::new(),
+        });
+        assert_eq!(
+            what_changed(&d, dir).unwrap(),
+            "mpit-tuner: tuned allreduce [64 KiB, 1 MiB) -> smp, 1.50x on 2 communicators; \
+             bcast [0 B, 256 B) -> binomial; policies wrote 2 variable values \
+             (mpit-tuner report /runs/r1)"
+        );
+    }
 }

@@ -90,6 +90,10 @@ pub struct Config {
     pub policy: Option<PathBuf>,
     /// Whether rank 0 stays silent at finalize.
     pub quiet: bool,
+    /// Whether rank 0 says everything on its terminal
+    /// (`MPIT_TUNER_VERBOSE`, set by `mpit-tuner run`): the tuning line at
+    /// start, the finalize table and recommendations.
+    pub verbose: bool,
     /// How often to re-enumerate variables (`None` = never).
     #[serde(serialize_with = "opt_seconds")]
     pub refresh: Option<Duration>,
@@ -110,6 +114,10 @@ pub struct Config {
     /// `MPIT_TUNER_COLLECTIVES=off` said explicitly: a policy file's
     /// `tune = true` does not turn it on.
     pub collectives_off: bool,
+    /// `MPIT_TUNER_COLLECTIVES_WINDOW`: calls per measurement window of
+    /// collective tuning, exactly, whichever mode asked or not (`None`:
+    /// the policy file's, else 8).
+    pub collective_window: Option<u32>,
 }
 
 pub use vocab::record::CollectiveMode;
@@ -165,6 +173,7 @@ impl Default for Config {
             pvars: Vec::new(),
             policy: None,
             quiet: false,
+            verbose: false,
             refresh: Some(Duration::from_secs(5)),
             flush: Duration::from_secs(1),
             pvar_patterns: Vec::new(),
@@ -172,6 +181,7 @@ impl Default for Config {
             log_layout: None,
             collectives: None,
             collectives_off: false,
+            collective_window: None,
         }
     }
 }
@@ -232,6 +242,12 @@ impl Config {
                 None => warnings.push(format!("MPIT_TUNER_QUIET={v:?} is not 1/0; not quiet")),
             }
         }
+        if let Some(v) = lookup("MPIT_TUNER_VERBOSE") {
+            match parse_bool(&v) {
+                Some(on) => config.verbose = on,
+                None => warnings.push(format!("MPIT_TUNER_VERBOSE={v:?} is not 1/0; not verbose")),
+            }
+        }
         if let Some(v) = lookup("MPIT_TUNER_NODE_DIR") {
             let v = v.trim();
             if v.eq_ignore_ascii_case("off") {
@@ -277,7 +293,8 @@ impl Config {
                 "off" | "0" | "false" | "no"
             )
         });
-        config.collectives = collectives_from(&lookup, &mut warnings);
+        config.collective_window = window_from(&lookup, &mut warnings);
+        config.collectives = collectives_from(&lookup, config.collective_window, &mut warnings);
         (config, warnings)
     }
 
@@ -298,9 +315,11 @@ fn opt_seconds<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok
     }
 }
 
-/// `MPIT_TUNER_COLLECTIVES` and `MPIT_TUNER_COLLECTIVES_WINDOW`.
+/// `MPIT_TUNER_COLLECTIVES`, with the window of
+/// `MPIT_TUNER_COLLECTIVES_WINDOW` ([`window_from`]).
 fn collectives_from(
     lookup: &impl Fn(&str) -> Option<String>,
+    window: Option<u32>,
     warnings: &mut Vec<String>,
 ) -> Option<CollectiveConfig> {
     let v = lookup("MPIT_TUNER_COLLECTIVES")?;
@@ -336,22 +355,30 @@ fn collectives_from(
             }
         }
     }
-    let mut window = None;
-    if let Some(w) = lookup("MPIT_TUNER_COLLECTIVES_WINDOW") {
-        match w.trim().parse::<u32>() {
-            Ok(n) if n >= 1 => window = Some(n),
-            _ => warnings.push(format!(
-                "MPIT_TUNER_COLLECTIVES_WINDOW={w:?} is not a whole number of calls of at least 1; using the policy file's or {}",
-                Params::default().window
-            )),
-        }
-    }
     Some(CollectiveConfig {
         mode,
         collectives,
         window,
         measure,
     })
+}
+
+/// `MPIT_TUNER_COLLECTIVES_WINDOW`, a whole number of calls of at least 1.
+fn window_from(
+    lookup: &impl Fn(&str) -> Option<String>,
+    warnings: &mut Vec<String>,
+) -> Option<u32> {
+    let w = lookup("MPIT_TUNER_COLLECTIVES_WINDOW")?;
+    match w.trim().parse::<u32>() {
+        Ok(n) if n >= 1 => Some(n),
+        _ => {
+            warnings.push(format!(
+                "MPIT_TUNER_COLLECTIVES_WINDOW={w:?} is not a whole number of calls of at least 1; using the policy file's or {}",
+                Params::default().window
+            ));
+            None
+        }
+    }
 }
 
 fn parse_bool(v: &str) -> Option<bool> {

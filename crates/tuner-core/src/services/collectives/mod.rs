@@ -11,16 +11,19 @@ pub(crate) use setup::AGREEMENT_LEN;
 
 use super::{Open, Peers, Service, Start, Tick};
 use crate::run::log::LogWriter;
-use crate::run::Config;
+use crate::run::{Config, LaunchEnv};
 use policies::CollectiveSpec;
 use vocab::record::CollectiveMode;
 use vocab::summary::SummaryFile;
 
+/// Open MPI's `coll_tuned_use_dynamic_rules` in the environment.
+pub const OPENMPI_DYNAMIC_RULES_ENV: &str = "OMPI_MCA_coll_tuned_use_dynamic_rules";
+
 /// Collective tuning of one rank: whether it is asked for, and the policy
 /// file's `[collectives]` table.
 pub struct CollectiveTuning {
-    /// The mode asked for; `None`: off.
-    wanted: Option<CollectiveMode>,
+    /// The mode wanted; `None`: off.
+    wanted: Option<Wanted>,
     spec: Option<CollectiveSpec>,
     /// What `open` found and tried, for the start agreement and `start`.
     pending: Option<setup::Pending>,
@@ -48,16 +51,35 @@ impl CollectiveTuning {
 
 /// The mode collective tuning runs in, `None` for off: the environment's
 /// (`MPIT_TUNER_COLLECTIVES`: a mode, `tune` or a list for `all`), else
-/// off if the environment says `off`, else the policy file's (`mode`, or
-/// `all` for `tune = true` alone, as before modes existed).
-pub(crate) fn mode(config: &Config, spec: Option<&CollectiveSpec>) -> Option<CollectiveMode> {
+/// off if the environment says `off`, else the policy file's (`mode`, `all`
+/// for `tune = true` alone as before modes existed, off for `tune =
+/// false`), else the default, `safe`.
+pub(crate) fn mode(config: &Config, spec: Option<&CollectiveSpec>) -> Option<Wanted> {
+    let asked = |mode| Wanted { mode, asked: true };
     if let Some(c) = &config.collectives {
-        return Some(c.mode);
+        return Some(asked(c.mode));
     }
     if config.collectives_off {
         return None;
     }
-    spec?.mode_asked()
+    match spec.and_then(CollectiveSpec::mode_asked) {
+        Some(from_file) => from_file.map(asked),
+        None => Some(Wanted {
+            mode: CollectiveMode::Safe,
+            asked: false,
+        }),
+    }
+}
+
+/// The mode tuning runs in, and whether someone asked for it (the
+/// environment or the policy file) or it is the default. Asked for, it
+/// says on rank 0's terminal that it started or why not; by default only
+/// the logs do (and `MPIT_TUNER_VERBOSE`), and it leaves alone a
+/// collective whose algorithm was set before the job started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Wanted {
+    pub(crate) mode: CollectiveMode,
+    pub(crate) asked: bool,
 }
 
 impl Service for CollectiveTuning {
@@ -65,10 +87,24 @@ impl Service for CollectiveTuning {
         "collective tuning"
     }
 
+    /// Open MPI 4.1 lets a forced algorithm through only with its dynamic
+    /// rules on, a setting it reads at start: on, without a rules file or
+    /// a forced algorithm, it takes the same decisions as off. Set unless
+    /// the environment says (`mpirun --mca` passes it there); other
+    /// libraries ignore it.
+    fn before_mpit(&mut self, _launch: &LaunchEnv) {
+        if self.wanted.is_some() && std::env::var_os(OPENMPI_DYNAMIC_RULES_ENV).is_none() {
+            if let Err(e) = crate::decide::set_environment(OPENMPI_DYNAMIC_RULES_ENV, "1", false) {
+                // Not reached: the name and value are valid.
+                mpit::say_always!("mpit-tuner: {e}");
+            }
+        }
+    }
+
     /// Whether tuning is wanted (it makes collectives of its own at
     /// start), and in which mode: 0 off, 1 `all`, 2 `safe`.
     fn identity(&self) -> u64 {
-        match self.wanted {
+        match self.wanted.map(|w| w.mode) {
             None => 0,
             Some(CollectiveMode::All) => 1,
             Some(CollectiveMode::Safe) => 2,
@@ -95,9 +131,9 @@ impl Service for CollectiveTuning {
     /// Finds what can be tuned and tries the candidates this rank can
     /// try before the start agreement (every collective's but allreduce's).
     fn open(&mut self, open: &mut Open<'_>) -> Result<(), String> {
-        if let Some(mode) = self.wanted {
+        if let Some(wanted) = self.wanted {
             self.pending = Some(setup::open(
-                mode,
+                wanted,
                 open.config,
                 self.spec.take(),
                 open.catalogue,
@@ -146,27 +182,45 @@ mod tests {
     use super::*;
 
     /// The environment wins; then its `off`; then the policy file's table
-    /// (`mode`, or `all` for `tune = true` alone).
+    /// (`mode`, `all` for `tune = true` alone, off for `tune = false`);
+    /// then the default, `safe`, not asked for.
     #[test]
     fn the_mode_asked_for() {
         let env = |v: Option<&str>| {
             let v = v.map(str::to_string);
             Config::from_lookup(|k| (k == "MPIT_TUNER_COLLECTIVES").then(|| v.clone()).flatten()).0
         };
-        let spec = |tune: bool, mode: Option<CollectiveMode>| CollectiveSpec {
+        let spec = |tune: Option<bool>, mode: Option<CollectiveMode>| CollectiveSpec {
             tune,
             mode,
             ..CollectiveSpec::default()
         };
-        let safe = Some(CollectiveMode::Safe);
-        let all = Some(CollectiveMode::All);
-        assert_eq!(mode(&env(None), None), None);
-        assert_eq!(mode(&env(Some("safe")), None), safe);
-        assert_eq!(mode(&env(Some("tune")), Some(&spec(false, safe))), all);
-        assert_eq!(mode(&env(Some("off")), Some(&spec(true, safe))), None);
-        assert_eq!(mode(&env(None), Some(&spec(true, None))), all);
-        assert_eq!(mode(&env(None), Some(&spec(false, safe))), safe);
-        assert_eq!(mode(&env(None), Some(&spec(true, safe))), safe);
-        assert_eq!(mode(&env(None), Some(&spec(false, None))), None);
+        let on = |mode| Some(Wanted { mode, asked: true });
+        let (safe, all) = (CollectiveMode::Safe, CollectiveMode::All);
+        let default = Some(Wanted {
+            mode: safe,
+            asked: false,
+        });
+        assert_eq!(mode(&env(None), None), default);
+        assert_eq!(mode(&env(None), Some(&spec(None, None))), default);
+        assert_eq!(mode(&env(Some("off")), None), None);
+        assert_eq!(mode(&env(Some("safe")), None), on(safe));
+        assert_eq!(
+            mode(&env(Some("tune")), Some(&spec(Some(false), Some(safe)))),
+            on(all)
+        );
+        assert_eq!(
+            mode(&env(Some("off")), Some(&spec(Some(true), Some(safe)))),
+            None
+        );
+        assert_eq!(mode(&env(None), Some(&spec(Some(true), None))), on(all));
+        assert_eq!(mode(&env(None), Some(&spec(None, Some(safe)))), on(safe));
+        assert_eq!(mode(&env(None), Some(&spec(None, Some(all)))), on(all));
+        assert_eq!(
+            mode(&env(None), Some(&spec(Some(true), Some(safe)))),
+            on(safe)
+        );
+        assert_eq!(mode(&env(None), Some(&spec(Some(false), None))), None);
+        assert_eq!(mode(&env(None), Some(&spec(Some(false), Some(all)))), None);
     }
 }

@@ -36,6 +36,9 @@ pub(crate) struct Pending {
     bins: crate::collectives::Bins,
     params: crate::collectives::Params,
     measure: bool,
+    /// Asked for (the environment or the policy file), not the default:
+    /// rank 0 says on its terminal that tuning started or why not.
+    asked: bool,
     rank: i32,
     /// [`drop_refused`]'s row of this rank for the collectives tried
     /// before the agreement (all but allreduce).
@@ -82,7 +85,7 @@ pub(crate) const AGREEMENT_LEN: usize = {
 /// but allreduce's on this rank, before the start agreement (no
 /// collective call).
 pub(crate) fn open(
-    mode: vocab::record::CollectiveMode,
+    wanted: super::Wanted,
     config: &Config,
     spec: Option<policies::CollectiveSpec>,
     catalogue: &Catalogue,
@@ -98,7 +101,7 @@ pub(crate) fn open(
     // A window from the environment is exact: every window that many
     // calls from the first call on, none lengthened, shortened or thrown
     // away (window 1 is the most aggressive setting).
-    let exact = config.collectives.as_ref().and_then(|c| c.window);
+    let exact = config.collective_window;
     let ns = |t: Option<std::time::Duration>, default: f64| {
         if exact.is_some() {
             0.0
@@ -109,7 +112,7 @@ pub(crate) fn open(
     let params = Params {
         window: exact.or(spec.window).unwrap_or(d.window),
         measure,
-        exact_only: mode == vocab::record::CollectiveMode::Safe && !measure,
+        exact_only: wanted.mode == vocab::record::CollectiveMode::Safe && !measure,
         windows: spec.windows.unwrap_or(d.windows),
         window_time_ns: ns(spec.window_time, d.window_time_ns),
         min_window_time_ns: ns(spec.min_window_time, d.min_window_time_ns),
@@ -121,7 +124,7 @@ pub(crate) fn open(
         ..d
     };
     let bins = spec.bins.clone().map_or_else(Bins::default, Bins::new);
-    let asked: Vec<_> = config
+    let only: Vec<_> = config
         .collectives
         .as_ref()
         .map(|c| c.collectives.clone())
@@ -132,16 +135,17 @@ pub(crate) fn open(
     // tuned when it lists any.
     let plan: Vec<(tune::Collective, Vec<String>)> = match spec.for_library(&library) {
         // Measuring needs no candidates: what is asked, or everything.
-        _ if measure && asked.is_empty() => COLLECTIVES.iter().map(|c| (*c, Vec::new())).collect(),
-        _ if measure => asked.iter().map(|c| (*c, Vec::new())).collect(),
+        _ if measure && only.is_empty() => COLLECTIVES.iter().map(|c| (*c, Vec::new())).collect(),
+        _ if measure => only.iter().map(|c| (*c, Vec::new())).collect(),
         Some(listed) => listed
             .iter()
-            .filter(|(c, _)| asked.is_empty() || asked.contains(c))
+            .filter(|(c, _)| only.is_empty() || only.contains(c))
             .cloned()
             .collect(),
-        None if asked.is_empty() => COLLECTIVES.iter().map(|c| (*c, Vec::new())).collect(),
-        None => asked.iter().map(|c| (*c, Vec::new())).collect(),
+        None if only.is_empty() => COLLECTIVES.iter().map(|c| (*c, Vec::new())).collect(),
+        None => only.iter().map(|c| (*c, Vec::new())).collect(),
     };
+    let asked = wanted.asked;
     let mut why_not = None;
     let mut targets = Vec::new();
     let mut fallback = None;
@@ -216,7 +220,9 @@ pub(crate) fn open(
                         if !names.is_empty() && wanted.is_empty() {
                             continue;
                         }
-                        targets.extend(target_at_start(catalogue, own, info, c, &wanted, log));
+                        targets.extend(target_at_start(
+                            catalogue, own, info, c, &wanted, asked, log,
+                        ));
                     }
                     // A candidate MPICH cannot use for a call's arguments
                     // must fall back, never fail the call or print.
@@ -254,7 +260,7 @@ pub(crate) fn open(
                         Ok(by) => {
                             for (c, names) in &plan {
                                 let Some(mut t) =
-                                    target_at_start(catalogue, own, info, *c, names, log)
+                                    target_at_start(catalogue, own, info, *c, names, asked, log)
                                 else {
                                     continue;
                                 };
@@ -294,6 +300,7 @@ pub(crate) fn open(
         bins,
         params,
         measure,
+        asked,
         rank,
         refused,
         cvars,
@@ -322,6 +329,7 @@ pub(crate) fn start(
         bins,
         params,
         measure,
+        asked,
         rank,
         refused,
         cvars,
@@ -364,6 +372,9 @@ pub(crate) fn start(
     let signature = (prepared.as_ref().map_or(0, tune::Tuner::signature) & (u64::MAX >> 1)) as i64;
     let (verdict, ends) = seq.agree_with(&[Mixed::min(signature), Mixed::min(!signature)]);
     let same = seq.failed() || ends.get(..2).is_some_and(|e| e[0].a == !e[1].a);
+    // A call of the tool's that failed is said on rank 0's terminal
+    // whether tuning was asked for or not.
+    let failed = matches!(verdict, Verdict::Failed(_));
     let why_not = match (verdict, same, prepared) {
         (Verdict::AllOk, true, Some(tuner)) => match tune::activate(tuner) {
             Ok(t) => {
@@ -389,7 +400,7 @@ pub(crate) fn start(
                     CollectiveEvent::Start,
                     format!("{verb} {what}{mode}; window {} calls{fallback}", params.window),
                 ));
-                if rank == 0 {
+                if rank == 0 && (asked || mpit::verbose()) {
                     mpit::say!("mpit-tuner: collective {verb} on: {what}{mode}{fallback}");
                 }
                 return;
@@ -402,7 +413,7 @@ pub(crate) fn start(
     };
     log.record(&tune::note(0.0, CollectiveEvent::Off, why_not.clone()));
     tune::set_off_reason(why_not.clone());
-    if rank == 0 {
+    if rank == 0 && (asked || failed || mpit::verbose()) {
         mpit::say!("mpit-tuner: collective tuning is off: {why_not}");
     }
 }
@@ -412,22 +423,40 @@ pub(crate) fn start(
 /// The target of collective `c`: the value its algorithm variable holds
 /// now is the default, `wanted` the candidates (names; empty: every
 /// algorithm). `None`, with a `skipped` record saying why, when it cannot
-/// be tuned here.
+/// be tuned here, and when tuning was not `asked` for and the variable
+/// holds an algorithm set before the job started (the library's own
+/// choice is value 0, MPICH's `auto` and Open MPI's `ignore`): the
+/// default mode leaves a user's setting alone.
 fn target_at_start(
     catalogue: &Catalogue,
     own: &'static MpiT,
     info: &RunInfo,
     c: crate::collectives::Collective,
     wanted: &[String],
+    asked: bool,
     log: &mut Notes,
 ) -> Option<crate::collectives::Target> {
     use crate::collectives as tune;
-    let default = tune::algorithm_cvar(info.version.library, c)
-        .and_then(|name| catalogue.cvar(&name))
+    let name = tune::algorithm_cvar(info.version.library, c);
+    let default = name
+        .as_deref()
+        .and_then(|name| catalogue.cvar(name))
         .and_then(|v| mpit::Cvar::open(own, v, Object::None).ok())
         .and_then(|v| v.read().ok())
         .and_then(|v| v.as_i64())
         .unwrap_or(0);
+    if !asked && default != 0 {
+        log.record(&tune::note(
+            0.0,
+            CollectiveEvent::Skipped,
+            format!(
+                "{}: set to {default} before the job started; tuning by default leaves it (ask for \
+                 tuning with MPIT_TUNER_COLLECTIVES to search from there)",
+                name.unwrap_or_default()
+            ),
+        ));
+        return None;
+    }
     tune::Target::find(catalogue, info.version, c, default, wanted)
         .map_err(|e| log.record(&tune::note(0.0, CollectiveEvent::Skipped, e)))
         .ok()

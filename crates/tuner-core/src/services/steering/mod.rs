@@ -372,8 +372,8 @@ fn read_request(path: &Path, owner: u32) -> Read {
 /// What a request must do to change a variable every rank holds the same
 /// value of while the job runs.
 const EQUAL_RULE: &str = "only collective algorithm variables can be changed while the job \
-     runs, and only while online collective tuning runs (MPIT_TUNER_COLLECTIVES=tune), which \
-     switches every rank at the same call";
+     runs, and only while online collective tuning runs (on by default, unless \
+     MPIT_TUNER_COLLECTIVES=off), which switches every rank at the same call";
 
 /// The answer to a `set` of a variable every rank must hold the same value
 /// of (scope ALL_EQ or GROUP_EQ, or a collective's algorithm variable,
