@@ -3,13 +3,17 @@
 # MPI programs under the tuner with the default policies, then shows what
 # it recorded:
 #   1. examples/stencil3d on 4 ranks (a few seconds), and the run directory;
-#   2. examples/c/steady on 4 ranks for DEMO_SECONDS (24 by default), whose
+#   2. examples/c/coll_bench (an alltoall of 64 KiB, 200 calls) on 4 ranks,
+#      without the tool and under it, DEMO_COLL_ROUNDS (3) rounds
+#      interleaved: the measured gain of collective tuning in its default
+#      mode, what the job printed, and the report's first section;
+#   3. examples/c/steady on 4 ranks for DEMO_SECONDS (24 by default), whose
 #      work changes every DEMO_PHASE seconds (6) between a 64 KiB ring
 #      exchange and bursts of small allreduces, watched live while it runs
 #      (`mpit-tuner watch`: full screen on a terminal, `q` leaves the view
 #      and the job goes on; plain frames every 4 s otherwise), then
 #      `mpit-tuner report` with its plots of what moved;
-#   3. where the machine can make network namespaces (root, iproute2):
+#   4. where the machine can make network namespaces (root, iproute2):
 #      examples/c/coll_bench on 2 ranks on each of 2 emulated nodes
 #      (scripts/cluster.sh), its allreduce tuned online, then the report's
 #      hosts and collective tuning; otherwise one line says why not.
@@ -49,6 +53,41 @@ echo "== what the tuner recorded in $run_dir"
 ls -l "$run_dir"
 echo "-- first records of rank 0's log:"
 head -n 3 "$run_dir/rank-00000.jsonl" | cut -c1-300
+
+# What collective tuning, on by default, gains: the same program without
+# the tool and under it, rounds interleaved, medians compared.
+coll_rounds="${DEMO_COLL_ROUNDS:-3}"
+make -s -C examples MPI="$flavor" OUT="$examples" FORTRAN=no "$examples/coll_bench"
+coll=(alltoall 65536 200)
+echo
+echo "== examples/c/coll_bench ${coll[*]} on 4 ranks ($(nproc) cores), without the tool and under it"
+echo "   (collective tuning in its default mode, safe), ${coll_rounds} rounds interleaved"
+plain_times=() tuned_times=()
+tuned_dir="demo-tuned-${flavor}"
+for round in $(seq "$coll_rounds"); do
+  t="$("mpiexec.${flavor}" -n 4 "$examples/coll_bench" "${coll[@]}" | sed -n 's/.*time_s=//p')"
+  plain_times+=("$t")
+  rm -rf "$tuned_dir"
+  # Not verbose: what a job the library is preloaded into prints, one
+  # line when the tool changed something (shown for the last round).
+  out="$(MPIT_TUNER_VERBOSE=0 "$bin/mpit-tuner" run --dir "$tuned_dir" -- \
+    "mpiexec.${flavor}" -n 4 "$examples/coll_bench" "${coll[@]}" 2>"$tuned_dir.err")"
+  tuned_times+=("$(sed -n 's/.*time_s=//p' <<<"$out")")
+  echo "   round $round: without the tool ${plain_times[-1]} s, with it ${tuned_times[-1]} s"
+done
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+plain_median="$(median "${plain_times[@]}")"
+tuned_median="$(median "${tuned_times[@]}")"
+echo "-- what the job printed under the tool (last round):"
+sed 's/^/   /' "$tuned_dir.err"
+rm -f "$tuned_dir.err"
+awk -v p="$plain_median" -v t="$tuned_median" 'BEGIN {
+  printf "-- measured: %.3f s without the tool, %.3f s with it (medians): %.2fx %s, exploration included\n",
+    p, t, (p > t ? p / t : t / p), (p > t ? "faster" : "slower")
+}'
+echo "-- mpit-tuner report $tuned_dir, its first section:"
+"$bin/mpit-tuner" report "$tuned_dir" --no-plots |
+  awk '$0 == "What the tool changed" { on = 1 } on && $0 == "" { exit } on { print "   " $0 }'
 
 # The long job: started in the background, watched until it ends.
 watched="demo-watch-${flavor}"

@@ -35,7 +35,12 @@ pub(super) fn changed(run: &Run, a: &Analysis) -> Section {
         })
     };
     let tuning = match (said(CollectiveEvent::Start), said(CollectiveEvent::Off)) {
-        (Some(start), _) => format!("Collective tuning ran: {start}."),
+        // The start record lists every candidate ("Collective tuning"
+        // has it): its mode and window here.
+        (Some(start), _) => match start.split_once(" in mode ") {
+            Some((_, rest)) => format!("Collective tuning ran in mode {rest}."),
+            None => format!("Collective tuning ran: {start}."),
+        },
         (None, Some(off)) => format!("Collective tuning was off: {off}."),
         (None, None) => "Collective tuning did not run (a run from before it existed, or \
                          MPIT_TUNER_COLLECTIVES=off)."
