@@ -231,6 +231,13 @@ fn tune_collectives_reaches_every_rank() {
             "{line}"
         );
     }
+    // The default policies for MVAPICH2's variables do not apply to this
+    // library: one line names them, with the variable each lacks.
+    assert!(
+        text.contains("Not for this MPI library (")
+            && text.contains("free-unused-vbufs (mv2_vbuf_allocated_array)"),
+        "{text}"
+    );
     // No CVAR written (the default policies write nothing here): no empty
     // plot of CVAR changes, and a note says why.
     assert!(!plots.join("cvar-changes.svg").exists(), "{text}");

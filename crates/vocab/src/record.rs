@@ -944,6 +944,12 @@ impl CollectiveTuning {
     }
 }
 
+/// How a `policy_disabled` record's reason begins when the library does
+/// not export a variable the policy reads or writes (the policy does not
+/// apply to this library): `MPI library does not export NAME`. The report
+/// groups those policies in one line.
+pub const NOT_EXPORTED: &str = "MPI library does not export ";
+
 /// Which calls online collective tuning may switch to another algorithm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]

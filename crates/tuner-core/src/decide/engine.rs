@@ -264,7 +264,7 @@ impl Engine {
             }
             let missing = d.severity == Severity::Missing;
             let reason = match (missing, d.slot.and_then(|s| self.set.variable(s))) {
-                (true, Some(var)) => format!("MPI library does not export {}", var.name),
+                (true, Some(var)) => format!("{}{}", vocab::record::NOT_EXPORTED, var.name),
                 _ => format!("{}: {}", d.location, d.message),
             };
             self.disabled[i] = Some(reason.clone());

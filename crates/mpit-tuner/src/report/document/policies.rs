@@ -48,12 +48,15 @@ pub(super) fn policies(a: &Analysis) -> Section {
         .iter()
         .map(|m| (m.clone(), Vec::new()))
         .collect();
-    if items.is_empty() {
-        items = a
-            .disabled
-            .iter()
-            .map(|g| {
-                (
+    // From the logs: the policies for variables this library does not
+    // export, in one line; the others one by one.
+    let mut not_here: Vec<(String, String, Vec<u32>)> = Vec::new();
+    if !a.disabled.is_empty() {
+        items.clear();
+        for g in &a.disabled {
+            match g.key[1].strip_prefix(vocab::record::NOT_EXPORTED) {
+                Some(var) => not_here.push((g.key[0].clone(), var.to_string(), g.ranks.clone())),
+                None => items.push((
                     format!(
                         "policy {} disabled on ranks {}: {}",
                         g.key[0],
@@ -61,13 +64,29 @@ pub(super) fn policies(a: &Analysis) -> Section {
                         g.key[1]
                     ),
                     Vec::new(),
-                )
-            })
-            .collect();
+                )),
+            }
+        }
     }
-    if items.is_empty() {
+    if items.is_empty() && not_here.is_empty() {
         s.text("No policy was disabled.");
-    } else {
+    }
+    if !not_here.is_empty() {
+        let mut ranks: Vec<u32> = not_here.iter().flat_map(|(_, _, r)| r.clone()).collect();
+        ranks.sort_unstable();
+        ranks.dedup();
+        let names: Vec<String> = not_here
+            .iter()
+            .map(|(policy, var, _)| format!("{policy} ({var})"))
+            .collect();
+        s.text(format!(
+            "Not for this MPI library ({}; ranks {}), which does not export the variable each reads: {}.",
+            not_here.len(),
+            ranks_text(&ranks),
+            names.join(", ")
+        ));
+    }
+    if !items.is_empty() {
         s.text(format!("Disabled policies ({}):", items.len()));
         s.blocks.push(Block::Bullets(items));
     }
