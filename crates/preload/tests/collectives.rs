@@ -704,19 +704,51 @@ fn the_fallback_variable_refused_on_one_rank_stops_tuning_on_all() {
     }
 }
 
-/// Without `OMPI_MCA_coll_tuned_use_dynamic_rules=1` at start: Open MPI
-/// 4.1 cannot turn the dynamic rules on later, so tuning is off and says
-/// what to set; 5.0 turns them on through MPI_T around each candidate
-/// communicator it creates, and tunes.
+/// With `OMPI_MCA_coll_tuned_use_dynamic_rules=0` at start (a user's
+/// setting, which the tool leaves): Open MPI 4.1 cannot turn the dynamic
+/// rules on later, so tuning is off and says what to set; 5.0 turns them
+/// on through MPI_T around each candidate communicator it creates, and
+/// tunes. Without the variable, the tool sets it inside `MPI_Init`, and
+/// both tune (the default mode, nothing asked).
 #[cfg(mpi_flavor = "openmpi")]
 #[test]
 fn open_mpi_without_dynamic_rules_at_start() {
     let tmp = tempdir();
     let plain = mpit_testkit::run(mpi_job(3, &example("coll_check"), &["2"]));
     plain.assert_success();
+    // Unset: the tool sets it, and tuning runs in its default mode.
+    let dir = tmp.path().join("unset");
+    let mut cmd = mpi_job(3, &example("coll_check"), &["2"]);
+    preload(&mut cmd, &dir);
+    cmd.env("MPIT_TUNER_COLLECTIVES_WINDOW", "1")
+        .env_remove(DYNAMIC_RULES.0);
+    let job = mpit_testkit::run(cmd);
+    job.assert_success();
+    assert_same_stdout(&plain, &job, |_| false);
+    for log in &read_run_dir(&dir, 3) {
+        let start = tuning_records(log)
+            .into_iter()
+            .find(|r| r["event"] == "start")
+            .unwrap_or_else(|| panic!("rank {}: tuning did not start", log.rank));
+        assert!(
+            start["message"]
+                .as_str()
+                .unwrap()
+                .contains(" in mode safe;"),
+            "{start}"
+        );
+    }
     let dir = tmp.path().join("run");
     // Windows of one call: candidates run within the job's 2 rounds.
-    let job = tuned(3, &["2"], &dir, &[("MPIT_TUNER_COLLECTIVES_WINDOW", "1")]);
+    let job = tuned(
+        3,
+        &["2"],
+        &dir,
+        &[
+            ("MPIT_TUNER_COLLECTIVES_WINDOW", "1"),
+            (DYNAMIC_RULES.0, "0"),
+        ],
+    );
     job.assert_success();
     assert_same_stdout(&plain, &job, |_| false);
     let logs = read_run_dir(&dir, 3);
