@@ -87,6 +87,19 @@ pub struct CollectiveOutcome {
     pub pinned_by: Option<String>,
 }
 
+impl CollectiveOutcome {
+    /// The algorithm that ran instead of the library's default at the
+    /// end: the pinned one, else the one the last search kept; `None`
+    /// when that is the default (or nothing ended).
+    pub fn switched_to(&self) -> Option<&str> {
+        self.pinned
+            .as_ref()
+            .or(self.chosen.as_ref())
+            .filter(|a| Some(*a) != self.default.as_ref())
+            .map(String::as_str)
+    }
+}
+
 /// A candidate algorithm as a search last measured it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CandidateTime {

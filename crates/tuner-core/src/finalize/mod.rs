@@ -309,12 +309,11 @@ pub fn what_changed(doc: &vocab::summary::SummaryFile, dir: &std::path::Path) ->
     // (collective, bin, algorithm) -> (communicators, best gain).
     let mut switched: BTreeMap<Switch, (u32, f64)> = BTreeMap::new();
     for o in &doc.collectives {
-        let running = o.pinned.as_ref().or(o.chosen.as_ref());
-        let Some(algorithm) = running.filter(|a| Some(*a) != o.default.as_ref()) else {
+        let Some(algorithm) = o.switched_to() else {
             continue;
         };
         let e = switched
-            .entry((o.collective.clone(), o.bin, algorithm.clone()))
+            .entry((o.collective.clone(), o.bin, algorithm.to_string()))
             .or_insert((0, f64::NAN));
         e.0 += 1;
         if let Some(g) = o.gain.filter(|g| g.is_finite()) {

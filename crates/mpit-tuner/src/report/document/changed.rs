@@ -14,17 +14,13 @@ pub(super) fn changed(run: &Run, a: &Analysis) -> Section {
     let outcomes = super::collective_outcomes(run);
     let switched: Vec<_> = outcomes
         .iter()
-        .filter(|o| {
-            let running = o.pinned.as_ref().or(o.chosen.as_ref());
-            running.is_some() && running != o.default.as_ref()
-        })
+        .filter_map(|o| Some((o, o.switched_to()?)))
         .collect();
-    let kept = outcomes.iter().filter(|o| o.chosen.is_some()).count() - {
-        switched
-            .iter()
-            .filter(|o| o.chosen.is_some() && o.pinned.is_none())
-            .count()
-    };
+    // Searches that ended on the default, nothing pinned over them.
+    let kept = outcomes
+        .iter()
+        .filter(|o| o.chosen.is_some() && o.switched_to().is_none())
+        .count();
     // What tuning said at start, from the lowest rank that logged it.
     let said = |event: CollectiveEvent| {
         run.ranks.iter().find_map(|log| {
@@ -67,7 +63,7 @@ pub(super) fn changed(run: &Run, a: &Analysis) -> Section {
     if !switched.is_empty() {
         let rows = switched
             .iter()
-            .map(|o| {
+            .map(|(o, ran)| {
                 let gain = match (o.pinned.as_ref(), o.gain) {
                     (Some(_), _) => "pinned".to_string(),
                     (None, Some(g)) if g.is_finite() => format!("{g:.2}x"),
@@ -80,10 +76,7 @@ pub(super) fn changed(run: &Run, a: &Analysis) -> Section {
                         tuner_core::collectives::bin_text(lo, hi)
                     }),
                     o.default.clone().unwrap_or_default(),
-                    o.pinned
-                        .clone()
-                        .or_else(|| o.chosen.clone())
-                        .unwrap_or_default(),
+                    ran.to_string(),
                     gain,
                     format!("{:.1}", o.cost_us / 1e3),
                 ]
