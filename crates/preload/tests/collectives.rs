@@ -123,6 +123,17 @@ fn tuning_records(log: &RankLog) -> Vec<Value> {
         .collect()
 }
 
+/// The message of a rank's one `start` record of collective tuning
+/// (asserted: exactly one).
+fn start_message(log: &RankLog) -> String {
+    let start: Vec<Value> = tuning_records(log)
+        .into_iter()
+        .filter(|r| r["event"] == "start")
+        .collect();
+    assert_eq!(start.len(), 1, "rank {}: {start:?}", log.rank);
+    start[0]["message"].as_str().unwrap().to_string()
+}
+
 /// Asserts that every communicator's records are the same on all the ranks
 /// that have them; returns the records by communicator label.
 fn same_on_every_rank(logs: &[RankLog]) -> BTreeMap<String, Vec<Value>> {
@@ -298,12 +309,7 @@ fn every_result_is_right_under_the_most_aggressive_tuning() {
         );
         let logs = read_run_dir(&dir, ranks);
         for log in &logs {
-            let start: Vec<_> = tuning_records(log)
-                .into_iter()
-                .filter(|r| r["event"] == "start")
-                .collect();
-            assert_eq!(start.len(), 1, "rank {}: {start:?}", log.rank);
-            let message = start[0]["message"].as_str().unwrap();
+            let message = start_message(log);
             for c in [
                 "allreduce",
                 "bcast",
@@ -415,12 +421,7 @@ fn every_result_is_right_in_the_default_mode() {
     );
     let logs = read_run_dir(&dir, ranks);
     for log in &logs {
-        let start: Vec<_> = tuning_records(log)
-            .into_iter()
-            .filter(|r| r["event"] == "start")
-            .collect();
-        assert_eq!(start.len(), 1, "rank {}: {start:?}", log.rank);
-        let message = start[0]["message"].as_str().unwrap();
+        let message = start_message(log);
         assert!(
             message.contains(" in mode safe; window 1 calls"),
             "{message}"
@@ -726,17 +727,8 @@ fn open_mpi_without_dynamic_rules_at_start() {
     job.assert_success();
     assert_same_stdout(&plain, &job, |_| false);
     for log in &read_run_dir(&dir, 3) {
-        let start = tuning_records(log)
-            .into_iter()
-            .find(|r| r["event"] == "start")
-            .unwrap_or_else(|| panic!("rank {}: tuning did not start", log.rank));
-        assert!(
-            start["message"]
-                .as_str()
-                .unwrap()
-                .contains(" in mode safe;"),
-            "{start}"
-        );
+        let message = start_message(log);
+        assert!(message.contains(" in mode safe;"), "{message}");
     }
     let dir = tmp.path().join("run");
     // Windows of one call: candidates run within the job's 2 rounds.
@@ -1513,18 +1505,8 @@ fn the_default_mode_leaves_floating_point_reductions_on_the_default() {
     let dir = tmp.path().join("run");
     let (logs, summary) = classes_run(120, false, None, &dir);
     for log in &logs {
-        let records = tuning_records(log);
-        let start = records
-            .iter()
-            .find(|r| r["event"] == "start")
-            .unwrap_or_else(|| panic!("rank {}: no start record: {records:?}", log.rank));
-        assert!(
-            start["message"]
-                .as_str()
-                .unwrap()
-                .contains(" in mode safe;"),
-            "{start}"
-        );
+        let message = start_message(log);
+        assert!(message.contains(" in mode safe;"), "{message}");
         let allreduce = events_of(log, "allreduce");
         assert!(
             !allreduce.iter().any(|e| e == "trial" || e == "decision"),

@@ -312,6 +312,19 @@ fn a_tuner_that_did_not_start_leaves_every_rank_a_log() {
     }
 }
 
+/// Asserts that the fault was injected and every rank's log closed at
+/// finalize (the tuner ran on every rank to the end).
+fn injected_and_finalized(f: &Faulted) {
+    assert!(f.injected, "the fault was never injected: {}", f.context);
+    assert_eq!(
+        f.logs.matches("\"reason\":\"finalize\"").count(),
+        RANKS as usize,
+        "every rank ran the tuner to finalize:\n{}\n{}",
+        f.logs,
+        f.context
+    );
+}
+
 /// The start agreement's call fails on rank 1 after taking part: one
 /// agreement cannot tell the others, so the tuner runs on every rank (rank
 /// 1 with its own view: its log in the directory the user named), and the
@@ -323,14 +336,7 @@ fn a_tuner_that_did_not_start_leaves_every_rank_a_log() {
 #[test]
 fn a_start_agreement_failed_on_one_rank_is_told_at_finalize() {
     let f = run_with("PMPI_Allreduce#1@1", None);
-    assert!(f.injected, "the fault was never injected: {}", f.context);
-    assert_eq!(
-        f.logs.matches("\"reason\":\"finalize\"").count(),
-        RANKS as usize,
-        "every rank ran the tuner to finalize:\n{}\n{}",
-        f.logs,
-        f.context
-    );
+    injected_and_finalized(&f);
     assert!(
         f.stderr.lines().any(|l| l.contains(
             "collective tuning is off: the ranks could not agree: MPI_Allreduce failed on rank 1"
@@ -344,14 +350,7 @@ fn a_start_agreement_failed_on_one_rank_is_told_at_finalize() {
         "run",
         &[("MPIT_TUNER_COLLECTIVES", "off")],
     );
-    assert!(f.injected, "the fault was never injected: {}", f.context);
-    assert_eq!(
-        f.logs.matches("\"reason\":\"finalize\"").count(),
-        RANKS as usize,
-        "every rank ran the tuner to finalize:\n{}\n{}",
-        f.logs,
-        f.context
-    );
+    injected_and_finalized(&f);
     assert!(
         f.stderr
             .lines()
