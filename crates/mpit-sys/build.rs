@@ -101,6 +101,13 @@ fn main() {
     let flavor = mpit_build::flavor(&flags);
     println!("cargo:flavor={flavor}");
     println!("cargo:rustc-env=MPIT_SYS_BUILD_FLAVOR={flavor}");
+    let header_library = if mpit_build::is_mvapich2(&flags) {
+        "mvapich2"
+    } else {
+        flavor
+    };
+    println!("cargo:header_library={header_library}");
+    println!("cargo:rustc-env=MPIT_SYS_BUILD_HEADER_LIBRARY={header_library}");
     let abi = if mpit_build::is_standard_abi(&flags) {
         "standard"
     } else {

@@ -128,16 +128,26 @@ pub fn library_path(flags: &MpiFlags) -> Option<PathBuf> {
 /// "openmpi" when the header is Open MPI's, else "mpich" (the MPICH ABI
 /// family: MPICH, MVAPICH2, Intel MPI).
 pub fn flavor(flags: &MpiFlags) -> &'static str {
-    let is_open_mpi = flags.include_dirs.iter().any(|dir| {
-        std::fs::read_to_string(dir.join("mpi.h"))
-            .map(|h| h.contains("#define OPEN_MPI 1"))
-            .unwrap_or(false)
-    });
-    if is_open_mpi {
+    if header_says(flags, "#define OPEN_MPI 1") {
         "openmpi"
     } else {
         "mpich"
     }
+}
+
+/// Whether the header is MVAPICH2's (MPICH's ABI; its `mpi.h` defines
+/// `MVAPICH2_VERSION`).
+pub fn is_mvapich2(flags: &MpiFlags) -> bool {
+    header_says(flags, "#define MVAPICH2_VERSION")
+}
+
+/// Whether the `mpi.h` of one of the include directories contains `text`.
+fn header_says(flags: &MpiFlags, text: &str) -> bool {
+    flags.include_dirs.iter().any(|dir| {
+        std::fs::read_to_string(dir.join("mpi.h"))
+            .map(|h| h.contains(text))
+            .unwrap_or(false)
+    })
 }
 
 /// The launcher that goes with the compiler wrapper: `mpicc.mpich` ->
@@ -205,7 +215,8 @@ pub fn is_standard_abi(flags: &MpiFlags) -> bool {
 
 /// For a crate depending on mpit-sys: declares
 /// `cfg(mpi_flavor = "mpich" | "openmpi")` and sets it to the flavour of the
-/// MPI mpit-sys found, so that tests which hold for one library only are
+/// MPI mpit-sys found, and `cfg(mpi_library = "mpich" | "openmpi" |
+/// "mvapich2")` to the library whose header it is, so that tests which hold for one library only are
 /// compiled only in builds against it (CI builds and tests both), rather
 /// than skipped at run time.
 pub fn flavor_cfg() {
@@ -213,6 +224,14 @@ pub fn flavor_cfg() {
     println!("cargo::rustc-check-cfg=cfg(mpi_flavor, values(\"mpich\", \"openmpi\"))");
     let flavor = env::var("DEP_MPIT_FLAVOR").unwrap_or_default();
     println!("cargo:rustc-cfg=mpi_flavor=\"{flavor}\"");
+    // The library whose header it is, where that says more than the ABI:
+    // MVAPICH2 has MPICH's ABI but its own variables and behaviour.
+    println!("cargo:rerun-if-env-changed=DEP_MPIT_HEADER_LIBRARY");
+    println!(
+        "cargo::rustc-check-cfg=cfg(mpi_library, values(\"mpich\", \"openmpi\", \"mvapich2\"))"
+    );
+    let library = env::var("DEP_MPIT_HEADER_LIBRARY").unwrap_or_else(|_| flavor.clone());
+    println!("cargo:rustc-cfg=mpi_library=\"{library}\"");
 }
 
 /// The run path a program linked to the MPI library `library` needs: its
@@ -298,6 +317,23 @@ mod tests {
         assert_eq!(run_path(wheel), Some(std::path::Path::new("/v/lib")));
         let debian = std::path::Path::new("/usr/lib/x86_64-linux-gnu/libmpich.so.12");
         assert_eq!(run_path(debian), None);
+    }
+
+    #[test]
+    fn libraries_are_told_from_their_headers() {
+        let dir = std::env::temp_dir().join(format!("mpit-build-test-{}", std::process::id()));
+        let header = |text: &str| {
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join("mpi.h"), text).unwrap();
+            parse_flags("x".into(), &format!("cc -I{} -lmpi", dir.display()))
+        };
+        let ompi = header("#define OPEN_MPI 1\n");
+        assert_eq!((flavor(&ompi), is_mvapich2(&ompi)), ("openmpi", false));
+        let mv2 = header("#define MPICH_VERSION \"3.2.1\"\n#define MVAPICH2_VERSION \"2.3.7\"\n");
+        assert_eq!((flavor(&mv2), is_mvapich2(&mv2)), ("mpich", true));
+        let mpich = header("#define MPICH_VERSION \"4.0.2\"\n");
+        assert_eq!((flavor(&mpich), is_mvapich2(&mpich)), ("mpich", false));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

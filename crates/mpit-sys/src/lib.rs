@@ -55,6 +55,12 @@ pub const BUILD_SOURCE: &str = env!("MPIT_SYS_BUILD_SOURCE");
 /// `"openmpi"`: whose header this build used.
 pub const BUILD_FLAVOR: &str = env!("MPIT_SYS_BUILD_FLAVOR");
 
+/// The library whose header the build used, where the header says more
+/// than its ABI: `"mvapich2"` (MVAPICH2's `mpi.h` defines
+/// `MVAPICH2_VERSION`), else [`BUILD_FLAVOR`]. Tests use it to say which
+/// library they run on; the tool itself asks the running library.
+pub const BUILD_HEADER_LIBRARY: &str = env!("MPIT_SYS_BUILD_HEADER_LIBRARY");
+
 /// The `mpiexec` that goes with the compiler wrapper the build used
 /// (`mpiexec.mpich` for `mpicc.mpich`).
 pub const BUILD_MPIEXEC: &str = env!("MPIT_SYS_BUILD_MPIEXEC");
