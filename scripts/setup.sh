@@ -6,7 +6,11 @@
 # for the test of the full-screen `mpit-tuner watch`, iproute2 for the
 # emulated cluster of scripts/cluster.sh; then MPICH 5 and Open
 # MPI 5 from the Python package registry into a cached virtual environment
-# (scripts/mpi-wheels.sh; python3-venv for that).
+# (scripts/mpi-wheels.sh; python3-venv for that); then MVAPICH2 2.3.7 from
+# the vendored tarball beside the repository, built once into the cache
+# (scripts/mvapich2.sh; librdmacm-dev, libibumad-dev and libibverbs-dev
+# for that), or an installation named by MPIT_MV2_PREFIX; without either,
+# one line says the mvapich2 flavour is skipped.
 # Idempotent; installs only what is missing. Needs root (or
 # sudo) for apt-get, and an existing Rust toolchain (cargo >= 1.85).
 set -euo pipefail
@@ -16,6 +20,12 @@ have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok
 for pkg in libmpich-dev mpich libopenmpi-dev openmpi-bin libclang-dev clang gfortran patchelf pkg-config make binutils procps fonts-dejavu-core tmux iproute2 python3 python3-venv; do
   have_pkg "$pkg" || need+=("$pkg")
 done
+mv2_tarball="${MPIT_MV2_TARBALL:-$(dirname "$0")/../../shared/vendor/mvapich2-2.3.7-1.tar.xz}"
+if [ -z "${MPIT_MV2_PREFIX:-}" ] && [ "${MPIT_MV2:-}" != off ] && [ -f "$mv2_tarball" ]; then
+  for pkg in librdmacm-dev libibumad-dev libibverbs-dev; do
+    have_pkg "$pkg" || need+=("$pkg")
+  done
+fi
 
 if ((${#need[@]})); then
   echo "setup: installing ${need[*]}" >&2
@@ -35,4 +45,12 @@ for tool in mpicc.mpich mpiexec.mpich mpicc.openmpi mpiexec.openmpi gfortran pat
 done
 # The registry wheels (cached: a second run asks no registry).
 bash "$(dirname "$0")/mpi-wheels.sh" >/dev/null
-echo "setup: ok ($(cargo --version), $(mpichversion 2>/dev/null | head -1 | tr -s ' \t' ' '), Open MPI $(ompi_info --version 2>/dev/null | head -1 | awk '{print $NF}'), MPICH 5 and Open MPI 5 wheels)" >&2
+# MVAPICH2 (cached: a second run builds nothing).
+mv2_env="$(bash "$(dirname "$0")/mvapich2.sh")"
+eval "$mv2_env"
+if [ -n "${MPIT_MV2_MPICC:-}" ]; then
+  mv2="MVAPICH2 in $(dirname "$(dirname "$MPIT_MV2_MPICC")")"
+else
+  mv2="no MVAPICH2: ${MPIT_MV2_SKIP:-}"
+fi
+echo "setup: ok ($(cargo --version), $(mpichversion 2>/dev/null | head -1 | tr -s ' \t' ' '), Open MPI $(ompi_info --version 2>/dev/null | head -1 | awk '{print $NF}'), MPICH 5 and Open MPI 5 wheels, $mv2)" >&2

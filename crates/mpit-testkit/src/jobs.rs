@@ -123,7 +123,7 @@ pub fn example(name: &str) -> PathBuf {
 pub fn not_applicable(test: &str, why: &str) {
     let line = format!(
         "{test}: does not apply to the {} build ({}): {why}\n",
-        flavor(),
+        mpit_sys::BUILD_HEADER_LIBRARY,
         mpicc()
     );
     eprint!("{line}");
@@ -237,7 +237,13 @@ pub fn launcher_env(cmd: &mut Command) {
         // MPICH 4). The throttle (a usleep(1) now and then while nothing
         // progresses) brings 4 rounds from 35 s to 14 s. MPICH 4.0.2 and
         // Open MPI ignore the variable.
-        .env("MPIR_CVAR_CH4_PROGRESS_THROTTLE", "1");
+        .env("MPIR_CVAR_CH4_PROGRESS_THROTTLE", "1")
+        // MVAPICH2 pins each rank to a core by default and then refuses
+        // more ranks than cores; and it warns on stderr when a program asks
+        // for MPI_THREAD_MULTIPLE with pinning on. Other libraries ignore
+        // both.
+        .env("MV2_ENABLE_AFFINITY", "0")
+        .env("MV2_USE_THREAD_WARNING", "0");
 }
 
 /// What a finished job printed, with helpers to assert on it.
