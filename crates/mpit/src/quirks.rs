@@ -192,7 +192,11 @@ pub const WORKAROUNDS: &[Workaround] = &[
         library: Library::Mvapich2,
         from: None,
         to: None,
-        bug: "pmodels/mpich#7954, inherited from MPICH (MVAPICH2 2.3.7 is MPICH 3.2 inside)",
+        bug:
+            "seen here on MVAPICH2 2.3.7: a job whose tuner stopped after MPI_Init (an unwritable \
+              MPIT_TUNER_DIR) segfaults in every rank without this work-around; the plain order \
+              MPI_T_init_thread, MPI_Init, MPI_T_finalize, MPI_Finalize survives, with or without \
+              PVAR handles (so the trigger is in what the tool does besides)",
     },
     Workaround {
         quirk: Quirk::MpiTFinalizeBeforeMpiFinalizeCrashes,
@@ -232,7 +236,8 @@ pub const WORKAROUNDS: &[Workaround] = &[
         library: Library::Mvapich2,
         from: None,
         to: None,
-        bug: "as MPICH 4.0.2 (seen here), assumed for MVAPICH2",
+        bug: "seen here on MVAPICH2 2.3.7 (MPI_Init segfaults after MPI_T_init_thread and \
+              MPI_T_finalize, 1 and 2 ranks), as on MPICH 4.0.2",
     },
     Workaround {
         quirk: Quirk::MpiTFinalizeBeforeMpiInitBreaksInit,
