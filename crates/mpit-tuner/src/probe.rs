@@ -132,8 +132,17 @@ pub fn run(args: &ProbeArgs) -> Result<ExitCode> {
 /// the CVAR's value when the setting was read).
 fn env_probe(library: Library) -> Option<(&'static str, &'static str, &'static str, i64)> {
     match library {
+        // MVAPICH2 selects its algorithms with its own variables, numbered
+        // (MPICH's INTRA_ALGORITHM names are not read there: measured on
+        // 2.3.7, a setting of them leaves the algorithm alone).
+        Library::Mvapich2 => Some((
+            "MPIR_CVAR_ALLREDUCE_COLLECTIVE_ALGORITHM",
+            "3",
+            "MPIR_CVAR_ALLREDUCE_COLLECTIVE_ALGORITHM",
+            3,
+        )),
         // `recursive_doubling` is the fourth name in MPICH 4.0-5.0's list.
-        Library::Mpich | Library::Mvapich2 | Library::IntelMpi => Some((
+        Library::Mpich | Library::IntelMpi => Some((
             "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM",
             "recursive_doubling",
             "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM",
