@@ -153,7 +153,9 @@ fn unreadable_files_exit_2() {
     assert_eq!(code(&job), Some(2), "{}", printed(&job));
 }
 
-/// Runs `check --against-mpi FILES` (a singleton MPI process).
+/// Runs `check --against-mpi FILES` (a singleton MPI process). The
+/// fixtures it checks are MPICH's and Open MPI's.
+#[cfg_attr(mpi_library = "mvapich2", allow(dead_code))]
 fn against_mpi(files: &[&str]) -> mpit_testkit::Job {
     let mut args = vec!["check", "--against-mpi"];
     let paths: Vec<String> = files
@@ -164,7 +166,7 @@ fn against_mpi(files: &[&str]) -> mpit_testkit::Job {
     mpit_tuner(&args)
 }
 
-#[cfg(mpi_flavor = "mpich")]
+#[cfg(mpi_library = "mpich")]
 #[test]
 fn against_mpich_names_scopes_and_suggestions() {
     let job = against_mpi(&["mpich-poll-freq.toml"]);
@@ -211,6 +213,42 @@ fn against_mpich_names_scopes_and_suggestions() {
     assert!(out.contains("alleq-periodic.toml: failed (1 error)"));
 }
 
+/// The shipped policies against the release of the library they were
+/// written for: the VBUF watch and the shared-memory eager watch find
+/// every variable; the thesis' VBUF policy lacks the research build's
+/// per-pool arrays and pool-control CVARs, and Open MPI's queue watches
+/// lack ob1's queues, each named with its line.
+#[cfg(mpi_library = "mvapich2")]
+#[test]
+fn the_shipped_policies_against_mvapich2() {
+    let policies = repo_root().join("policies.toml");
+    let job = mpit_tuner(&["check", "--against-mpi", policies.to_str().unwrap()]);
+    assert_eq!(code(&job), Some(1), "{}", printed(&job));
+    let out = job.stdout();
+    assert!(out.starts_with("checking against: MVAPICH2"), "{out}");
+    for missing in [
+        "policy \"free-unused-vbufs\": the MPI library does not export a variable named `mv2_vbuf_allocated_array`",
+        "policy \"free-unused-vbufs\": the MPI library does not export a variable named `mv2_vbuf_max_use_array`",
+        "policy \"free-unused-vbufs\": the MPI library does not export a CVAR named `MPIR_CVAR_VBUF_POOL_CONTROL`",
+        "policy \"free-unused-vbufs\": the MPI library does not export a CVAR named `MPIR_CVAR_VBUF_POOL_REDUCED_VALUE`",
+        "policy \"unexpected-queue-watch\": the MPI library does not export a variable named `pml_ob1_unexpected_msgq_length`",
+        "policy \"posted-queue-watch\": the MPI library does not export a variable named `pml_ob1_posted_recvq_length`",
+    ] {
+        says(&out, missing);
+    }
+    for found in ["\"vbuf-watch\"", "\"smp-eager-pressure\""] {
+        assert!(
+            !out.lines()
+                .any(|l| l.contains("missing") && l.contains(found)),
+            "{found} should find every variable on MVAPICH2:\n{out}"
+        );
+    }
+    says(
+        &out,
+        "policies.toml: failed (6 missing from this MPI library)",
+    );
+}
+
 #[cfg(mpi_flavor = "openmpi")]
 #[test]
 fn against_open_mpi_names_and_suggestions() {
@@ -238,7 +276,7 @@ fn says(out: &str, line: &str) {
     assert!(out.contains(line), "expected {line:?} in:\n{out}");
 }
 
-#[cfg(mpi_flavor = "mpich")]
+#[cfg(mpi_library = "mpich")]
 #[test]
 fn collectives_against_mpich() {
     // Good: MPICH's table passes; Open MPI's cannot be checked here.

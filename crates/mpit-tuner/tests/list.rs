@@ -118,7 +118,7 @@ fn json_matches_the_catalogue() {
         .is_some_and(|v| v.contains('.')));
     assert_eq!(json["ranks"], 1);
     let cvars = array(&json, "cvars");
-    #[cfg(mpi_flavor = "mpich")]
+    #[cfg(mpi_library = "mpich")]
     {
         assert_eq!(json["library_family"], "mpich");
         assert!(cvars.len() >= 300, "only {} CVARs", cvars.len());
@@ -126,6 +126,18 @@ fn json_matches_the_catalogue() {
             let scope = c["scope"].as_str().unwrap();
             assert_ne!(scope, "UNKNOWN", "{}", c["name"]);
         }
+    }
+    #[cfg(mpi_library = "mvapich2")]
+    {
+        assert_eq!(json["library_family"], "mvapich2");
+        let algorithm = cvars
+            .iter()
+            .find(|c| c["name"] == "MPIR_CVAR_ALLREDUCE_COLLECTIVE_ALGORITHM")
+            .expect("MVAPICH2's allreduce algorithm selector is listed");
+        assert_ne!(algorithm["scope"], "UNKNOWN");
+        assert!(array(&json, "pvars")
+            .iter()
+            .any(|p| p["name"] == "mv2_smp_eager_total_buffer"));
     }
     #[cfg(mpi_flavor = "openmpi")]
     {
@@ -153,8 +165,10 @@ fn json_matches_the_catalogue() {
 /// `--grep` keeps exactly the variables whose name or description matches.
 #[test]
 fn grep_filters_rows() {
-    #[cfg(mpi_flavor = "mpich")]
+    #[cfg(mpi_library = "mpich")]
     let (pattern, known) = ("poll", "MPIR_CVAR_REQUEST_POLL_FREQ");
+    #[cfg(mpi_library = "mvapich2")]
+    let (pattern, known) = ("poll", "MPIR_CVAR_POLLS_BEFORE_YIELD");
     #[cfg(mpi_flavor = "openmpi")]
     let (pattern, known) = ("EAGER", "btl_vader_eager_limit");
 
@@ -198,8 +212,10 @@ fn values_are_shown() {
     job.assert_success();
     let out = job.stdout();
     assert!(out.contains("as configured at MPI_Init"), "{out}");
-    #[cfg(mpi_flavor = "mpich")]
+    #[cfg(mpi_library = "mpich")]
     let name = "MPIR_CVAR_REQUEST_POLL_FREQ";
+    #[cfg(mpi_library = "mvapich2")]
+    let name = "MPIR_CVAR_POLLS_BEFORE_YIELD";
     #[cfg(mpi_flavor = "openmpi")]
     let name = "btl_vader_eager_limit";
     let r = row(&out, name).unwrap_or_else(|| panic!("{name} is not listed:\n{out}"));

@@ -49,7 +49,7 @@ pub fn target_dir() -> PathBuf {
 
 /// The `cargo` command line that builds into this target directory with
 /// this build's MPI (for messages).
-fn cargo_hint(what: &str) -> String {
+pub fn cargo_hint(what: &str) -> String {
     let target = target_dir();
     let name = target.file_name().and_then(|n| n.to_str()).unwrap_or("");
     let mpicc = match mpit_testkit::mpicc() {
@@ -465,7 +465,11 @@ pub fn check_header(log: &RankLog, size: u32) -> &Value {
         "{at}: host"
     );
     assert!(header["pid"].as_u64().is_some_and(|p| p > 0), "{at}: pid");
-    assert_eq!(header["library"], flavor(), "{at}: library");
+    assert_eq!(
+        header["library"],
+        mpit_sys::BUILD_HEADER_LIBRARY,
+        "{at}: library"
+    );
     assert!(
         header["library_version"]
             .as_str()
@@ -649,7 +653,12 @@ pub fn check_summary(dir: &Path, size: u32) -> Value {
         .unwrap_or_else(|e| panic!("{} is not JSON: {e}\n{text}", path.display()));
     assert_eq!(doc["version"], 1, "{}", path.display());
     assert_eq!(doc["size"], size, "{}", path.display());
-    assert_eq!(doc["library"], flavor(), "{}", path.display());
+    assert_eq!(
+        doc["library"],
+        mpit_sys::BUILD_HEADER_LIBRARY,
+        "{}",
+        path.display()
+    );
     let vars = doc["variables"]
         .as_array()
         .unwrap_or_else(|| panic!("{}: no variables array", path.display()));
