@@ -192,11 +192,9 @@ pub const WORKAROUNDS: &[Workaround] = &[
         library: Library::Mvapich2,
         from: None,
         to: None,
-        bug:
-            "seen here on MVAPICH2 2.3.7: a job whose tuner stopped after MPI_Init (an unwritable \
-              MPIT_TUNER_DIR) segfaults in every rank without this work-around; the plain order \
-              MPI_T_init_thread, MPI_Init, MPI_T_finalize, MPI_Finalize survives, with or without \
-              PVAR handles (so the trigger is in what the tool does besides)",
+        bug: "seen here on MVAPICH2 2.3.7: MPI_T_finalize itself returns, then the next call \
+              that sends segfaults (MPID_Send, MPID_Recv; a 2-rank MPI_Allreduce too), as in a \
+              job whose tuner stopped after MPI_Init (found by the mvapich2 test flavour)",
     },
     Workaround {
         quirk: Quirk::MpiTFinalizeBeforeMpiFinalizeCrashes,
