@@ -63,7 +63,8 @@ sum="$(sha256sum "$tarball" | cut -c1-16)"
 name="$(basename "$tarball" .tar.xz)"
 prefix="$cache/$name-$sum"
 stamp="$prefix/.mpit-tuner-built"
-if [ -f "$stamp" ] && [ -x "$prefix/bin/mpicc" ] && [ -x "$prefix/bin/mpiexec" ]; then
+built() { [ -f "$stamp" ] && [ -x "$prefix/bin/mpicc" ] && [ -x "$prefix/bin/mpiexec" ]; }
+if built; then
   emit "$prefix"
   exit 0
 fi
@@ -81,7 +82,7 @@ mkdir -p "$cache"
 if command -v flock >/dev/null 2>&1; then
   exec 9>"$cache/.mvapich2.lock"
   flock 9
-  if [ -f "$stamp" ] && [ -x "$prefix/bin/mpicc" ] && [ -x "$prefix/bin/mpiexec" ]; then
+  if built; then
     emit "$prefix"
     exit 0
   fi

@@ -35,26 +35,10 @@ fn traffic_under_the_tool(
     tmp: &Path,
     extra: &[(&str, &str)],
 ) -> (mpit_testkit::Job, std::path::PathBuf) {
-    let program = example("traffic");
     let args = ["allreduces=100", "sends=50", "unexpected=200"];
-    let plain = mpit_testkit::run(mpi_job(4, &program, &args));
-    plain.assert_success();
-    let dir = tmp.join("run");
-    let mut cmd = mpi_job(4, &program, &args);
-    preload(&mut cmd, &dir);
-    for (k, v) in extra {
-        cmd.env(k, v);
-    }
-    let tooled = mpit_testkit::run(cmd);
-    tooled.assert_success();
+    let (plain, tooled, dir) = run_both_with(4, &example("traffic"), &args, tmp, extra);
     assert_same_stdout(&plain, &tooled, |_| false);
     (tooled, dir)
-}
-
-fn summary(dir: &Path) -> Value {
-    let text = std::fs::read_to_string(dir.join("summary.json"))
-        .unwrap_or_else(|e| panic!("no summary.json in {}: {e}", dir.display()));
-    serde_json::from_str(&text).expect("summary.json is JSON")
 }
 
 /// The summary's statistics of `name`, (min, max) over ranks.
@@ -121,7 +105,7 @@ fn a_job_keeps_its_output_and_every_rank_logs_the_mv2_variables() {
             assert!(names.contains(&needed), "{at}: {needed} not sampled");
         }
     }
-    let doc = summary(&dir);
+    let doc = check_summary(&dir, 4);
     assert_eq!(doc["library"], "mvapich2");
     assert_eq!(doc["size"], 4);
     // The tool's own reductions at finalize ran on MVAPICH2 (whose
@@ -198,7 +182,7 @@ fn the_default_policies_read_the_real_counters_or_say_why_they_cannot() {
     // What they read on one node without InfiniBand: a real shared-memory
     // eager pool, and a high-water mark this build leaves at 0, so neither
     // fires (docs/libraries.md, "MVAPICH2").
-    let doc = summary(&dir);
+    let doc = check_summary(&dir, 4);
     let (total, _) = stats(&doc, "mv2_smp_eager_total_buffer").expect("total summarised");
     assert!(
         total > 0.0,

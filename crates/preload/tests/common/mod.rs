@@ -238,11 +238,23 @@ pub fn tempdir() -> tempfile::TempDir {
 /// (logs in `<tmp>/run`); both must succeed. Returns both jobs and the run
 /// directory.
 pub fn run_both(ranks: u32, program: &Path, args: &[&str], tmp: &Path) -> (Job, Job, PathBuf) {
+    run_both_with(ranks, program, args, tmp, &[])
+}
+
+/// [`run_both`] with `settings` in the tool's environment.
+pub fn run_both_with(
+    ranks: u32,
+    program: &Path,
+    args: &[&str],
+    tmp: &Path,
+    settings: &[(&str, &str)],
+) -> (Job, Job, PathBuf) {
     let plain = mpit_testkit::run(mpi_job(ranks, program, args));
     plain.assert_success();
     let dir = tmp.join("run");
     let mut cmd = mpi_job(ranks, program, args);
     preload(&mut cmd, &dir);
+    cmd.envs(settings.iter().copied());
     let tooled = mpit_testkit::run(cmd);
     tooled.assert_success();
     (plain, tooled, dir)
