@@ -211,6 +211,10 @@ impl Cluster {
             .arg(ranks.to_string())
             .arg(program);
         launcher_env(&mut cmd);
+        // Across nodes Open MPI needs its TCP transport: cluster.sh names
+        // the transports on the command line; the environment's
+        // shared-memory-only list is for jobs on one host.
+        cmd.env_remove("OMPI_MCA_btl");
         cmd
     }
 }
