@@ -42,10 +42,12 @@ measurement and the choice per collective and bin) and tune.env (one \
 `export` line per collective whose best single algorithm beats the default \
 by the margin over all its calls; a variable holds one algorithm for all \
 sizes). A run that fails (an algorithm the library refuses for this job) \
-is reported and its algorithm left out. Open MPI's algorithms that give \
-wrong data on some calls (allgather sparbit, 4.1's alltoall modified_bruck) \
-are not tried. The exit status is 0 when the \
-default run worked, else the launcher's.
+is reported and its algorithm left out. Algorithms that give wrong data \
+on some calls are not tried: Open MPI's allgather sparbit and 4.1's \
+alltoall modified_bruck, MVAPICH2's alltoall inplace_alltoall. MVAPICH2's \
+algorithms are the numbers of MVAPICH2 2.3.7's own enums, named as its \
+source names them (-1, its own choice: `default`). The exit status is 0 \
+when the default run worked, else the launcher's.
 
 Use a command that makes the same collective calls as the real job, \
 shorter if it can: the choices hold for what was measured.";
@@ -212,8 +214,8 @@ pub fn run(args: &TuneArgs) -> Result<ExitCode> {
     runs.push(first);
     // Every setting: (collective, algorithm, environment setting).
     let mut plan: Vec<(Collective, String, (String, String))> = Vec::new();
-    // Open MPI: what this version never runs right on every call is not
-    // tried (a job whose types differ would get wrong data).
+    // Open MPI and MVAPICH2: what this version never runs right on every
+    // call is not tried (a job whose types differ would get wrong data).
     let open_mpi_version = if library == LibraryFamily::OpenMpi {
         mpit::quirks::LibraryVersion::parse(&version).major_minor()
     } else {
@@ -239,9 +241,11 @@ pub fn run(args: &TuneArgs) -> Result<ExitCode> {
             if *value == var.start.1 {
                 continue;
             }
-            if let Some(why) =
-                open_mpi_version.and_then(|v| collectives::open_mpi_left_out(v, *c, name))
-            {
+            let left_out = match library {
+                LibraryFamily::Mvapich2 => collectives::mvapich2_left_out(*c, name),
+                _ => open_mpi_version.and_then(|v| collectives::open_mpi_left_out(v, *c, name)),
+            };
+            if let Some(why) = left_out {
                 eprintln!("mpit-tuner tune: {}: `{name}` {why}: not tried", var.cvar);
                 continue;
             }
@@ -396,8 +400,8 @@ fn combine(runs: &[RunResult]) -> Vec<RunResult> {
 
 /// Writes what `choices` found as the files of `mpit-tuner export`
 /// (DIR/export/: an Open MPI rules file, an MPICH selection JSON, a
-/// pre-init policy, those that apply to the library); says why not where
-/// none applies.
+/// pre-init policy, those that apply to the library: MVAPICH2 gets the
+/// policy only); says why not where none applies.
 fn export_choices(
     choices: &[Choice],
     variables: &BTreeMap<&'static str, Variable>,
@@ -405,15 +409,11 @@ fn export_choices(
     version: &str,
     dir: &Path,
 ) {
-    let family = match library {
-        LibraryFamily::Mpich => crate::export::Family::Mpich,
-        LibraryFamily::OpenMpi => crate::export::Family::OpenMpi,
-        other => {
-            println!(
-                "export: not written: the export formats know MPICH and Open MPI, not {other}"
-            );
-            return;
-        }
+    let Some(family) = crate::export::Family::of(library) else {
+        println!(
+            "export: not written: the export formats know MPICH, Open MPI and MVAPICH2, not {library}"
+        );
+        return;
     };
     let mut learned = crate::export::Learned {
         family,

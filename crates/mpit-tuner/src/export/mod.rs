@@ -92,15 +92,45 @@ pub enum Family {
     Mpich,
     /// Open MPI (its `coll_tuned_<coll>_algorithm` enumerations).
     OpenMpi,
+    /// MVAPICH2 (its `MPIR_CVAR_<COLL>_COLLECTIVE_ALGORITHM` values, named
+    /// as `tuner_core::collectives::mvapich2_algorithms` knows them; only
+    /// the pre-init policy applies: MVAPICH2 has no selection file that
+    /// these formats write).
+    Mvapich2,
 }
 
 impl Family {
+    /// The family of runs made with `library`, if export knows it.
+    pub fn of(library: &LibraryFamily) -> Option<Family> {
+        match library {
+            LibraryFamily::Mpich => Some(Family::Mpich),
+            LibraryFamily::OpenMpi => Some(Family::OpenMpi),
+            LibraryFamily::Mvapich2 => Some(Family::Mvapich2),
+            _ => None,
+        }
+    }
+
     /// Whether `value` (or, without it, `name`) is the library's default
-    /// choice: MPICH's `auto` (0), Open MPI's `ignore` (0).
+    /// choice: MPICH's `auto` (0), Open MPI's `ignore` (0), MVAPICH2's
+    /// `default` (-1).
     pub fn is_default(self, value: Option<i64>, name: &str) -> bool {
         match self {
             Family::Mpich => value == Some(0) || name == "auto",
             Family::OpenMpi => value == Some(0) || name == "ignore",
+            Family::Mvapich2 => {
+                value == Some(tuner_core::collectives::MVAPICH2_DEFAULT)
+                    || name == tuner_core::collectives::MVAPICH2_DEFAULT_NAME
+            }
+        }
+    }
+
+    /// Whose algorithms a run of this family chose, for the formats of
+    /// another library, which have no equivalent for them.
+    pub fn algorithms_text(self) -> &'static str {
+        match self {
+            Family::Mpich => "MPICH's (MPIR_CVAR_<COLL>_INTRA_ALGORITHM)",
+            Family::OpenMpi => "Open MPI's coll/tuned ones",
+            Family::Mvapich2 => "MVAPICH2's (MPIR_CVAR_<COLL>_COLLECTIVE_ALGORITHM)",
         }
     }
 }
@@ -417,13 +447,11 @@ fn learned_from_run(run: &Run) -> Result<Learned> {
              tool before it; it is on by default): nothing to export"
         );
     }
-    let family = match lib {
-        Some(LibraryFamily::Mpich) => Family::Mpich,
-        Some(LibraryFamily::OpenMpi) => Family::OpenMpi,
-        _ => bail!(
-            "{dir} was made with {} ({first_line}): export knows the algorithm names of MPICH and Open MPI only",
+    let Some(family) = lib.and_then(Family::of) else {
+        bail!(
+            "{dir} was made with {} ({first_line}): export knows the algorithm names of MPICH, Open MPI and MVAPICH2 only",
             if name.is_empty() { "an unknown library" } else { name }
-        ),
+        );
     };
     let records = run
         .ranks

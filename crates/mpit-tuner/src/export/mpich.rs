@@ -209,10 +209,11 @@ fn algorithms(tree: &Tree, out: &mut Vec<String>) {
 pub fn selection(learned: &Learned, lib: Option<&Path>) -> Result<String> {
     if learned.family != Family::Mpich {
         bail!(
-            "{} was made with {}: its algorithms are Open MPI's coll/tuned ones, which have no defined \
+            "{} was made with {}: its algorithms are {}, which have no defined \
              equivalent among MPICH's; nothing to export as an MPICH selection table",
             learned.source,
-            learned.version
+            learned.version,
+            learned.family.algorithms_text()
         );
     }
     let version = mpit::quirks::LibraryVersion::parse(&learned.version).version;

@@ -52,10 +52,12 @@ pub fn message_size(c: Collective, bytes: u64, comm_size: i32) -> u64 {
 pub fn rules(learned: &Learned) -> Result<String, String> {
     if learned.family != Family::OpenMpi {
         return Err(format!(
-            "{} was made with {}: its algorithms are MPICH's (MPIR_CVAR_<COLL>_INTRA_ALGORITHM), which \
+            "{} was made with {}: its algorithms are {}, which \
              have no defined equivalent among Open MPI's coll/tuned algorithms; nothing to export as \
              Open MPI rules (tune the application on Open MPI to get them)",
-            learned.source, learned.version
+            learned.source,
+            learned.version,
+            learned.family.algorithms_text()
         ));
     }
     let mut body = String::new();

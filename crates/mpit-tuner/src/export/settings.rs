@@ -15,22 +15,36 @@ use std::fmt::Write as _;
 use vocab::collective::Collective;
 
 /// The environment variable that chooses `c`'s algorithm, and the value
-/// for `choice`.
-fn setting(family: Family, c: Collective, choice: &Choice) -> (String, String) {
+/// for `choice`; `None` where the library has no such variable or the
+/// value is not known (MVAPICH2: a number, from the run or from the names
+/// the tuner knows).
+fn setting(family: Family, c: Collective, choice: &Choice) -> Option<(String, String)> {
     match family {
-        Family::Mpich => (
+        Family::Mpich => Some((
             format!(
                 "MPIR_CVAR_{}_INTRA_ALGORITHM",
                 c.name().to_ascii_uppercase()
             ),
             choice.algorithm.clone(),
-        ),
-        Family::OpenMpi => (
+        )),
+        Family::OpenMpi => Some((
             format!("OMPI_MCA_coll_tuned_{}_algorithm", c.name()),
             choice
                 .value
                 .map_or_else(|| choice.algorithm.clone(), |v| v.to_string()),
-        ),
+        )),
+        Family::Mvapich2 => {
+            let value = choice.value.or_else(|| {
+                tuner_core::collectives::mvapich2_algorithms(c)
+                    .iter()
+                    .position(|n| *n == choice.algorithm)
+                    .map(|v| v as i64)
+            })?;
+            Some((
+                tuner_core::collectives::mvapich2_cvar(c)?,
+                value.to_string(),
+            ))
+        }
     }
 }
 
@@ -60,7 +74,14 @@ pub fn policy(learned: &Learned) -> String {
         else {
             continue;
         };
-        let (name, value) = setting(learned.family, c, best);
+        let Some((name, value)) = setting(learned.family, c, best) else {
+            left_out.push(format!(
+                "{}: the run kept {}, whose setting this library's variable cannot say",
+                c.name(),
+                best.algorithm
+            ));
+            continue;
+        };
         let why = format!(
             "{}: {} kept on {} ranks for {} ({:.1} us per call, default {:.1} us)",
             c.name(),
@@ -108,15 +129,24 @@ pub fn policy(learned: &Learned) -> String {
     for (name, value, _) in &settings {
         let _ = writeln!(out, "#   {name}={value}");
     }
-    let _ = writeln!(
-        out,
-        "#\n\
-         # One setting holds one algorithm for every message size and every\n\
-         # communicator. Per size, the run learned more than that: use\n\
-         # `mpit-tuner export --format openmpi-rules` (Open MPI) or\n\
-         # `--format mpich-json` (MPICH), which keep every size and communicator\n\
-         # size and leave the rest to the library."
-    );
+    if learned.family == Family::Mvapich2 {
+        let _ = writeln!(
+            out,
+            "#\n\
+             # One setting holds one algorithm for every message size and every\n\
+             # communicator; MVAPICH2 has no per-size format among these exports."
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "#\n\
+             # One setting holds one algorithm for every message size and every\n\
+             # communicator. Per size, the run learned more than that: use\n\
+             # `mpit-tuner export --format openmpi-rules` (Open MPI) or\n\
+             # `--format mpich-json` (MPICH), which keep every size and communicator\n\
+             # size and leave the rest to the library."
+        );
+    }
     if !left_out.is_empty() {
         let _ = writeln!(out, "#\n# What this file cannot say:");
         for l in &left_out {
@@ -190,6 +220,53 @@ mod tests {
         assert!(!text.contains("BCAST"), "{text}");
         let file = policies::PolicySet::parse(&text, "export.toml");
         assert!(file.is_ok(), "{text}\n{file:?}");
+    }
+
+    /// MVAPICH2: its variable, set to the number of the algorithm (from
+    /// the run, else from the names the tuner knows); its default (-1) is
+    /// never set.
+    #[test]
+    fn mvapich2_settings_are_numbers_of_its_variable() {
+        let records = [
+            decision(
+                "c0.0",
+                4,
+                "allreduce",
+                (0, Some(256)),
+                "reduce_scatter_allgather_allreduce",
+                1,
+                50.0,
+            ),
+            decision("c0.0", 4, "bcast", (0, None), "default", -1, 100.0),
+        ];
+        let l = learned(Family::Mvapich2, &records);
+        assert!(l.choices[&(Collective::Bcast, 4)][0].default);
+        let text = policy(&l);
+        assert!(
+            text.contains("#   MPIR_CVAR_ALLREDUCE_COLLECTIVE_ALGORITHM=1\n"),
+            "{text}"
+        );
+        assert!(text
+            .contains("{ setenv = \"MPIR_CVAR_ALLREDUCE_COLLECTIVE_ALGORITHM\", value = \"1\" }"));
+        assert!(!text.contains("BCAST"), "{text}");
+        assert!(!text.contains("mpich-json"), "{text}");
+        let file = policies::PolicySet::parse(&text, "export.toml");
+        assert!(file.is_ok(), "{text}\n{file:?}");
+
+        // Without the value in the record: the table's.
+        let mut ch = l.choices[&(Collective::Allreduce, 4)][0].clone();
+        ch.value = None;
+        let names = tuner_core::collectives::mvapich2_algorithms(Collective::Allreduce);
+        let at = names.iter().position(|n| *n == ch.algorithm).unwrap();
+        assert_eq!(
+            setting(Family::Mvapich2, Collective::Allreduce, &ch),
+            Some((
+                "MPIR_CVAR_ALLREDUCE_COLLECTIVE_ALGORITHM".to_string(),
+                at.to_string()
+            ))
+        );
+        ch.algorithm = "no_such_algorithm".into();
+        assert_eq!(setting(Family::Mvapich2, Collective::Allreduce, &ch), None);
     }
 
     #[test]

@@ -105,6 +105,167 @@ pub fn mvapich2_cvar(c: Collective) -> Option<String> {
     }
 }
 
+/// The value of MVAPICH2's `MPIR_CVAR_<COLL>_COLLECTIVE_ALGORITHM` that
+/// leaves the choice to MVAPICH2 (its own tuning tables): the variable's
+/// default, -1. MVAPICH2 2.3.7's `mv2_set_<coll>_collective_algorithm`
+/// (src/mpi/coll/ch3_shmem_coll.c) returns at once for any negative value
+/// ("the user did not set any value").
+pub const MVAPICH2_DEFAULT: i64 = -1;
+
+/// The tuner's name of [`MVAPICH2_DEFAULT`] (MVAPICH2 names none).
+pub const MVAPICH2_DEFAULT_NAME: &str = "default";
+
+/// MVAPICH2 2.3.7's algorithms of `c` for its variable [`mvapich2_cvar`],
+/// in value order: the value of a name is its position. Empty for the
+/// collectives without a variable.
+///
+/// MPI_T gives no enumeration and the descriptions name no algorithm
+/// ("This CVAR selects proper collective algorithm for allreduce
+/// operation."), so the names are MVAPICH2 2.3.7's own, read from its
+/// source: the enums `mv2_allreduce_coll_funcs`, `mv2_bcast_coll_funcs`,
+/// `mv2_reduce_coll_funcs`, `mv2_allgather_coll_funcs` and
+/// `mv2_alltoall_coll_funcs` in src/include/coll_shmem.h, lower-case
+/// without their `MV2_` prefix, at their enum values (from 0, none
+/// skipped). The values are read once, in `MPI_Init`, by
+/// `mv2_set_<coll>_collective_algorithm` in src/mpi/coll/ch3_shmem_coll.c
+/// (called from `MV2_collectives_arch_init` when MVAPICH2's own collectives
+/// are on, its default): each has a `case` for every enum value, which
+/// installs that algorithm as a user tuning table (as the
+/// `MV2_INTER_<COLL>_TUNING` / `MV2_INTRA_<COLL>_TUNING` environment
+/// variables do); the enum's count (`MV2_MAX_NUM_<COLL>_FUNCS`) passes the
+/// range check (`> MAX` is refused) but falls to `default:`, so it and
+/// anything above fail `MPI_Init` with an internal error, as does a value
+/// set together with one of those environment variables ("This is a
+/// conflict"). Some names do not say what runs: bcast's
+/// `scatter_doubling_allgather_*_2` install the inter-node
+/// scatter-ring-allgather over shared memory and
+/// `scatter_ring_allgather_*_2` the inter-node k-nomial wrapper (the
+/// `case`s of `mv2_set_bcast_collective_algorithm`).
+pub fn mvapich2_algorithms(c: Collective) -> &'static [&'static str] {
+    match c {
+        // enum mv2_allreduce_coll_funcs (10 values).
+        Collective::Allreduce => &[
+            "rd_allreduce",
+            "reduce_scatter_allgather_allreduce",
+            "rd_allreduce_and_rd_allreduce",
+            "rd_allreduce_and_reduce_scatter_allgather",
+            "rd_allreduce_and_shmem_reduce",
+            "rd_allreduce_and_p2p_reduce",
+            "reduce_scatter_allgather_and_rd_allreduce",
+            "reduce_scatter_allgather_and_reduce_scatter_allgather",
+            "reduce_scatter_allgather_and_shmem_reduce",
+            "reduce_scatter_allgather_and_p2p_reduce",
+        ],
+        // enum mv2_bcast_coll_funcs (18 values).
+        Collective::Bcast => &[
+            "flat_binomial",
+            "scatter_doubling_allgather_flat",
+            "scatter_ring_allgather_flat",
+            "zero_copy_bcast_knomial_intra_2",
+            "zero_copy_bcast_knomial_intra_4",
+            "zero_copy_bcast_knomial_intra_8",
+            "pipelined_bcast_knomial_intra",
+            "binomial_knomial_intra",
+            "scatter_doubling_allgather_knomial_intra_1",
+            "scatter_ring_allgather_knomial_intra_1",
+            "scatter_doubling_allgather_knomial_intra_2",
+            "scatter_ring_allgather_knomial_intra_2",
+            "pipelined_bcast_shmem_intra",
+            "binomial_shmem_intra",
+            "scatter_doubling_allgather_shmem_intra_1",
+            "scatter_ring_allgather_shmem_intra_1",
+            "scatter_doubling_allgather_shmem_intra_2",
+            "scatter_ring_allgather_shmem_intra_2",
+        ],
+        // enum mv2_reduce_coll_funcs (13 values).
+        Collective::Reduce => &[
+            "binomial_reduce",
+            "knomial_reduce",
+            "reduce_scatter_reduce",
+            "zcpy_reduce",
+            "binomial_and_knomial_intra_reduce",
+            "binomial_and_shmem_intra_reduce",
+            "binomial_and_binomial_reduce",
+            "reduce_scatter_reduce_and_knomial_intra_reduce",
+            "reduce_scatter_reduce_and_shmem_intra_reduce",
+            "reduce_scatter_reduce_and_binomial_reduce",
+            "knomial_and_knomial_intra_reduce",
+            "knomial_and_shmem_intra_reduce",
+            "knomial_and_binomial_reduce",
+        ],
+        // enum mv2_allgather_coll_funcs (11 values).
+        Collective::Allgather => &[
+            "rd_allgather_comm",
+            "rd_allgather",
+            "bruck_allgather",
+            "ring_allgather",
+            "direct_allgather",
+            "directspread_allgather",
+            "gather_bcast_allgather",
+            "2lvl_nonblocked_allgather",
+            "2lvl_ring_nonblocked_allgather",
+            "2lvl_direct_allgather",
+            "2lvl_ring_allgather",
+        ],
+        // enum mv2_alltoall_coll_funcs (5 values).
+        Collective::Alltoall => &[
+            "bruck_alltoall",
+            "rd_alltoall",
+            "scatter_destination_alltoall",
+            "pairwise_alltoall",
+            "inplace_alltoall",
+        ],
+        Collective::ReduceScatterBlock | Collective::Barrier => &[],
+    }
+}
+
+/// The algorithms (name, value) of `c` in the MVAPICH2 `version`, the
+/// default ([`MVAPICH2_DEFAULT_NAME`], -1) first, then
+/// [`mvapich2_algorithms`]: `None` for a version other than 2.3.7, whose
+/// values were not read (an enum that changed would put a name at the
+/// wrong value), and for a collective without a variable.
+pub fn mvapich2_named(version: LibraryVersion, c: Collective) -> Option<Named> {
+    if version.library != Library::Mvapich2
+        || version.version != Some(mpit::quirks::Version(2, 3, 7))
+    {
+        return None;
+    }
+    let names = mvapich2_algorithms(c);
+    if names.is_empty() {
+        return None;
+    }
+    Some(
+        std::iter::once((MVAPICH2_DEFAULT_NAME.to_string(), MVAPICH2_DEFAULT))
+            .chain(
+                names
+                    .iter()
+                    .enumerate()
+                    .map(|(v, n)| (n.to_string(), v as i64)),
+            )
+            .collect(),
+    )
+}
+
+/// Why MVAPICH2 (2.3.7) can never run its algorithm `name` of
+/// `collective` right on every call, if it cannot: `inplace_alltoall`,
+/// forced, also serves calls that are not in place, where it first copies
+/// the send buffer into the receive buffer with the receive count and type
+/// (`MPIR_Alltoall_inplace_MV2`, src/mpi/coll/alltoall_osu.c), so a call
+/// whose send type is laid out otherwise than its receive type (the same
+/// signature, as MPI allows) gets wrong data. Measured on 4 ranks: an
+/// alltoall of one int per rank sent with a strided type (every other int)
+/// and received as MPI_INT got 12 of its 16 blocks wrong with the value 4,
+/// none with -1 or 0-3. Whether the types differ may differ between ranks,
+/// so it is left out for the whole job, like [`open_mpi_left_out`].
+pub fn mvapich2_left_out(collective: Collective, name: &str) -> Option<&'static str> {
+    match (collective, name) {
+        (Collective::Alltoall, "inplace_alltoall") => Some(
+            "copies the send buffer with the receive count and type on calls not in place: wrong data when a rank's send type is laid out otherwise than its receive type",
+        ),
+        _ => None,
+    }
+}
+
 /// MPICH 4.0-4.1's algorithm names of `c`, in value order (0 is `auto`),
 /// as the variable's description lists them (MPICH generates the values in
 /// that order). MPI_T gives no enumeration for these variables, and the
@@ -553,9 +714,12 @@ impl Target {
 /// The algorithm variable of `collective` in `library` and its algorithms
 /// (name, value), for measuring and for tuning across runs: MPICH's names
 /// in value order, checked against the variable's description; Open MPI's
-/// from the variable's MPI_T enumeration; MVAPICH2's variable has neither,
-/// so its values are given as numbers. An error names the variable and
-/// says why.
+/// from the variable's MPI_T enumeration; MVAPICH2's variable has neither
+/// (an integer whose description names no algorithm), so its algorithms
+/// are MVAPICH2 2.3.7's own names and values ([`mvapich2_named`]), first
+/// its default, -1 (`default`: MVAPICH2's own selection), which is the
+/// value at start unless the environment set another. An error names the
+/// variable and says why.
 pub fn algorithms(
     catalogue: &Catalogue,
     version: LibraryVersion,
@@ -591,6 +755,9 @@ pub fn algorithms(
                 .map(|(v, n)| (n.to_string(), v as i64))
                 .collect()
         }
+        (Library::Mvapich2, _) => mvapich2_named(version, collective).ok_or_else(|| {
+            format!("{name}: the algorithm values of {version} are not known here (MVAPICH2 2.3.7's are)")
+        })?,
         (_, Some(e)) => e
             .items
             .iter()
@@ -855,6 +1022,120 @@ mod tests {
             mpich_cvar(Collective::ReduceScatterBlock),
             "MPIR_CVAR_REDUCE_SCATTER_BLOCK_INTRA_ALGORITHM"
         );
+    }
+
+    /// `MV2_MAX_NUM_<COLL>_FUNCS` of MVAPICH2 2.3.7 (src/include/coll_shmem.h):
+    /// the count of each enum, which its setter refuses (`default:`).
+    fn mvapich2_max(c: Collective) -> Option<usize> {
+        match c {
+            Collective::Allreduce => Some(10),
+            Collective::Bcast => Some(18),
+            Collective::Reduce => Some(13),
+            Collective::Allgather => Some(11),
+            Collective::Alltoall => Some(5),
+            Collective::ReduceScatterBlock | Collective::Barrier => None,
+        }
+    }
+
+    #[test]
+    fn every_mvapich2_variable_has_its_algorithms() {
+        let v237 =
+            LibraryVersion::parse("MVAPICH2 Version:     \t2.3.7\nMVAPICH2 Release date: ...");
+        assert_eq!(v237.version, Some(mpit::quirks::Version(2, 3, 7)));
+        for c in COLLECTIVES {
+            let names = mvapich2_algorithms(c);
+            let Some(max) = mvapich2_max(c) else {
+                assert!(mvapich2_cvar(c).is_none(), "{c:?}");
+                assert!(names.is_empty(), "{c:?}: {names:?}");
+                assert_eq!(mvapich2_named(v237, c), None);
+                continue;
+            };
+            assert!(mvapich2_cvar(c).is_some(), "{c:?}");
+            assert!(!names.is_empty(), "{c:?}");
+            // Every enum value, each accepted by its setter: 0 to MAX - 1.
+            assert_eq!(names.len(), max, "{c:?}");
+            for (i, n) in names.iter().enumerate() {
+                assert!(
+                    !n.is_empty()
+                        && !n.starts_with("mv2_")
+                        && n.chars()
+                            .all(|ch| ch.is_ascii_lowercase() || ch.is_ascii_digit() || ch == '_'),
+                    "{c:?}: {n:?}"
+                );
+                assert!(!names[..i].contains(n), "{c:?}: {n} twice");
+                assert_ne!(*n, MVAPICH2_DEFAULT_NAME, "{c:?}");
+            }
+            // With the default first: -1, then the values in order, each
+            // within MVAPICH2's range and once.
+            let named = mvapich2_named(v237, c).expect("2.3.7 is known");
+            assert_eq!(
+                named[0],
+                (MVAPICH2_DEFAULT_NAME.to_string(), MVAPICH2_DEFAULT)
+            );
+            assert_eq!(named.len(), names.len() + 1);
+            for (i, (n, v)) in named.iter().enumerate().skip(1) {
+                assert_eq!(*v, i as i64 - 1, "{c:?}: {n}");
+                assert!((0..max as i64).contains(v), "{c:?}: {n} = {v}");
+                assert_eq!(n, names[*v as usize]);
+            }
+            assert!(named.windows(2).all(|w| w[0].1 < w[1].1), "{named:?}");
+        }
+        // Names as MVAPICH2's enums spell them, at their values.
+        let allreduce = mvapich2_algorithms(Collective::Allreduce);
+        assert_eq!(allreduce[0], "rd_allreduce");
+        assert_eq!(allreduce[1], "reduce_scatter_allgather_allreduce");
+        assert_eq!(
+            mvapich2_algorithms(Collective::Alltoall)[3],
+            "pairwise_alltoall"
+        );
+        assert_eq!(mvapich2_algorithms(Collective::Reduce)[3], "zcpy_reduce");
+    }
+
+    /// Another MVAPICH2 version, or another library, gets no MVAPICH2
+    /// values: an enum that changed would run another algorithm than the
+    /// one reported.
+    #[test]
+    fn mvapich2_values_are_for_2_3_7_only() {
+        for text in [
+            "MVAPICH2 Version: 2.3.6",
+            "MVAPICH2 Version: 2.3",
+            "MVAPICH2 Version: 3.0",
+            "MVAPICH2",
+            "MPICH Version: 4.0.2",
+            "Open MPI v5.0.11",
+        ] {
+            assert_eq!(
+                mvapich2_named(LibraryVersion::parse(text), Collective::Allreduce),
+                None,
+                "{text}"
+            );
+        }
+        assert!(mvapich2_named(
+            LibraryVersion::parse("MVAPICH2 Version: 2.3.7"),
+            Collective::Allreduce
+        )
+        .is_some());
+    }
+
+    #[test]
+    fn mvapich2_candidates_that_cannot_run_every_call_are_known() {
+        assert!(mvapich2_left_out(Collective::Alltoall, "inplace_alltoall").is_some());
+        assert!(mvapich2_left_out(Collective::Alltoall, "pairwise_alltoall").is_none());
+        // Only that one of the table's names, and never the default.
+        for c in COLLECTIVES {
+            let left_out: Vec<&str> = mvapich2_algorithms(c)
+                .iter()
+                .copied()
+                .filter(|n| mvapich2_left_out(c, n).is_some())
+                .collect();
+            let expected: &[&str] = if c == Collective::Alltoall {
+                &["inplace_alltoall"]
+            } else {
+                &[]
+            };
+            assert_eq!(left_out, expected, "{c:?}");
+            assert!(mvapich2_left_out(c, MVAPICH2_DEFAULT_NAME).is_none());
+        }
     }
 
     /// MVAPICH2 is not installable here: its algorithm variables are
