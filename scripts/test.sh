@@ -68,10 +68,6 @@ wrapper() {
   esac
 }
 
-# The test binaries the mvapich2 flavour runs (besides every crate's unit
-# tests): those adapted to MVAPICH2 so far.
-MV2_TESTS="mpi_t mvapich2 config logs transparency linkage not_ranks abi fortran_objects list check probe report run evaluate fixtures properties zero_alloc object_table_stress"
-
 all_four=""
 case "${MPIT_FLAVOURS:-all}" in
   all)
@@ -103,13 +99,6 @@ for flavor in $flavours; do
   phase "test against ${flavor}"
   case "$flavor" in
     mpich | openmpi) targets=() ;;
-    mvapich2)
-      # The test binaries adapted to MVAPICH2 so far (issue 40); the
-      # others assume MPICH's own variables and behaviour where MVAPICH2
-      # has its own, and are named below as not run.
-      targets=(--lib --bins)
-      for t in $MV2_TESTS; do targets+=(--test "$t"); done
-      ;;
     *) targets=(--lib --bins --tests) ;;
   esac
   MPICC="$mpicc" MPIT_TEST_NOT_APPLICABLE="$PWD/$na" \
@@ -125,13 +114,6 @@ for flavor in $flavours; do
   if [ -s "$na" ]; then
     echo "== tests that do not apply to ${flavor}:" >&2
     sort -u "$na" | sed 's/^/   /' >&2
-  fi
-  if [ "$flavor" = mvapich2 ]; then
-    echo "== test binaries not run on mvapich2 (not adapted to it yet, issue 40):" >&2
-    for f in crates/*/tests/*.rs; do
-      t="$(basename "$f" .rs)"
-      [[ " $MV2_TESTS " == *" $t "* ]] || echo "   $(echo "$f" | cut -d/ -f2) --test $t"
-    done >&2
   fi
 done
 

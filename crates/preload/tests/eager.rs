@@ -3,13 +3,25 @@
 //!
 //! The setting is the eager limit of the library the build uses: Open MPI's
 //! `OMPI_MCA_btl_vader_eager_limit` (its CVAR `btl_vader_eager_limit` is
-//! READONLY), MPICH's `UCX_RNDV_THRESH` (no CVAR at all). The behaviour test
-//! is `examples/c/eager_probe.c`: rank 0 sends 32 KiB to rank 1 and says
-//! whether the send completed before rank 1 posted its receive, which only
-//! an eager send does. The sender's own setting decides the protocol, so a
-//! policy on `ranks = "0"` changes the answer and one on `ranks = "1"` does
-//! not. On Open MPI the library's own view after MPI_Init is read back too,
-//! through MPI_T, by an init-phase policy.
+//! READONLY), MPICH's `UCX_RNDV_THRESH` (no CVAR at all), MVAPICH2's
+//! `MV2_SMP_EAGERSIZE` (shared memory; no CVAR either, read from the
+//! environment in MPI_Init). The behaviour test is `examples/c/eager_probe.c`:
+//! rank 0 sends 32 KiB to rank 1 and says whether the send completed before
+//! rank 1 posted its receive, which only an eager send does. The sender's
+//! own setting decides the protocol, so a policy on `ranks = "0"` changes
+//! the answer and one on `ranks = "1"` does not. On Open MPI the library's
+//! own view after MPI_Init is read back too, through MPI_T, by an
+//! init-phase policy.
+//!
+//! On Open MPI and MPICH a 32 KiB send is rendezvous by default and the
+//! setting raises the limit to 64 KiB (the send becomes eager). MVAPICH2
+//! 2.3.7's default shared-memory eager size already makes 32 KiB eager
+//! (measured with eager_probe: 60000 bytes eager, 65536 not), and raising
+//! it past 64 KiB also needs `MV2_SMP_QUEUE_LENGTH` (MPI_Init fails with
+//! "MV2_SMP_EAGERSIZE should not exceed half of MV2_SMP_QUEUE_LENGTH"), so
+//! there the setting lowers the limit to 8 KiB and the send becomes
+//! rendezvous: the same mechanism, observed the other way round
+//! ([`SETTING_MAKES_EAGER`]).
 //!
 //! What is checked: the action takes effect before init and only on the
 //! selected ranks; each selected rank's log has its `setenv` record and the
@@ -24,18 +36,32 @@ use serde_json::Value;
 use std::path::Path;
 
 /// The environment variable that sets the eager limit of this build's MPI
-/// library, and a value that makes 32 KiB messages eager.
+/// library, and a value that changes the protocol of a 32 KiB message: on
+/// Open MPI and MPICH it makes it eager, on MVAPICH2 rendezvous.
 #[cfg(mpi_flavor = "openmpi")]
 const VAR: &str = "OMPI_MCA_btl_vader_eager_limit";
-#[cfg(mpi_flavor = "mpich")]
+#[cfg(mpi_library = "mpich")]
 const VAR: &str = "UCX_RNDV_THRESH";
+#[cfg(mpi_library = "mvapich2")]
+const VAR: &str = "MV2_SMP_EAGERSIZE";
+#[cfg(not(mpi_library = "mvapich2"))]
 const VALUE: &str = "65536";
+#[cfg(mpi_library = "mvapich2")]
+const VALUE: &str = "8192";
+
+/// The protocol of the probe's 32 KiB send on a rank that applied
+/// `VAR=VALUE`: eager (Open MPI, MPICH: the limit raised from a default
+/// below 32 KiB) or rendezvous (MVAPICH2: the limit lowered from a default
+/// above 32 KiB). Without the setting it is the other one.
+const SETTING_MAKES_EAGER: bool = cfg!(not(mpi_library = "mvapich2"));
 
 /// The example policy for this build's library.
 #[cfg(mpi_flavor = "openmpi")]
 const EXAMPLE: &str = "examples/policies/openmpi-eager-64k.toml";
-#[cfg(mpi_flavor = "mpich")]
+#[cfg(mpi_library = "mpich")]
 const EXAMPLE: &str = "examples/policies/mpich-ucx-rndv-64k.toml";
+#[cfg(mpi_library = "mvapich2")]
+const EXAMPLE: &str = "examples/policies/mvapich2-eager.toml";
 
 /// On Open MPI, an init-phase policy that records the library's view of the
 /// eager limit after MPI_Init (the decision's `inputs`).
@@ -183,15 +209,18 @@ fn limit_after_init(log: &RankLog) -> Option<f64> {
 }
 
 /// The action is applied before MPI_Init and only on the selected ranks:
-/// selecting the sender (rank 0) makes its 32 KiB send eager, selecting
-/// only the receiver does not; only selected ranks log a `setenv` record;
+/// selecting the sender (rank 0) changes the protocol of its 32 KiB send
+/// (to eager; to rendezvous on MVAPICH2), selecting only the receiver does
+/// not; only selected ranks log a `setenv` record;
 /// on Open MPI the library itself reports 65536 after MPI_Init on the
 /// selected rank and its default on the other.
 #[test]
 fn environment_action_applies_before_init_on_selected_ranks_only() {
-    assert!(
-        !probe_plain(),
-        "without the tool a 32 KiB send must use rendezvous (the library's default), or this test proves nothing"
+    assert_eq!(
+        probe_plain(),
+        !SETTING_MAKES_EAGER,
+        "without the tool a 32 KiB send must use the library's default protocol (eager = {}), or this test proves nothing",
+        !SETTING_MAKES_EAGER
     );
     let mut defaults = Vec::new();
     for selected in [0u32, 1] {
@@ -205,8 +234,13 @@ fn environment_action_applies_before_init_on_selected_ranks_only() {
         }
         assert_eq!(
             run.eager,
-            selected == 0,
-            "policy on rank {selected} only: the probe's sender is rank 0\n{}",
+            if selected == 0 {
+                SETTING_MAKES_EAGER
+            } else {
+                !SETTING_MAKES_EAGER
+            },
+            "policy on rank {selected} only: the probe's sender is rank 0 (eager = {})\n{}",
+            run.eager,
             run.stderr
         );
         for log in &run.logs {
@@ -242,7 +276,7 @@ fn environment_action_applies_before_init_on_selected_ranks_only() {
 }
 
 /// `hosts`: of two environment policies, only the one whose pattern
-/// matches this node runs (on every rank), and the send becomes eager.
+/// matches this node runs (on every rank), and the send changes protocol.
 #[test]
 fn hosts_select_the_node() {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
@@ -271,7 +305,10 @@ then  = [ {{ setenv = "MPIT_TUNER_TEST_OTHER_NODES", value = "1" }} ]
     if !setting_applies("hosts_select_the_node", &run.logs) {
         return;
     }
-    assert!(run.eager, "hosts = {pattern:?} on {host}: not applied");
+    assert_eq!(
+        run.eager, SETTING_MAKES_EAGER,
+        "hosts = {pattern:?} on {host}: not applied"
+    );
     for log in &run.logs {
         let records = setenvs(log);
         assert_eq!(records.len(), 1, "{}: {records:?}", log.path.display());
@@ -281,6 +318,11 @@ then  = [ {{ setenv = "MPIT_TUNER_TEST_OTHER_NODES", value = "1" }} ]
 
 /// The example policy of this library, as a user would apply it: every
 /// rank sets the variable before init and the 32 KiB send becomes eager.
+/// On MVAPICH2 the example raises the shared-memory eager size to 64 KiB
+/// (the send is eager, as it is with 2.3.7's default, so the verdict alone
+/// proves little there) and writes the ALL_EQ CVAR
+/// `MPIR_CVAR_IBA_EAGER_THRESHOLD` before init on every rank: its init-phase
+/// read-back must see 64 KiB on every rank.
 #[test]
 fn example_policy_makes_32k_messages_eager() {
     let tmp = tempdir();
@@ -294,6 +336,20 @@ fn example_policy_makes_32k_messages_eager() {
         assert_eq!(records.len(), 1, "{}", log.path.display());
         assert_eq!(records[0]["name"], VAR);
         assert_eq!(records[0]["error"], Value::Null);
+        #[cfg(mpi_library = "mvapich2")]
+        assert_eq!(records[0]["value"], "65536", "{}", records[0]);
+    }
+    #[cfg(mpi_library = "mvapich2")]
+    for log in &run.logs {
+        let d = log
+            .of_type("decision")
+            .find(|d| d["policy"] == "iba-eager-readback" && d["fired"] == true)
+            .unwrap_or_else(|| panic!("{}: no read-back decision", log.path.display()));
+        assert_eq!(d["branch"], "then", "{d}");
+        assert_eq!(
+            d["inputs"]["MPIR_CVAR_IBA_EAGER_THRESHOLD"][0], 65536.0,
+            "{d}"
+        );
     }
     #[cfg(mpi_flavor = "openmpi")]
     for log in &run.logs {
@@ -307,12 +363,16 @@ fn example_policy_makes_32k_messages_eager() {
 }
 
 /// `dry_run`: every rank records the decision and the variable it would
-/// set, marked as a dry run, and the library keeps its default.
+/// set, marked as a dry run, and the library keeps its default (the 32 KiB
+/// send keeps the default protocol).
 #[test]
 fn dry_run_setenv_is_recorded_but_changes_nothing() {
     let tmp = tempdir();
     let run = probe(&eager_policy("all", true), tmp.path());
-    assert!(!run.eager, "a dry run changed the protocol");
+    assert_eq!(
+        run.eager, !SETTING_MAKES_EAGER,
+        "a dry run changed the protocol"
+    );
     for log in &run.logs {
         let records = setenvs(log);
         assert_eq!(records.len(), 1, "{}", log.path.display());
@@ -342,7 +402,10 @@ fn environment_action_after_init_is_refused_at_load_time() {
             "[[policy]]\nname  = \"late-env\"\nphase = \"{phase}\"\nthen  = [ {{ setenv = \"{VAR}\", value = \"{VALUE}\" }} ]\n"
         );
         let run = probe(&policy, tmp.path());
-        assert!(!run.eager, "phase {phase}: the protocol changed");
+        assert_eq!(
+            run.eager, !SETTING_MAKES_EAGER,
+            "phase {phase}: the protocol changed"
+        );
         let file = tmp.path().join("policy.toml").display().to_string();
         let expected = format!(
             "{file}:4:22: error: `setenv` is only allowed in phase \"pre-init\" (this policy is \"{phase}\"): the MPI library reads its environment during MPI_Init, so a variable set later can not take effect"

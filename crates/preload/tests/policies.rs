@@ -74,28 +74,79 @@ fn churn() -> PathBuf {
     example("comm_churn")
 }
 
+/// The MPICH flavour: MPICH and MVAPICH2 (MPICH's ABI, its own variables).
 #[cfg(mpi_flavor = "mpich")]
 mod mpich {
     use super::*;
+
+    /// A LOCAL-scope integer CVAR that is harmless to write, before and
+    /// after MPI_Init: MPICH's request poll frequency; MVAPICH2 2.3.7 has
+    /// no MPIR_CVAR_REQUEST_POLL_FREQ: there MPIR_CVAR_CHOP_ERROR_STACK,
+    /// the width error stacks are chopped to (default 0, no chopping; it
+    /// only shapes error messages).
+    #[cfg(mpi_library = "mpich")]
+    const LOCAL: &str = "MPIR_CVAR_REQUEST_POLL_FREQ";
+    #[cfg(mpi_library = "mvapich2")]
+    const LOCAL: &str = "MPIR_CVAR_CHOP_ERROR_STACK";
+
+    /// A policy file with a periodic write of an ALL_EQ CVAR, and the name
+    /// of its policy: MPICH's example (MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM,
+    /// which MVAPICH2 2.3.7 lacks); on MVAPICH2 the same policy on its
+    /// ALL_EQ integer MPIR_CVAR_BCAST_SHORT_MSG_SIZE.
+    #[cfg(mpi_library = "mpich")]
+    const ALL_EQ_PERIODIC: (&str, &str) = (
+        "examples/policies/broken/alleq-periodic.toml",
+        "switch-allreduce-algorithm",
+    );
+    #[cfg(mpi_library = "mvapich2")]
+    const ALL_EQ_PERIODIC: (&str, &str) = (
+        r#"
+[[policy]]
+name  = "switch-bcast-short-size"
+every = "1s"
+when  = "time > 10"
+then  = [ { set = "MPIR_CVAR_BCAST_SHORT_MSG_SIZE", value = 4096 } ]
+"#,
+        "switch-bcast-short-size",
+    );
+
+    /// A periodic policy writing [`LOCAL`] while its condition holds, at
+    /// most every 200 ms and at most 5 times: MPICH's example file; on
+    /// MVAPICH2 the same policy on its own LOCAL CVAR.
+    #[cfg(mpi_library = "mpich")]
+    const ADAPTIVE: &str = "examples/policies/mpich-adaptive-poll.toml";
+    #[cfg(mpi_library = "mvapich2")]
+    const ADAPTIVE: &str = r#"
+[[policy]]
+name     = "adaptive-poll"
+every    = "20ms"
+when     = "time > 0.05"
+then     = [ { set = "MPIR_CVAR_CHOP_ERROR_STACK", value = "16 + floor(time * 100)" } ]
+cooldown = "200ms"
+max_writes = 5
+"#;
 
     /// A pre-init policy gives each rank its own value of a LOCAL CVAR; an
     /// init-phase policy reads it back after MPI_Init.
     #[test]
     fn pre_init_values_differ_per_rank_and_survive_init() {
         let tmp = tempdir();
-        let policy = r#"
+        let policy = format!(
+            r#"
 [[policy]]
 name  = "per-rank-poll"
 phase = "pre-init"
-then  = [ { set = "MPIR_CVAR_REQUEST_POLL_FREQ", value = "8 + rank" } ]
+then  = [ {{ set = "{LOCAL}", value = "8 + rank" }} ]
 
 [[policy]]
 name  = "check-poll"
 phase = "init"
-when  = "MPIR_CVAR_REQUEST_POLL_FREQ == 8 + rank"
-then  = [ { note = "per-rank value in effect after MPI_Init" } ]
-otherwise = [ { note = "per-rank value lost" } ]
-"#;
+when  = "{LOCAL} == 8 + rank"
+then  = [ {{ note = "per-rank value in effect after MPI_Init" }} ]
+otherwise = [ {{ note = "per-rank value lost" }} ]
+"#
+        );
+        let policy = policy.as_str();
         let (logs, _) = with_policy(4, &churn(), &["2"], policy, tmp.path());
         for log in &logs {
             let expected = 8.0 + f64::from(log.rank);
@@ -113,7 +164,7 @@ otherwise = [ { note = "per-rank value lost" } ]
                 .expect("init decision");
             assert_eq!(fired["branch"], "then", "{fired}");
             assert_eq!(
-                numbers(&fired["inputs"]["MPIR_CVAR_REQUEST_POLL_FREQ"]),
+                numbers(&fired["inputs"][LOCAL]),
                 vec![expected],
                 "rank {} after MPI_Init: {fired}",
                 log.rank
@@ -127,13 +178,7 @@ otherwise = [ { note = "per-rank value lost" } ]
     #[test]
     fn periodic_write_respects_cooldown_and_is_audited() {
         let tmp = tempdir();
-        let (logs, _) = with_policy(
-            2,
-            &churn(),
-            &["6", "hold=150"],
-            "examples/policies/mpich-adaptive-poll.toml",
-            tmp.path(),
-        );
+        let (logs, _) = with_policy(2, &churn(), &["6", "hold=150"], ADAPTIVE, tmp.path());
         for log in &logs {
             let writes = records(log, "write", "adaptive-poll");
             assert!(
@@ -174,18 +219,10 @@ otherwise = [ { note = "per-rank value lost" } ]
     #[test]
     fn periodic_all_eq_write_is_rejected_at_load() {
         let tmp = tempdir();
-        let (logs, stderr) = with_policy(
-            2,
-            &churn(),
-            &["2"],
-            "examples/policies/broken/alleq-periodic.toml",
-            tmp.path(),
-        );
+        let (policy, name) = ALL_EQ_PERIODIC;
+        let (logs, stderr) = with_policy(2, &churn(), &["2"], policy, tmp.path());
         assert_eq!(
-            count(
-                &stderr,
-                "policy switch-allreduce-algorithm disabled on ranks 0-1"
-            ),
+            count(&stderr, &format!("policy {name} disabled on ranks 0-1")),
             1,
             "{stderr}"
         );
@@ -195,10 +232,7 @@ otherwise = [ { note = "per-rank value lost" } ]
         );
         for log in &logs {
             assert_eq!(log.of_type("write").count(), 0);
-            assert_eq!(
-                records(log, "policy_disabled", "switch-allreduce-algorithm").len(),
-                1
-            );
+            assert_eq!(records(log, "policy_disabled", name).len(), 1);
         }
     }
 
@@ -207,18 +241,23 @@ otherwise = [ { note = "per-rank value lost" } ]
     #[test]
     fn missing_variable_disables_one_policy_with_one_message() {
         let tmp = tempdir();
-        let policy = r#"
+        // The thesis' research build's PVAR: MVAPICH2 2.3.7 has
+        // mv2_vbuf_allocated, not the per-pool mv2_vbuf_allocated_array.
+        let policy = format!(
+            r#"
 [[policy]]
 name  = "vbuf"
 every = "10ms"
 when  = "any(mv2_vbuf_allocated_array - mv2_vbuf_max_use_array > 10)"
-then  = [ { set = "MPIR_CVAR_VBUF_POOL_CONTROL", value = 1 } ]
+then  = [ {{ set = "MPIR_CVAR_VBUF_POOL_CONTROL", value = 1 }} ]
 
 [[policy]]
 name  = "poll"
 phase = "init"
-then  = [ { set = "MPIR_CVAR_REQUEST_POLL_FREQ", value = 12 } ]
-"#;
+then  = [ {{ set = "{LOCAL}", value = 12 }} ]
+"#
+        );
+        let policy = policy.as_str();
         let (logs, stderr) = with_policy(4, &churn(), &["2"], policy, tmp.path());
         assert_eq!(
             count(

@@ -251,6 +251,8 @@ fn eager_advice_fires_on_large_messages() {
     let setting = eager["setting"].as_str().unwrap();
     let expected = if mpit_testkit::flavor() == "openmpi" {
         "OMPI_MCA_btl_vader_eager_limit=131072"
+    } else if cfg!(mpi_library = "mvapich2") {
+        "MV2_SMP_EAGERSIZE=131072"
     } else {
         "UCX_RNDV_THRESH=131072"
     };

@@ -31,7 +31,7 @@ pub struct Library {
     pub pinned: &'static str,
 }
 
-#[cfg(mpi_flavor = "mpich")]
+#[cfg(mpi_library = "mpich")]
 pub fn library() -> Library {
     Library {
         local: "MPIR_CVAR_REQUEST_POLL_FREQ",
@@ -43,6 +43,24 @@ pub fn library() -> Library {
         why: "has scope ALL_EQ",
         algorithm: "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM",
         pinned: "recursive_doubling",
+    }
+}
+
+/// MVAPICH2 2.3.7 has no MPIR_CVAR_REQUEST_POLL_FREQ: its LOCAL integer
+/// CVARs are the error-reporting ones, of which the width error stack
+/// lines are cut at changes nothing a running job does. Its algorithm
+/// variables are read at start only, so online collective tuning is off
+/// there and a `set` of one is refused.
+#[cfg(mpi_library = "mvapich2")]
+pub fn library() -> Library {
+    Library {
+        local: "MPIR_CVAR_CHOP_ERROR_STACK",
+        value: 16,
+        forbidden: "MPIR_CVAR_BCAST_SHORT_MSG_SIZE",
+        forbidden_value: "4096",
+        why: "has scope ALL_EQ",
+        algorithm: "MPIR_CVAR_ALLREDUCE_COLLECTIVE_ALGORITHM",
+        pinned: "1",
     }
 }
 

@@ -9,7 +9,11 @@
  * in the global scope (or with dlsym(RTLD_NEXT)), so it finds these first;
  * the application's MPI_* calls go through the tuner's wrappers to the real
  * MPI_* functions, which are not defined here: only the tool's calls are
- * intercepted.
+ * intercepted. A library may call its own PMPI_* functions through the
+ * global scope too (MVAPICH2 2.3.7's MPI_Init calls PMPI_Group_free), so a
+ * call is counted, and may fail, only when it comes from the tool's own
+ * library (libmpit_tuner*.so, found with dladdr); any other caller gets
+ * the real function.
  *
  *   MPIT_FAULT="NAME[=VARIABLE][#N[+]][@RANK][:null][,...]"
  *
@@ -146,16 +150,33 @@ static int fault(const char *name, long n, int *null)
     return 0;
 }
 
-/* The real function and this call's number (thread-safe). */
+/* Whether the code at `caller` is in the tool's library. */
+static int from_tool(void *caller)
+{
+    Dl_info info;
+    if (!dladdr(caller, &info) || !info.dli_fname)
+        return 0;
+    const char *base = strrchr(info.dli_fname, '/');
+    base = base ? base + 1 : info.dli_fname;
+    return strncmp(base, "libmpit_tuner", strlen("libmpit_tuner")) == 0;
+}
+
+/* The real function and, for a call from the tool, this call's number
+ * (thread-safe) and whether it fails. */
 #define ENTER(name, type, ...)                                                     \
     static type real;                                                              \
     static long calls;                                                             \
     if (!real)                                                                     \
         real = (type)dlsym(RTLD_NEXT, #name);                                      \
-    long call_no = __atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED);                \
     int null = 0;                                                                  \
-    int inject = fault(#name, call_no, &null);                                     \
-    (void)null
+    int inject = 0;                                                                \
+    int tool = from_tool(__builtin_return_address(0));                             \
+    if (tool) {                                                                    \
+        long call_no = __atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED);            \
+        inject = fault(#name, call_no, &null);                                     \
+    }                                                                              \
+    (void)null;                                                                    \
+    (void)tool
 
 /* A local call: fail without calling the library. */
 #define LOCAL(code, name, type, params, args)                                      \
@@ -331,7 +352,7 @@ typedef int (*cvar_write_t)(MPI_T_cvar_handle, const void *);
 int MPI_T_cvar_write(MPI_T_cvar_handle h, const void *buf)
 {
     ENTER(MPI_T_cvar_write, cvar_write_t);
-    if (inject || refused_change(h, buf))
+    if (inject || (tool && refused_change(h, buf)))
         return T_ERR;
     return real(h, buf);
 }
@@ -430,7 +451,7 @@ static int refused_derived(MPI_Datatype t)
 int PMPI_Type_size(MPI_Datatype t, int *s)
 {
     ENTER(PMPI_Type_size, type_size_t);
-    if (inject || refused_derived(t))
+    if (inject || (tool && refused_derived(t)))
         return MPI_ERR_OTHER;
     return real(t, s);
 }
