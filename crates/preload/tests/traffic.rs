@@ -237,7 +237,7 @@ fn eight_rank_summary_matches_the_logs() {
 }
 
 /// Messages well above the eager limit: the eager-threshold advice, with the
-/// setting of this library.
+/// setting of this library, which the job accepts.
 #[test]
 fn eager_advice_fires_on_large_messages() {
     let tmp = tempdir();
@@ -261,6 +261,41 @@ fn eager_advice_fires_on_large_messages() {
         eager["evidence"].as_str().unwrap().contains("400 of 400"),
         "{eager}"
     );
+    // The advice is usable: with its environment settings (the words
+    // before the first parenthesis) the job starts and prints what it
+    // printed. MVAPICH2 refuses the eager size alone: its queue must hold
+    // twice as much, which the advice says.
+    let args = ["allreduces=0", "sends=200", "bytes=65536"];
+    let settings: Vec<(&str, &str)> = setting
+        .split(" (")
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|word| word.split_once('='))
+        .collect();
+    assert!(!settings.is_empty(), "{setting}");
+    let mut cmd = mpi_job(2, &example("traffic"), &args);
+    cmd.envs(settings.iter().copied());
+    let advised = mpit_testkit::run(cmd);
+    advised.assert_success();
+    assert!(
+        advised.stdout().contains("traffic: ranks=2"),
+        "{}",
+        advised.stdout()
+    );
+    if cfg!(mpi_library = "mvapich2") {
+        let mut cmd = mpi_job(2, &example("traffic"), &args);
+        cmd.env("MV2_SMP_EAGERSIZE", "131072");
+        let refused = mpit_testkit::run(cmd);
+        assert!(!refused.output.status.success(), "{}", refused.stdout());
+        assert!(
+            refused
+                .stderr()
+                .contains("MV2_SMP_EAGERSIZE should not exceed half of MV2_SMP_QUEUE_LENGTH"),
+            "{}",
+            refused.stderr()
+        );
+    }
     // Not verbose (what `mpit-tuner run` sets), a preloaded job prints one
     // line at most, when the tool changed something: the recommendation
     // is in summary.json and the report.

@@ -84,7 +84,14 @@ fn eager_threshold(summary: &Summary, ctx: &Context, out: &mut Vec<Recommendatio
             8192,
             "UCX_RNDV_THRESH (auto; about 8 KiB on shared memory)".into(),
         ),
-        (None, Library::Mvapich2) => (8192, "MV2_SMP_EAGERSIZE (default 8 KiB)".into()),
+        // MVAPICH2 2.3.7 chooses its default by processor and by whether
+        // CMA is on (src/mpid/ch3/channels/mrail/src/gen2/ibv_param.c):
+        // 8 KiB with CMA, 32 or 64 KiB without; the smallest is assumed.
+        (None, Library::Mvapich2) => (
+            8192,
+            "MV2_SMP_EAGERSIZE unset: 8 KiB assumed, MVAPICH2's default is 8-64 KiB by processor"
+                .into(),
+        ),
         (None, Library::OpenMpi) => (4096, "btl_vader_eager_limit (default 4 KiB)".into()),
         _ => (0, String::new()),
     };
@@ -103,7 +110,14 @@ fn eager_threshold(summary: &Summary, ctx: &Context, out: &mut Vec<Recommendatio
         if share >= EAGER_SHARE && wanted <= 4 << 20 {
             let setting = match library {
                 Library::OpenMpi => format!("OMPI_MCA_btl_vader_eager_limit={wanted} (environment, read at MPI_Init; the CVAR is read-only)"),
-                Library::Mvapich2 => format!("MV2_SMP_EAGERSIZE={wanted} (shared memory) and MV2_IBA_EAGER_THRESHOLD={wanted} or the pre-init CVAR MPIR_CVAR_IBA_EAGER_THRESHOLD (network)"),
+                // MVAPICH2 fails MPI_Init when the eager size (plus one)
+                // exceeds half of MV2_SMP_QUEUE_LENGTH (256 KiB by default
+                // on most processors; ch3_smp_progress.c), so the queue
+                // grows with it, never below that default.
+                Library::Mvapich2 => format!(
+                    "MV2_SMP_EAGERSIZE={wanted} MV2_SMP_QUEUE_LENGTH={} (shared memory: MVAPICH2 refuses to start with an eager size of half the queue length or more) and MV2_IBA_EAGER_THRESHOLD={wanted} or the pre-init CVAR MPIR_CVAR_IBA_EAGER_THRESHOLD (network)",
+                    (4 * wanted).max(262_144)
+                ),
                 Library::Mpich => format!("UCX_RNDV_THRESH={wanted} (environment, read at MPI_Init)"),
                 _ => format!("the library's eager threshold = {wanted}"),
             };
@@ -292,6 +306,31 @@ mod tests {
         let r = recommend(&with_sends(32768, 100), &mpich);
         assert!(r[0].setting.starts_with("UCX_RNDV_THRESH=65536"));
         assert!(!r[0].advice.contains("single-copy"), "{}", r[0].advice);
+    }
+
+    /// MVAPICH2 refuses to start with MV2_SMP_EAGERSIZE=131072 alone (its
+    /// default queue of 256 KiB holds eager sizes below 128 KiB), so the
+    /// queue length comes with the eager size, never below the default.
+    #[test]
+    fn mvapich2_eager_advice_grows_the_queue_with_the_eager_size() {
+        let ctx = Context {
+            library: Some(Library::Mvapich2),
+            ..Context::default()
+        };
+        let r = recommend(&with_sends(65536, 2000), &ctx);
+        assert!(
+            r[0].setting
+                .starts_with("MV2_SMP_EAGERSIZE=131072 MV2_SMP_QUEUE_LENGTH=524288 "),
+            "{}",
+            r[0].setting
+        );
+        let r = recommend(&with_sends(16384, 2000), &ctx);
+        assert!(
+            r[0].setting
+                .starts_with("MV2_SMP_EAGERSIZE=32768 MV2_SMP_QUEUE_LENGTH=262144 "),
+            "{}",
+            r[0].setting
+        );
     }
 
     #[test]
