@@ -216,11 +216,7 @@ pub fn run(args: &TuneArgs) -> Result<ExitCode> {
     let mut plan: Vec<(Collective, String, (String, String))> = Vec::new();
     // Open MPI and MVAPICH2: what this version never runs right on every
     // call is not tried (a job whose types differ would get wrong data).
-    let open_mpi_version = if library == LibraryFamily::OpenMpi {
-        mpit::quirks::LibraryVersion::parse(&version).major_minor()
-    } else {
-        None
-    };
+    let library_version = mpit::quirks::LibraryVersion::parse(&version);
     for c in &todo {
         let Some(var) = variables.get(c.name()) else {
             eprintln!(
@@ -241,11 +237,7 @@ pub fn run(args: &TuneArgs) -> Result<ExitCode> {
             if *value == var.start.1 {
                 continue;
             }
-            let left_out = match library {
-                LibraryFamily::Mvapich2 => collectives::mvapich2_left_out(*c, name),
-                _ => open_mpi_version.and_then(|v| collectives::open_mpi_left_out(v, *c, name)),
-            };
-            if let Some(why) = left_out {
+            if let Some(why) = collectives::left_out(library_version, *c, name) {
                 eprintln!("mpit-tuner tune: {}: `{name}` {why}: not tried", var.cvar);
                 continue;
             }

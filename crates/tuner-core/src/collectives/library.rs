@@ -266,6 +266,20 @@ pub fn mvapich2_left_out(collective: Collective, name: &str) -> Option<&'static 
     }
 }
 
+/// Why `version`'s algorithm `name` of `collective` is never tried, if it
+/// is not: [`open_mpi_left_out`] or [`mvapich2_left_out`] by library.
+pub fn left_out(
+    version: LibraryVersion,
+    collective: Collective,
+    name: &str,
+) -> Option<&'static str> {
+    match version.library {
+        Library::OpenMpi => open_mpi_left_out(version.major_minor()?, collective, name),
+        Library::Mvapich2 => mvapich2_left_out(collective, name),
+        _ => None,
+    }
+}
+
 /// MPICH 4.0-4.1's algorithm names of `c`, in value order (0 is `auto`),
 /// as the variable's description lists them (MPICH generates the values in
 /// that order). MPI_T gives no enumeration for these variables, and the

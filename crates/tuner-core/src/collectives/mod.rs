@@ -83,7 +83,7 @@ mod tuner;
 pub use bins::{bin_text, Bins};
 pub use exact::exact_datatype;
 pub use library::{
-    algorithm_cvar, algorithm_variable, algorithms, mpich4_algorithms, mpich5_algorithms,
+    algorithm_cvar, algorithm_variable, algorithms, left_out, mpich4_algorithms, mpich5_algorithms,
     mpich_algorithms, mpich_cvar, mpich_fallback, mpich_fallback_name, mvapich2_algorithms,
     mvapich2_cvar, mvapich2_left_out, mvapich2_named, open_mpi_left_out,
     open_mpi_needs_commutative, open_mpi_unsuitable, openmpi_cvar, support, Collective,
