@@ -15,11 +15,13 @@
 //!
 //! On Open MPI and MPICH a 32 KiB send is rendezvous by default and the
 //! setting raises the limit to 64 KiB (the send becomes eager). MVAPICH2
-//! 2.3.7's default shared-memory eager size already makes 32 KiB eager
-//! (measured with eager_probe: 60000 bytes eager, 65536 not), and raising
-//! it past 64 KiB also needs `MV2_SMP_QUEUE_LENGTH` (MPI_Init fails with
-//! "MV2_SMP_EAGERSIZE should not exceed half of MV2_SMP_QUEUE_LENGTH"), so
-//! there the setting lowers the limit to 8 KiB and the send becomes
+//! 2.3.7's default shared-memory eager size depends on the processor and
+//! on CMA (8 to 64 KiB; here 32 KiB sends were eager: 60000 bytes eager,
+//! 65536 not), and it refuses to start with an eager size of half its
+//! queue length or more ("MV2_SMP_EAGERSIZE should not exceed half of
+//! MV2_SMP_QUEUE_LENGTH"), whose default depends on the processor too. So
+//! its jobs here start from 64 KiB with a 256 KiB queue, set in their
+//! environment, the setting lowers the limit to 8 KiB and the send becomes
 //! rendezvous: the same mechanism, observed the other way round
 //! ([`SETTING_MAKES_EAGER`]).
 //!
@@ -51,8 +53,8 @@ const VALUE: &str = "8192";
 
 /// The protocol of the probe's 32 KiB send on a rank that applied
 /// `VAR=VALUE`: eager (Open MPI, MPICH: the limit raised from a default
-/// below 32 KiB) or rendezvous (MVAPICH2: the limit lowered from a default
-/// above 32 KiB). Without the setting it is the other one.
+/// below 32 KiB) or rendezvous (MVAPICH2: the limit lowered from the 64 KiB
+/// its jobs start with here, [`probe_job`]). Without the setting it is the other one.
 const SETTING_MAKES_EAGER: bool = cfg!(not(mpi_library = "mvapich2"));
 
 /// The example policy for this build's library.
@@ -127,9 +129,23 @@ fn setting_applies(test: &str, logs: &[RankLog]) -> bool {
     true
 }
 
+/// eager_probe on 2 ranks, without the tool. On MVAPICH2 the job starts
+/// from a known eager size: its default depends on the processor and on
+/// CMA (8 to 64 KiB), and so does its queue length (32 KiB to 4 MiB), which
+/// must exceed twice the eager size; the policies' `setenv` overrides the
+/// eager size on the ranks they select.
+fn probe_job() -> std::process::Command {
+    let mut cmd = mpi_job(2, &example("eager_probe"), &[]);
+    if cfg!(mpi_library = "mvapich2") {
+        cmd.env("MV2_SMP_EAGERSIZE", "65536")
+            .env("MV2_SMP_QUEUE_LENGTH", "262144");
+    }
+    cmd
+}
+
 /// eager_probe on 2 ranks without the tool.
 fn probe_plain() -> bool {
-    let job = mpit_testkit::run(mpi_job(2, &example("eager_probe"), &[]));
+    let job = mpit_testkit::run(probe_job());
     job.assert_success();
     verdict(&job.stdout())
 }
@@ -145,7 +161,7 @@ fn probe(policy: &str, tmp: &Path) -> Probe {
         repo_root().join(policy)
     };
     let dir = tmp.join("run");
-    let mut cmd = mpi_job(2, &example("eager_probe"), &[]);
+    let mut cmd = probe_job();
     preload(&mut cmd, &dir);
     cmd.env("MPIT_TUNER_POLICY", &file);
     let job = mpit_testkit::run(cmd);
@@ -318,8 +334,9 @@ then  = [ {{ setenv = "MPIT_TUNER_TEST_OTHER_NODES", value = "1" }} ]
 
 /// The example policy of this library, as a user would apply it: every
 /// rank sets the variable before init and the 32 KiB send becomes eager.
-/// On MVAPICH2 the example raises the shared-memory eager size to 64 KiB
-/// (the send is eager, as it is with 2.3.7's default, so the verdict alone
+/// On MVAPICH2 the example raises the shared-memory eager size to 64 KiB,
+/// with a 256 KiB queue (the send is eager, as in [`probe_job`]'s
+/// starting point, so the verdict alone
 /// proves little there) and writes the ALL_EQ CVAR
 /// `MPIR_CVAR_IBA_EAGER_THRESHOLD` before init on every rank: its init-phase
 /// read-back must see 64 KiB on every rank.
@@ -333,11 +350,18 @@ fn example_policy_makes_32k_messages_eager() {
     assert!(run.eager, "{EXAMPLE} did not make the send eager");
     for log in &run.logs {
         let records = setenvs(log);
-        assert_eq!(records.len(), 1, "{}", log.path.display());
+        // MVAPICH2's example sets the queue length its eager size needs too.
+        let expected = if cfg!(mpi_library = "mvapich2") { 2 } else { 1 };
+        assert_eq!(records.len(), expected, "{}", log.path.display());
         assert_eq!(records[0]["name"], VAR);
         assert_eq!(records[0]["error"], Value::Null);
         #[cfg(mpi_library = "mvapich2")]
-        assert_eq!(records[0]["value"], "65536", "{}", records[0]);
+        {
+            assert_eq!(records[0]["value"], "65536", "{}", records[0]);
+            assert_eq!(records[1]["name"], "MV2_SMP_QUEUE_LENGTH", "{}", records[1]);
+            assert_eq!(records[1]["value"], "262144", "{}", records[1]);
+            assert_eq!(records[1]["error"], Value::Null);
+        }
     }
     #[cfg(mpi_library = "mvapich2")]
     for log in &run.logs {

@@ -111,12 +111,12 @@ fn eager_threshold(summary: &Summary, ctx: &Context, out: &mut Vec<Recommendatio
             let setting = match library {
                 Library::OpenMpi => format!("OMPI_MCA_btl_vader_eager_limit={wanted} (environment, read at MPI_Init; the CVAR is read-only)"),
                 // MVAPICH2 fails MPI_Init when the eager size (plus one)
-                // exceeds half of MV2_SMP_QUEUE_LENGTH (256 KiB by default
-                // on most processors; ch3_smp_progress.c), so the queue
-                // grows with it, never below that default.
+                // exceeds half of MV2_SMP_QUEUE_LENGTH (ch3_smp_progress.c),
+                // whose default depends on the processor (32 KiB to 4 MiB,
+                // ibv_param.c), so the queue length comes with it.
                 Library::Mvapich2 => format!(
-                    "MV2_SMP_EAGERSIZE={wanted} MV2_SMP_QUEUE_LENGTH={} (shared memory: MVAPICH2 refuses to start with an eager size of half the queue length or more) and MV2_IBA_EAGER_THRESHOLD={wanted} or the pre-init CVAR MPIR_CVAR_IBA_EAGER_THRESHOLD (network)",
-                    (4 * wanted).max(262_144)
+                    "MV2_SMP_EAGERSIZE={wanted} MV2_SMP_QUEUE_LENGTH={} (shared memory; that queue length or more: MVAPICH2 refuses to start with an eager size of half the queue length or more, and its default length depends on the processor) and MV2_IBA_EAGER_THRESHOLD={wanted} or the pre-init CVAR MPIR_CVAR_IBA_EAGER_THRESHOLD (network)",
+                    4 * wanted
                 ),
                 Library::Mpich => format!("UCX_RNDV_THRESH={wanted} (environment, read at MPI_Init)"),
                 _ => format!("the library's eager threshold = {wanted}"),
@@ -308,9 +308,9 @@ mod tests {
         assert!(!r[0].advice.contains("single-copy"), "{}", r[0].advice);
     }
 
-    /// MVAPICH2 refuses to start with MV2_SMP_EAGERSIZE=131072 alone (its
-    /// default queue of 256 KiB holds eager sizes below 128 KiB), so the
-    /// queue length comes with the eager size, never below the default.
+    /// MVAPICH2 refuses to start with an eager size of half its queue
+    /// length or more, and the default length depends on the processor, so
+    /// the queue length (four times the eager size) comes with it.
     #[test]
     fn mvapich2_eager_advice_grows_the_queue_with_the_eager_size() {
         let ctx = Context {
@@ -327,7 +327,7 @@ mod tests {
         let r = recommend(&with_sends(16384, 2000), &ctx);
         assert!(
             r[0].setting
-                .starts_with("MV2_SMP_EAGERSIZE=32768 MV2_SMP_QUEUE_LENGTH=262144 "),
+                .starts_with("MV2_SMP_EAGERSIZE=32768 MV2_SMP_QUEUE_LENGTH=131072 "),
             "{}",
             r[0].setting
         );
