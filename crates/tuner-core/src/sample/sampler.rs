@@ -319,6 +319,9 @@ impl Sampler {
             .cloned()
             .collect();
         let mut unloaded = Vec::new();
+        // (error, variable): one warning per distinct error, not one per
+        // variable (a library that refuses every start refuses hundreds).
+        let mut not_started: Vec<(String, String)> = Vec::new();
         for info in fresh {
             self.considered.insert(info.index);
             // Open MPI registers PVARs of components it then closes (the
@@ -338,8 +341,7 @@ impl Sampler {
                             && match handle.start(session) {
                                 Ok(()) => true,
                                 Err(e) => {
-                                    self.warnings
-                                        .push(format!("cannot start `{}`: {}", info.name, e));
+                                    not_started.push((e.to_string(), info.name.clone()));
                                     if let Err(e) = handle.free(session) {
                                         self.warnings.push(format!(
                                             "freeing the handle of `{}`: {e}",
@@ -378,6 +380,7 @@ impl Sampler {
                 unloaded.join(", ")
             ));
         }
+        self.warnings.extend(not_started_warnings(not_started));
     }
 
     /// Allocates handles for objects created since the last tick and forgets
@@ -417,6 +420,7 @@ impl Sampler {
             let session = owned.handle();
             let mut vars = Vec::new();
             let mut warnings = Vec::new();
+            let mut not_started = Vec::new();
             let bound = &self.bound;
             let activated = table.activate(tracked, || {
                 let mut handles = Vec::new();
@@ -434,7 +438,7 @@ impl Sampler {
                                         info.name
                                     ));
                                 }
-                                warnings.push(format!("cannot start `{}` on {label}", info.name));
+                                not_started.push(info.name.clone());
                                 continue;
                             }
                             vars.push((
@@ -454,6 +458,17 @@ impl Sampler {
                 (session, handles)
             });
             self.warnings.extend(warnings);
+            match not_started.as_slice() {
+                [] => {}
+                [one] => self
+                    .warnings
+                    .push(format!("cannot start `{one}` on {label}")),
+                names => self.warnings.push(format!(
+                    "cannot start {} variables on {label}, not sampled there: {}",
+                    names.len(),
+                    name_list(names)
+                )),
+            }
             if activated {
                 events.push(ObjectEvent {
                     event: ObjectChange::Created,
@@ -730,4 +745,74 @@ fn read(
     }
     values.resize(count, 0.0);
     Value::decode_f64_into(info.datatype, count, &buf[..words], values) == count
+}
+
+/// One warning per distinct error of `MPI_T_pvar_start` (`(error,
+/// variable)` pairs, in the order met), naming every variable it refused.
+fn not_started_warnings(failures: Vec<(String, String)>) -> Vec<String> {
+    let mut grouped: Vec<(String, Vec<String>)> = Vec::new();
+    for (error, name) in failures {
+        match grouped.iter_mut().find(|(e, _)| *e == error) {
+            Some((_, names)) => names.push(name),
+            None => grouped.push((error, vec![name])),
+        }
+    }
+    grouped
+        .into_iter()
+        .map(|(error, names)| match names.as_slice() {
+            [one] => format!("cannot start `{one}`: {error}"),
+            _ => format!(
+                "cannot start {} variables ({error}), not sampled: {}",
+                names.len(),
+                name_list(&names)
+            ),
+        })
+        .collect()
+}
+
+/// The first names of a list, quoted, and how many more there are (the
+/// log's header lists every variable that is sampled).
+fn name_list(names: &[String]) -> String {
+    const SHOWN: usize = 10;
+    let mut list = names
+        .iter()
+        .take(SHOWN)
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if names.len() > SHOWN {
+        list.push_str(&format!(" and {} more", names.len() - SHOWN));
+    }
+    list
+}
+
+#[cfg(test)]
+mod tests {
+    use super::not_started_warnings;
+
+    #[test]
+    fn start_failures_are_one_warning_per_error() {
+        let pair = |e: &str, n: &str| (e.to_string(), n.to_string());
+        let warnings = not_started_warnings(vec![
+            pair("MPI_T_ERR_PVAR_NO_STARTSTOP", "a"),
+            pair("MPI_ERR_OTHER", "b"),
+            pair("MPI_T_ERR_PVAR_NO_STARTSTOP", "c"),
+        ]);
+        assert_eq!(
+            warnings,
+            [
+                "cannot start 2 variables (MPI_T_ERR_PVAR_NO_STARTSTOP), not sampled: `a`, `c`",
+                "cannot start `b`: MPI_ERR_OTHER",
+            ]
+        );
+        assert!(not_started_warnings(Vec::new()).is_empty());
+        let many: Vec<_> = (0..12).map(|i| pair("E", &format!("v{i}"))).collect();
+        assert_eq!(
+            not_started_warnings(many),
+            [
+                "cannot start 12 variables (E), not sampled: `v0`, `v1`, `v2`, `v3`, `v4`, \
+              `v5`, `v6`, `v7`, `v8`, `v9` and 2 more"
+            ]
+        );
+    }
 }
