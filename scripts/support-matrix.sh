@@ -5,10 +5,16 @@
 # `mpit-tuner probe --matrix` into the Markdown table between the
 # `support-matrix` markers of README.md.
 #
-#   bash scripts/support-matrix.sh --probe FLAVOUR MPIEXEC   # measure one flavour
+#   bash scripts/support-matrix.sh --probe FLAVOUR MPIEXEC [MPIT_TUNER]
+#                                             # measure one flavour with that
+#                                             # flavour's mpit-tuner (default
+#                                             # target/FLAVOUR/debug/mpit-tuner)
 #   bash scripts/support-matrix.sh --check    # README's table agrees with the
 #                                             # measured facts? (exit 1 if not)
 #   bash scripts/support-matrix.sh --update   # write the measured table into README.md
+#
+# --check and --update read the measurements with $MPIT_TUNER_BIN (default
+# target/mpich/debug/mpit-tuner; any flavour's build will do).
 #
 # --check gates only what belongs to the library version: its name,
 # version and ABI, environment settings, collective tuning, and whether CVAR
@@ -29,15 +35,17 @@ end='<!-- support-matrix:end -->'
 
 case "${1:-}" in
   --probe)
-    flavour="$2" mpiexec="$3"
+    flavour="$2" mpiexec="$3" bin="${4:-target/$2/debug/mpit-tuner}"
     out="target/$flavour/support.json"
-    timeout -k 10 300 "$mpiexec" -n 2 "target/$flavour/debug/mpit-tuner" probe --json >"$out.tmp"
+    mkdir -p "target/$flavour"
+    timeout -k 10 300 "$mpiexec" -n 2 "$bin" probe --json >"$out.tmp"
     mv "$out.tmp" "$out"
     echo "support-matrix: $out" >&2
     ;;
   --check | --update)
     files=()
     unmeasured=""
+    bin="${MPIT_TUNER_BIN:-target/mpich/debug/mpit-tuner}"
     for f in "${flavours[@]}"; do
       if [ ! -s "target/$f/support.json" ] && [ "$f" = "$optional" ] && [ -n "${MPIT_MV2_SKIP:-}" ]; then
         echo "support-matrix: $f not measured here (${MPIT_MV2_SKIP}): its row is not checked" >&2
@@ -57,14 +65,14 @@ case "${1:-}" in
         trap 'rm -f "$documented"' EXIT
         grep -v "^| $unmeasured " README.md >"$documented"
       fi
-      if ! target/mpich/debug/mpit-tuner probe --matrix "${files[@]}" --check "$documented"; then
+      if ! "$bin" probe --matrix "${files[@]}" --check "$documented"; then
         echo "support-matrix: README.md's support matrix states facts of a library that the tests did not measure (above)" >&2
         echo "support-matrix: update it with: bash scripts/support-matrix.sh --update (and commit README.md)" >&2
         exit 1
       fi
       echo "support-matrix: README.md agrees with the measurements (counts that vary with the machine, if any, are noted above)" >&2
     else
-      measured="$(target/mpich/debug/mpit-tuner probe --matrix "${files[@]}")"
+      measured="$("$bin" probe --matrix "${files[@]}")"
       grep -qxF "$begin" README.md && grep -qxF "$end" README.md || {
         echo "support-matrix: README.md has no support-matrix markers" >&2
         exit 1

@@ -107,10 +107,20 @@ pub struct Placement {
 /// `-x`): the tool's, the libraries' settings, coll_bench's.
 const FORWARD: &str = "LD_PRELOAD MPIT_* MPIR_CVAR_* OMPI_MCA_coll_* COLL_BENCH_* UCX_*";
 
-/// Builds (unless `build` is false) the `mpit-tuner` command for `flavor`
-/// in `target/<flavor>` (debug: the test phases build it there already);
+/// The `mpit-tuner` command: `$MPIT_TUNER_BIN` when set (the benchmarks
+/// only read run directories with it, which any flavour's build does;
+/// scripts/test.sh passes the one its test phases built), else built
+/// (unless `build` is false) for `flavor` in `target/<flavor>` (debug);
 /// returns its path.
 pub fn cli(flavor: &str, build: bool) -> Result<PathBuf, String> {
+    if let Some(bin) = std::env::var_os("MPIT_TUNER_BIN") {
+        let bin = PathBuf::from(bin);
+        return if bin.is_file() {
+            Ok(bin)
+        } else {
+            Err(format!("MPIT_TUNER_BIN={} is not a file", bin.display()))
+        };
+    }
     let root = root();
     let target = root.join("target").join(flavor);
     if build {

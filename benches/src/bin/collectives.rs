@@ -95,6 +95,9 @@ usage: collectives [--short] [--reps N] [--mpi mpich,openmpi]
   --scale F     multiply every run's calls by F (default 1): a longer run
                 spreads online tuning's exploration over more calls
   --no-build    use what target/<library> already holds
+
+  MPIT_TUNER_BIN names the mpit-tuner that exports the learning runs'
+  choices (any library's build; default: built in target/<library>/debug)
   --keep-logs DIR
                 keep the online runs' logs in
                 DIR/<library>/<layout>-<case>-round<k> (default: a

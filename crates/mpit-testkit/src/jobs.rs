@@ -28,6 +28,22 @@ pub fn mpicc() -> &'static str {
     mpit_sys::BUILD_MPICC
 }
 
+/// A directory name part for what tests build with this build's MPI
+/// compiler wrapper (example programs, the fault library): the flavour and
+/// a hash of the wrapper's path, e.g. `mpich-3f9a0c12`. Builds against
+/// different libraries of one flavour (MPICH 4, MPICH 5 and MVAPICH2 are
+/// all `mpich`) may share one target directory (scripts/test.sh builds
+/// every flavour into one), and make decides staleness by time only, so a
+/// directory per flavour alone would run MPICH 4's programs under MPICH 5.
+pub fn build_key() -> String {
+    // FNV-1a (64 bits): stable across runs and Rust versions, unlike
+    // std's hasher; collisions between a handful of paths do not matter.
+    let hash = mpicc().bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    format!("{}-{:08x}", flavor(), hash as u32)
+}
+
 /// The MPI Fortran wrapper beside [`mpicc`], or `None` when the library
 /// ships none (the registry wheels of MPICH 5 and Open MPI 5).
 pub fn mpifc() -> Option<&'static str> {
@@ -71,7 +87,8 @@ pub fn repo_root() -> PathBuf {
 }
 
 /// The example programs of this build's MPI library, built once per test
-/// binary with the examples' Makefile into `<target>/examples-<flavour>`
+/// binary with the examples' Makefile into `<target>/examples-<build key>`
+/// ([`build_key`])
 /// (the target directory of the running test binary, which cargo puts in
 /// `<target>/<profile>/deps`). Without the MPI compiler wrappers (or
 /// gfortran, where the library has a Fortran wrapper) make fails, and so
@@ -84,7 +101,7 @@ pub fn examples_dir() -> &'static std::path::Path {
             .ancestors()
             .nth(3)
             .expect("the test binary is in <target>/<profile>/deps");
-        let out = target.join(format!("examples-{}", flavor()));
+        let out = target.join(format!("examples-{}", build_key()));
         let mut make = Command::new("make");
         make.arg("-C")
             .arg(repo_root().join("examples"))

@@ -48,31 +48,10 @@ fn preload_lib() -> PathBuf {
         })
 }
 
-/// The `traffic` example, built with this build's MPI.
+/// The `traffic` example, built with this build's MPI compiler wrapper
+/// (testkit's examples).
 fn traffic() -> PathBuf {
-    static EXE: OnceLock<PathBuf> = OnceLock::new();
-    EXE.get_or_init(|| {
-        let out = profile_dir().join(format!("report-examples-{}", flavor()));
-        let output = Command::new("make")
-            .arg("-C")
-            .arg(repo_root().join("examples"))
-            .arg(format!("MPI={}", flavor()))
-            .arg(format!("OUT={}", out.display()))
-            .env_remove("MAKEFLAGS")
-            .env_remove("MFLAGS")
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run make: {e}"));
-        assert!(
-            output.status.success(),
-            "building the examples failed:\n{}\n{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-        let exe = out.join("traffic");
-        assert!(exe.is_file(), "make did not build {}", exe.display());
-        exe
-    })
-    .clone()
+    mpit_testkit::example("traffic")
 }
 
 /// The policy of the test run: MPICH writes a CVAR periodically; Open MPI
@@ -127,7 +106,7 @@ fn real_node_run() -> PathBuf {
 /// `<profile>/<name>-<flavour>/run`, with `env` added; returns the run
 /// directory, which has a summary.json.
 fn traffic_run(name: &str, env: &[(&str, &str)]) -> PathBuf {
-    let base = profile_dir().join(format!("{name}-{}", flavor()));
+    let base = profile_dir().join(format!("{name}-{}", mpit_testkit::build_key()));
     let _ = std::fs::remove_dir_all(&base);
     std::fs::create_dir_all(&base).unwrap();
     let dir = base.join("run");

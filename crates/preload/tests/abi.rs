@@ -1,5 +1,5 @@
 //! One `libmpit_tuner.so` for the MPI-5 standard ABI: built with MPICH's
-//! `mpicc_abi` (`MPICC=$MPIT_MPICH5_MPICC_ABI`, `target/mpi-abi`), it runs
+//! `mpicc_abi` (`MPICC=$MPIT_MPICH5_MPICC_ABI`), it runs
 //! in a program compiled with `mpicc_abi` (linked to `libmpi_abi.so.1`,
 //! standard handle and constant values), under MPICH 5's `mpiexec`, and the
 //! logs are those of any other run. In builds against a library's own ABI

@@ -705,7 +705,7 @@ pub fn check_summary(dir: &Path, size: u32) -> Value {
 pub fn fault_lib() -> &'static Path {
     static LIB: OnceLock<PathBuf> = OnceLock::new();
     LIB.get_or_init(|| {
-        let out = target_dir().join(format!("faultinject-{}", flavor()));
+        let out = target_dir().join(format!("faultinject-{}", mpit_testkit::build_key()));
         std::fs::create_dir_all(&out).expect("a directory for the fault library");
         let lib = out.join("libfaultinject.so");
         let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/faults/faultinject.c");
