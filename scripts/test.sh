@@ -8,8 +8,8 @@
 #             cache (bin/mpicc)
 # one after the other, in one target directory, target/test (MPIT_TEST_TARGET
 # overrides it): the crates that do not depend on MPI (most of the build)
-# compile once, and only mpit-sys and the crates above it rebuild when
-# MPICC changes (a clean build of a flavour with its tests: about 3 minutes;
+# compile once, and only mpit-sys and the crates above it (and rsmpi, under
+# stencil3d, cleaned per flavour below) rebuild when MPICC changes (a clean build of a flavour with its tests: about 3 minutes;
 # the next flavour's: about 1). What a flavour leaves (support.json,
 # not-applicable.txt) is in target/<flavour>.
 # (scripts/mpi-wheels.sh installs the wheels into a cached virtual
@@ -101,6 +101,12 @@ for flavor in $flavours; do
   # libmpit_tuner.so next to it); `cargo test` builds the rest. The wheels' flavours build no examples and run no doctests:
   # neither depends on the MPI library, and both run in the Debian flavours.
   phase "build libraries and binaries against ${flavor} (${mpicc})"
+  # rsmpi's build scripts (crates mpi and mpi-sys, under stencil3d) find
+  # MPI through MPICC but never ask cargo to rerun when it changes: in the
+  # shared target directory they would keep the previous flavour's library
+  # (tests/common's stencil3d() refuses such a binary). Cleaning them
+  # rebuilds them and stencil3d, a few seconds.
+  cargo clean -p mpi -p mpi-sys --locked --target-dir "$build"
   MPICC="$mpicc" cargo build --workspace --lib --bins --locked --target-dir "$build"
   phase "test against ${flavor}"
   case "$flavor" in
