@@ -10,6 +10,15 @@
  * Open MPI (started with OMPI_MCA_coll_tuned_use_dynamic_rules=1, 3 ranks):
  * coll_tuned_allgather_algorithm is set to two_proc, which refuses more
  * than two processes.
+ * MVAPICH2 (2.3.7): MPIR_CVAR_ALLTOALL_COLLECTIVE_ALGORITHM is set to
+ * inplace_alltoall, whose value (the position in MVAPICH2's enum; MPI_T
+ * gives no enumeration and no list) is the program's argument. That
+ * algorithm, forced, copies the send buffer with the receive type, so an
+ * alltoall whose send type is strided (every other int) and whose receive
+ * type is MPI_INT gets wrong data: the call "fails" when any rank's data
+ * is wrong (agreed with an allreduce). Started with the variable set to
+ * that value in the environment, the first call fails: the control that
+ * shows the witness sees the algorithm at all.
  *
  * Each library's case: a call with the default, the write, a call on the
  * same communicator, a call on a communicator created after the write, the
@@ -97,6 +106,41 @@ static int alltoall(MPI_Comm comm) {
     return MPI_Alltoall(s, 64 / size, MPI_INT, r, 64 / size, MPI_INT, comm);
 }
 
+/* One int to each rank, sent with a strided type (every other int of the
+ * send buffer), received as MPI_INT; MPI_ERR_OTHER when any rank's data is
+ * wrong. */
+static int strided_alltoall(MPI_Comm comm) {
+    int s[128], r[64], n, wrong = 0, any = 0;
+    MPI_Comm_size(comm, &n);
+    if (n > 64) return MPI_ERR_OTHER;
+    for (int i = 0; i < n; i++) {
+        s[2 * i] = rank * 1000 + i;
+        s[2 * i + 1] = -1;
+        r[i] = -2;
+    }
+    MPI_Datatype every_other;
+    MPI_Type_create_resized(MPI_INT, 0, 2 * (MPI_Aint)sizeof(int), &every_other);
+    MPI_Type_commit(&every_other);
+    int rc = MPI_Alltoall(s, 1, every_other, r, 1, MPI_INT, comm);
+    MPI_Type_free(&every_other);
+    if (rc != MPI_SUCCESS) return rc;
+    int me;
+    MPI_Comm_rank(comm, &me);
+    for (int i = 0; i < n; i++) {
+        int from_world;
+        MPI_Group g, w;
+        MPI_Comm_group(comm, &g);
+        MPI_Comm_group(MPI_COMM_WORLD, &w);
+        MPI_Group_translate_ranks(g, 1, &i, w, &from_world);
+        MPI_Group_free(&g);
+        MPI_Group_free(&w);
+        if (r[i] != from_world * 1000 + me) wrong = 1;
+    }
+    rc = MPI_Allreduce(&wrong, &any, 1, MPI_INT, MPI_MAX, comm);
+    if (rc != MPI_SUCCESS) return rc;
+    return any ? MPI_ERR_OTHER : MPI_SUCCESS;
+}
+
 static int allgather(MPI_Comm comm) {
     int s[4] = {rank, rank, rank, rank}, r[256];
     return MPI_Allgather(s, 4, MPI_INT, r, 4, MPI_INT, comm);
@@ -113,9 +157,14 @@ int main(int argc, char **argv) {
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 
     const char *variable;
-    int value, fallback = 1;
+    int value, fallback = 1, library_default = 0;
     int (*call)(MPI_Comm);
-    if (cvar_index("MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM") >= 0) {
+    if (cvar_index("MPIR_CVAR_ALLTOALL_COLLECTIVE_ALGORITHM") >= 0) {
+        variable = "MPIR_CVAR_ALLTOALL_COLLECTIVE_ALGORITHM";
+        value = argc > 1 ? atoi(argv[1]) : -1;
+        library_default = -1; /* MVAPICH2's own choice */
+        call = strided_alltoall;
+    } else if (cvar_index("MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM") >= 0) {
         variable = "MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM";
         value = described_value(variable, "pairwise_sendrecv_replace");
         call = alltoall;
@@ -138,7 +187,7 @@ int main(int argc, char **argv) {
     MPI_Comm_dup(MPI_COMM_WORLD, &dup);
     MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
     int fresh = call(dup);
-    int back = write_int(variable, 0);
+    int back = write_int(variable, library_default);
     int after = call(MPI_COMM_WORLD);
     if (rank == 0) {
         char version[MPI_MAX_LIBRARY_VERSION_STRING];
@@ -150,7 +199,10 @@ int main(int argc, char **argv) {
                "default back %s, then %s\n",
                outcome(before), variable, value, written == MPI_SUCCESS ? "accepted" : "refused", outcome(same),
                outcome(fresh), back == MPI_SUCCESS ? "accepted" : "refused", outcome(after));
-        const char *verdict = same != MPI_SUCCESS ? "next call" : fresh != MPI_SUCCESS ? "next communicator" : "start only";
+        const char *verdict = before != MPI_SUCCESS ? "no verdict (the call fails before the write)"
+                              : same != MPI_SUCCESS ? "next call"
+                              : fresh != MPI_SUCCESS ? "next communicator"
+                                                     : "start only";
         printf("coll_witness: %s: %s\n", variable, verdict);
     }
     MPI_Comm_free(&dup);
