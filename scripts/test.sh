@@ -149,6 +149,7 @@ if [ -n "$all_four" ]; then
 fi
 if [ -n "$all_four" ]; then
   phase "clippy (MPICH build)"
+  cargo clean -p mpi -p mpi-sys --locked --target-dir "$build" # rsmpi: see the build phase
   MPICC=mpicc.mpich cargo clippy --workspace --all-targets --locked --target-dir "$build" -- -D warnings
   phase "benchmarks compile (MPICH build, release profile)"
   # The bench targets only: without `--bench '*'` cargo also builds every
