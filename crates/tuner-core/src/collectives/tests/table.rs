@@ -316,10 +316,12 @@ fn free(
     tuner.comm_freeing(c);
     assert_eq!(tuner.entry_of(c), None);
     if let Some(i) = entry {
-        // Nothing else held its state: free again (or already another
-        // thread's).
+        // Nothing else held its state: free again. With overlapping calls
+        // another thread may already have claimed the entry for its own
+        // communicator, and even be freeing that one (a tombstone for the
+        // moment of its free, seen in CI under load): a tombstone left for
+        // good would fail the empty table at the end.
         let slot = tuner.slots()[i];
-        assert_ne!(slot, Slot::Tombstone);
         assert_ne!(slot, Slot::Comm(c.to_bits()));
         if serialized {
             assert_eq!(slot, Slot::Free);
