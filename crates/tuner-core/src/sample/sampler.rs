@@ -748,7 +748,8 @@ fn read(
 }
 
 /// One warning per distinct error of `MPI_T_pvar_start` (`(error,
-/// variable)` pairs, in the order met), naming every variable it refused.
+/// variable)` pairs, in the order met), naming the variables it refused
+/// ([`name_list`]: the first ten, and how many more).
 fn not_started_warnings(failures: Vec<(String, String)>) -> Vec<String> {
     let mut grouped: Vec<(String, Vec<String>)> = Vec::new();
     for (error, name) in failures {
