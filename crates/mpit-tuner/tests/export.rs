@@ -438,6 +438,19 @@ fn openmpi_rules_are_accepted_and_in_use() {
     assert!(two.stdout().contains("allgather ok"), "{}", two.stdout());
 }
 
+/// `mpit-tuner export DIR` exits with status 2 and says every phrase.
+fn refused(dir: &str, phrases: &[&str]) {
+    let job = export(&[dir]);
+    assert_eq!(code(&job), Some(2), "{}", printed(&job));
+    for phrase in phrases {
+        assert!(
+            job.stderr().contains(phrase),
+            "no {phrase:?} in:\n{}",
+            printed(&job)
+        );
+    }
+}
+
 /// Bad run directories: no collective records, another library than the
 /// format's, missing ranks, no decisions. A message naming the directory
 /// and what is wrong, exit status 2, no panic.
@@ -457,20 +470,52 @@ fn bad_run_directories_are_told() {
     );
     assert!(!job.stderr().contains("panicked"), "{}", printed(&job));
 
-    // Collective records, no decision: why, from the records.
+    // Collective records, no decision, nothing but an algorithm left out:
+    // the run was too short, and what was left out.
+    add_record(
+        &dir,
+        &json!({"type": "collective", "t": 0.0, "event": "skipped",
+                "message": "coll_tuned_alltoall_algorithm: `modified_bruck` left out"}),
+    );
+    refused(
+        d,
+        &[
+            "holds no collective tuning decision: the run ended before any search began \
+           (a search first settles, 20 ms of calls by default, then runs each candidate: \
+           run longer); skipped: coll_tuned_alltoall_algorithm: `modified_bruck` left out",
+        ],
+    );
+
+    // A record that says why: that, not "too short".
     add_record(
         &dir,
         &json!({"type": "collective", "t": 0.1, "event": "off",
                 "message": "a write reaches only communicators created after it"}),
     );
-    let job = export(&[d]);
-    assert_eq!(code(&job), Some(2), "{}", printed(&job));
-    assert!(
-        job.stderr().contains(
-            "holds no collective tuning decision: off: a write reaches only communicators created after it"
-        ),
-        "{}",
-        printed(&job)
+    refused(
+        d,
+        &[
+            "holds no collective tuning decision: skipped: ",
+            "; off: a write reaches only communicators created after it",
+        ],
+    );
+
+    // A search that began and did not end before the run did: said first,
+    // with its key, and what to do about it.
+    add_record(
+        &dir,
+        &json!({"type": "collective", "t": 0.2, "event": "trial", "comm": "c0.0",
+                "comm_size": 2, "collective": "bcast", "bin": [1048576, null],
+                "algorithm": "ignore", "value": 0, "time_us": 95.0, "calls": 128}),
+    );
+    refused(
+        d,
+        &[
+            "holds no collective tuning decision: the run ended before any search did \
+             (1 began: bcast >= 1 MiB on c0.0;",
+            "run longer); skipped: ",
+            "; off: a write reaches only",
+        ],
     );
 
     // A decision of an Open MPI run, asked for as MPICH JSON.

@@ -460,12 +460,29 @@ fn learned_from_run(run: &Run) -> Result<Learned> {
     let learned = Learned::from_records(family, &first_line, &dir.to_string(), records)
         .map_err(anyhow::Error::msg)?;
     if learned.choices.is_empty() {
-        // Why: the records that are not measurements.
+        // Why: the records that say tuning was off or stopped or left
+        // something out, after the searches that began and did not end; or,
+        // where no record explains it, that the run was too short.
         let mut why: Vec<String> = Vec::new();
+        let mut unfinished: Vec<String> = Vec::new();
+        let mut explained = false;
         for log in &run.ranks {
             for r in &log.collectives {
-                use CollectiveEvent::{Off, SetupFailed, Skipped, Stopped};
-                if matches!(r.event, Off | Stopped | SetupFailed | Skipped) {
+                use CollectiveEvent::{Off, SetupFailed, Skipped, Stopped, Trial};
+                if r.event == Trial {
+                    let key = format!(
+                        "{} {} on {}",
+                        r.collective.as_deref().unwrap_or("?"),
+                        r.bin
+                            .map(|(lo, hi)| tuner_core::collectives::bin_text(lo, hi))
+                            .unwrap_or_default(),
+                        r.comm
+                    );
+                    if !unfinished.contains(&key) {
+                        unfinished.push(key);
+                    }
+                } else if matches!(r.event, Off | Stopped | SetupFailed | Skipped) {
+                    explained |= r.event != Skipped;
                     let text = match &r.message {
                         Some(m) => format!("{}: {m}", r.event),
                         None => r.event.to_string(),
@@ -476,11 +493,24 @@ fn learned_from_run(run: &Run) -> Result<Learned> {
                 }
             }
         }
-        let why = if why.is_empty() {
-            "no search ended (too few calls per communicator, collective and size)".to_string()
-        } else {
-            why.join("; ")
-        };
+        const TOO_SHORT: &str = "a search first settles, 20 ms of calls by default, then runs \
+                                 each candidate: run longer";
+        if !unfinished.is_empty() {
+            why.insert(
+                0,
+                format!(
+                    "the run ended before any search did ({} began: {}; {TOO_SHORT})",
+                    unfinished.len(),
+                    unfinished.join(", ")
+                ),
+            );
+        } else if !explained {
+            why.insert(
+                0,
+                format!("the run ended before any search began ({TOO_SHORT})"),
+            );
+        }
+        let why = why.join("; ");
         bail!("{dir} holds no collective tuning decision: {why}");
     }
     Ok(learned)
