@@ -34,7 +34,8 @@
 //!   went as it did).
 //!
 //! - `exported`: no tool; the library reads what online tuning chose in a
-//!   learning run of the case made before the rounds, as `mpit-tuner
+//!   learning run of the case made before the rounds (with `--short`, 4
+//!   times the rounds' calls, so that a search ends), as `mpit-tuner
 //!   export` writes it (MPICH's selection JSON, Open MPI's dynamic rules).
 //!
 //! With `--cluster 4x1,2x2` the cases run on an emulated cluster
@@ -729,6 +730,23 @@ fn tool_env(preload: &Path, collectives: &str, dir: &Path) -> Vec<(String, Strin
     .to_vec()
 }
 
+/// The learning run's calls: the rounds' in a full run; in `--short`,
+/// [`SHORT_LEARNING_FACTOR`] times as many, because the short rounds' calls
+/// are too few for a search to end reliably: settling alone takes 20 ms of
+/// calls (search.rs), and 500 calls of a 1 MiB bcast at 80 us each settle
+/// in windows of 2, 4, ... 256 calls, which leaves no calls for the trials.
+/// A learning run without a decision has nothing to export.
+fn learning_iterations(iters: u64, short: bool) -> u64 {
+    if short {
+        iters * SHORT_LEARNING_FACTOR
+    } else {
+        iters
+    }
+}
+
+/// See [`learning_iterations`].
+const SHORT_LEARNING_FACTOR: u64 = 4;
+
 /// coll_bench's arguments for a case.
 fn bench_args(case: &Case, iters: u64) -> Vec<String> {
     match case.coll {
@@ -890,7 +908,7 @@ fn measure(opts: &Options, flavor: &str) -> Measured {
                 ranks: layout.ranks(),
                 env: Vec::new(),
                 program: &program,
-                args: bench_args(&case, iters),
+                args: bench_args(&case, learning_iterations(iters, opts.short)),
                 timeout,
                 placement: placement(layout),
                 done,
