@@ -54,19 +54,6 @@ fn traffic() -> PathBuf {
     mpit_testkit::example("traffic")
 }
 
-/// MVAPICH2 2.3.7 has no MPIR_CVAR_REQUEST_POLL_FREQ: MPICH's example
-/// policy on its LOCAL integer MPIR_CVAR_CHOP_ERROR_STACK (default 0; it
-/// only shapes error messages), as crates/preload/tests/policies.rs does.
-const MVAPICH2_ADAPTIVE: &str = r#"
-[[policy]]
-name     = "adaptive-poll"
-every    = "20ms"
-when     = "time > 0.05"
-then     = [ { set = "MPIR_CVAR_CHOP_ERROR_STACK", value = "16 + floor(time * 100)" } ]
-cooldown = "200ms"
-max_writes = 5
-"#;
-
 /// The policy of the test run: MPICH (and MVAPICH2) writes a CVAR
 /// periodically; Open MPI refuses a write at init and notes its
 /// unexpected-message queue.
@@ -74,11 +61,11 @@ fn policy_file(dir: &Path) -> PathBuf {
     let names: &[&str] = if flavor() == "openmpi" {
         &["openmpi-refused-after-init.toml", "openmpi-queues.toml"]
     } else if cfg!(mpi_library = "mvapich2") {
-        &[]
+        &["mvapich2-adaptive-chop.toml"]
     } else {
         &["mpich-adaptive-poll.toml"]
     };
-    let mut text: String = names
+    let text: String = names
         .iter()
         .map(|n| {
             std::fs::read_to_string(repo_root().join("examples/policies").join(n))
@@ -86,9 +73,6 @@ fn policy_file(dir: &Path) -> PathBuf {
         })
         .collect::<Vec<_>>()
         .join("\n");
-    if cfg!(mpi_library = "mvapich2") {
-        text.push_str(MVAPICH2_ADAPTIVE);
-    }
     let path = dir.join("policy.toml");
     std::fs::write(&path, text).unwrap();
     path

@@ -112,19 +112,11 @@ then  = [ { set = "MPIR_CVAR_BCAST_SHORT_MSG_SIZE", value = 4096 } ]
 
     /// A periodic policy writing [`LOCAL`] while its condition holds, at
     /// most every 200 ms and at most 5 times: MPICH's example file; on
-    /// MVAPICH2 the same policy on its own LOCAL CVAR.
+    /// MVAPICH2 the same policy on its own LOCAL CVAR (its example file).
     #[cfg(mpi_library = "mpich")]
     const ADAPTIVE: &str = "examples/policies/mpich-adaptive-poll.toml";
     #[cfg(mpi_library = "mvapich2")]
-    const ADAPTIVE: &str = r#"
-[[policy]]
-name     = "adaptive-poll"
-every    = "20ms"
-when     = "time > 0.05"
-then     = [ { set = "MPIR_CVAR_CHOP_ERROR_STACK", value = "16 + floor(time * 100)" } ]
-cooldown = "200ms"
-max_writes = 5
-"#;
+    const ADAPTIVE: &str = "examples/policies/mvapich2-adaptive-chop.toml";
 
     /// A pre-init policy gives each rank its own value of a LOCAL CVAR; an
     /// init-phase policy reads it back after MPI_Init.
