@@ -733,8 +733,9 @@ fn tool_env(preload: &Path, collectives: &str, dir: &Path) -> Vec<(String, Strin
 /// The learning run's calls: the rounds' in a full run; in `--short`,
 /// [`SHORT_LEARNING_FACTOR`] times as many, because the short rounds' calls
 /// are too few for a search to end reliably: settling alone takes 20 ms of
-/// calls (search.rs), and 500 calls of a 1 MiB bcast at 80 us each settle
-/// in windows of 2, 4, ... 256 calls, which leaves no calls for the trials.
+/// calls (search.rs), and 500 calls of a bcast under about 75 us each
+/// settle in windows of 2, 4, ... 256 calls, which leaves too few for the
+/// trials.
 /// A learning run without a decision has nothing to export.
 fn learning_iterations(iters: u64, short: bool) -> u64 {
     if short {

@@ -466,6 +466,11 @@ fn learned_from_run(run: &Run) -> Result<Learned> {
         let mut why: Vec<String> = Vec::new();
         let mut unfinished: Vec<String> = Vec::new();
         let mut explained = false;
+        let push_once = |list: &mut Vec<String>, text: String| {
+            if !list.contains(&text) {
+                list.push(text);
+            }
+        };
         for log in &run.ranks {
             for r in &log.collectives {
                 use CollectiveEvent::{Off, SetupFailed, Skipped, Stopped, Trial};
@@ -478,28 +483,27 @@ fn learned_from_run(run: &Run) -> Result<Learned> {
                             .unwrap_or_default(),
                         r.comm
                     );
-                    if !unfinished.contains(&key) {
-                        unfinished.push(key);
-                    }
+                    push_once(&mut unfinished, key);
                 } else if matches!(r.event, Off | Stopped | SetupFailed | Skipped) {
                     explained |= r.event != Skipped;
                     let text = match &r.message {
                         Some(m) => format!("{}: {m}", r.event),
                         None => r.event.to_string(),
                     };
-                    if !why.contains(&text) {
-                        why.push(text);
-                    }
+                    push_once(&mut why, text);
                 }
             }
         }
-        const TOO_SHORT: &str = "a search first settles, 20 ms of calls by default, then runs \
-                                 each candidate: run longer";
+        let settle_ms = tuner_core::collectives::Params::default().settle_ns / 1e6;
+        let too_short = format!(
+            "a search first settles, {settle_ms} ms of calls by default, then runs each \
+             candidate: run longer"
+        );
         if !unfinished.is_empty() {
             why.insert(
                 0,
                 format!(
-                    "the run ended before any search did ({} began: {}; {TOO_SHORT})",
+                    "the run ended before any search did ({} began: {}; {too_short})",
                     unfinished.len(),
                     unfinished.join(", ")
                 ),
@@ -507,7 +511,7 @@ fn learned_from_run(run: &Run) -> Result<Learned> {
         } else if !explained {
             why.insert(
                 0,
-                format!("the run ended before any search began ({TOO_SHORT})"),
+                format!("the run ended before any search began ({too_short})"),
             );
         }
         let why = why.join("; ");
