@@ -592,7 +592,7 @@ struct KeyLog {
     trial_calls: u64,
     /// Exploration cost of the searches that ended, as the tuner measured
     /// it (`cost_us` of its decisions: what the trials took beyond the
-    /// fastest candidate), microseconds.
+    /// fastest candidate, and the agreed points), microseconds.
     cost_us: f64,
 }
 
@@ -1282,8 +1282,8 @@ fn tables(m: &Measured, opts: &Options) -> String {
             "Online tuning per key (rank 0's log, application communicator): the last \
              decision of each round, the searches that ended, the calls spent in \
              trials, and the exploration cost the tuner measured (what the trials took \
-             beyond the fastest candidate, summed over the searches) as a share of the \
-             run's time (medians over the rounds).\n"
+             beyond the fastest candidate and the agreed points cost, summed over the \
+             searches) as a share of the run's time (medians over the rounds).\n"
         );
         let _ = writeln!(
             t,

@@ -50,6 +50,9 @@ pub struct CollectiveSpec {
     /// A candidate this many times slower than the default after its first
     /// window is dropped.
     pub drop_factor: Option<f64>,
+    /// The share of a search's time its agreed points may cost (0.05: 5%;
+    /// 0: off): past it, the next window waits, the default running.
+    pub point_budget: Option<f64>,
     /// Calls after a decision before it is searched again (0: never).
     pub recheck: Option<u64>,
     /// Lower bounds of the message-size bins, in bytes, increasing.
@@ -230,6 +233,7 @@ pub(crate) struct RawCollectives {
     settle: Option<Spanned<String>>,
     margin: Option<Spanned<f64>>,
     drop_factor: Option<Spanned<f64>>,
+    point_budget: Option<Spanned<f64>>,
     recheck: Option<Spanned<i64>>,
     bins: Option<Spanned<Vec<Spanned<i64>>>>,
     min_comm_size: Option<Spanned<i64>>,
@@ -292,17 +296,21 @@ pub(crate) fn compile(
     spec.window_time = duration(raw.window_time, "window_time", "25ms");
     spec.min_window_time = duration(raw.min_window_time, "min_window_time", "200us");
     spec.settle = duration(raw.settle, "settle", "20ms");
-    if let Some(m) = raw.margin {
-        let x = *m.get_ref();
+    let mut fraction = |v: Option<Spanned<f64>>, what: &str| {
+        let v = v?;
+        let x = *v.get_ref();
         if (0.0..1.0).contains(&x) {
-            spec.margin = Some(x);
+            Some(x)
         } else {
             errors.push((
-                m.span(),
-                format!("`margin` is a fraction from 0 up to 1, such as 0.05 for 5% (got {x})"),
+                v.span(),
+                format!("`{what}` is a fraction from 0 up to 1, such as 0.05 for 5% (got {x})"),
             ));
+            None
         }
-    }
+    };
+    spec.margin = fraction(raw.margin, "margin");
+    spec.point_budget = fraction(raw.point_budget, "point_budget");
     if let Some(d) = raw.drop_factor {
         let x = *d.get_ref();
         if x > 1.0 && x.is_finite() {
@@ -419,6 +427,7 @@ min_window_time = "1ms"
 settle = "0"
 margin = 0.1
 drop_factor = 5.0
+point_budget = 0.02
 recheck = 10000
 bins = [64, 65536]
 min_comm_size = 4
@@ -444,6 +453,7 @@ allreduce = ["ring"]
         );
         assert_eq!(spec.settle, Some(std::time::Duration::ZERO));
         assert_eq!((spec.margin, spec.drop_factor), (Some(0.1), Some(5.0)));
+        assert_eq!(spec.point_budget, Some(0.02));
         assert_eq!(spec.recheck, Some(10000));
         assert_eq!(spec.bins, Some(vec![64, 65536]));
         assert_eq!(spec.min_comm_size, Some(4));
@@ -532,6 +542,11 @@ bcast = ["a", "a"]
         ] {
             assert!(err.contains(expected), "missing {expected:?} in:\n{err}");
         }
+        let err = PolicySet::parse("[collectives]\npoint_budget = -0.5\n", "b.toml")
+            .unwrap_err()
+            .to_string();
+        let expected = "b.toml:2:16: error: in [collectives]: `point_budget` is a fraction from 0 up to 1, such as 0.05 for 5% (got -0.5)";
+        assert!(err.contains(expected), "missing {expected:?} in:\n{err}");
         for (source, file, expected) in [
             (
                 "[collectives]\nmode = \"fast\"\n",

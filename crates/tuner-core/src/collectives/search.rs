@@ -55,6 +55,16 @@
 //!    `margin`) searches once more at the first check point and keeps what
 //!    that second search finds: both are what a phase of the machine can
 //!    make of a few windows.
+//! 6. Agreed points are paced by what they cost ([`Agreed::point_ns`], the
+//!    least time a rank spent in the last one on the communicator): while
+//!    searching, when the points of this search so far cost more than
+//!    `point_budget` of the time its calls ran (at the default's time per
+//!    call), the next window waits, with the default running
+//!    ([`Search::resting`]), until they do not; while decided, check
+//!    points are at least far enough apart to cost [`CHECK_SHARE`] of that
+//!    budget. On one host a point costs microseconds and this changes
+//!    nothing; across nodes, with more ranks than cores, one costs
+//!    milliseconds, more than a window of short calls.
 //!
 //! Why the search is shaped this way, and the wrong choices each step
 //! prevents: docs/design.md#decisions-worth-knowing; the defaults and
@@ -79,6 +89,10 @@ pub const MAX_SETTLE_WINDOW: u32 = 1024;
 
 /// The longest window `min_window_time` makes (calls).
 pub const MAX_WINDOW: u32 = 4096;
+
+/// While decided, check points cost at most this share of `point_budget`
+/// of the calls' time.
+pub const CHECK_SHARE: f64 = 0.2;
 
 /// The distance between check points grows to at most this many times
 /// `check_every` windows.
@@ -133,6 +147,9 @@ pub struct Params {
     pub drift_confirm: u32,
     /// Calls after a decision before it is searched again (0: never).
     pub recheck: u64,
+    /// The agreed points of a search cost at most this share of the time
+    /// its calls ran (0.05: 5%; see the module's item 6); 0: off.
+    pub point_budget: f64,
     /// Communicators smaller than this are not tuned.
     pub min_comm_size: u32,
     /// Measure only (for tuning across runs): the algorithm set at start
@@ -160,6 +177,7 @@ impl Default for Params {
             drift: 0.5,
             drift_confirm: 3,
             recheck: 0,
+            point_budget: 0.05,
             min_comm_size: 2,
             measure: false,
             exact_only: false,
@@ -185,6 +203,11 @@ impl Params {
             margin: self.margin.clamp(0.0, 0.99),
             drift: self.drift.max(0.0),
             drift_confirm: self.drift_confirm.max(1),
+            point_budget: if self.point_budget.is_finite() {
+                self.point_budget.clamp(0.0, 1.0)
+            } else {
+                0.0
+            },
             ..self
         }
     }
@@ -200,8 +223,8 @@ fn duration_ns(ns: f64) -> f64 {
 }
 
 /// What the ranks agreed on at a point: the maximum over ranks of each
-/// rank's mean time per call in the window (nanoseconds), and whether a
-/// rank stopped tuning.
+/// rank's mean time per call in the window (nanoseconds), whether a rank
+/// stopped tuning, and what the last point cost.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Agreed {
     /// Max over ranks of the mean nanoseconds per call (0 if not timed).
@@ -210,6 +233,11 @@ pub struct Agreed {
     pub stop: bool,
     /// The least time any rank has run since tuning started (ns).
     pub min_elapsed_ns: f64,
+    /// The least time a rank spent in the last agreed point on this
+    /// communicator (ns; 0: none measured yet). The least, because a
+    /// rank that arrives early also waits for the others, which the
+    /// application's own calls would have done.
+    pub point_ns: f64,
 }
 
 impl Agreed {
@@ -220,6 +248,7 @@ impl Agreed {
             max_mean_ns,
             stop,
             min_elapsed_ns: f64::INFINITY,
+            point_ns: 0.0,
         }
     }
 }
@@ -277,8 +306,9 @@ pub enum Event {
         default_ns: f64,
         /// The chosen one's (ns).
         chosen_ns: f64,
-        /// Time the trials cost beyond what the best would have taken
-        /// (ns, summed over the calls of the search).
+        /// Time the search cost beyond what the best would have taken
+        /// (ns): its trials' calls, each beyond the fastest candidate's
+        /// time, and its agreed points.
         cost_ns: f64,
     },
     /// The decision is searched again.
@@ -393,6 +423,22 @@ pub struct Search {
     held: bool,
     /// Pinned: the request's key.
     request: u64,
+    /// The agreed cost of an agreed point here (ns; 0: not known yet).
+    point_ns: f64,
+    /// What the agreed points of this search cost so far (ns).
+    points_ns: f64,
+    /// Points of this search before any point was priced.
+    unpriced: u32,
+    /// Calls before this search began.
+    search_start: u64,
+    /// The default's agreed time per call while settling (ns).
+    default_est: f64,
+    /// Calls with the default, untimed, before the next window starts
+    /// (pacing, item 6).
+    rest: u64,
+    /// While decided: the fewest calls between check points that keep
+    /// them within their share of `point_budget`.
+    check_floor: u64,
 }
 
 impl Search {
@@ -429,6 +475,13 @@ impl Search {
             second_search: false,
             held: false,
             request: 0,
+            point_ns: 0.0,
+            points_ns: 0.0,
+            unpriced: 0,
+            search_start: 0,
+            default_est: 0.0,
+            rest: 0,
+            check_floor: 0,
         }
     }
 
@@ -452,10 +505,17 @@ impl Search {
         self.calls
     }
 
+    /// Calls the search waits, with the default, before its next window
+    /// (its agreed points are over budget).
+    pub fn resting(&self) -> u64 {
+        self.rest
+    }
+
     /// The candidate the next call uses.
     #[inline]
     pub fn choice(&self) -> usize {
         match self.state {
+            State::Trial { .. } | State::Confirm if self.rest > 0 => 0,
             State::Trial { candidate, .. }
             | State::Decided { candidate, .. }
             | State::Pinned { candidate, .. } => candidate,
@@ -467,7 +527,7 @@ impl Search {
     #[inline]
     pub fn wants_time(&self) -> bool {
         match self.state {
-            State::Trial { .. } | State::Confirm => true,
+            State::Trial { .. } | State::Confirm => self.rest == 0,
             // Drift check: a few calls of each check interval.
             State::Decided { .. } => {
                 self.params.drift > 0.0 && self.in_window < u64::from(self.window)
@@ -499,6 +559,10 @@ impl Search {
                 return None;
             }
             State::Decided { since, .. } | State::Pinned { since, .. } => *since += 1,
+            State::Trial { .. } | State::Confirm if self.rest > 0 => {
+                self.rest -= 1;
+                return None;
+            }
             State::Trial { .. } | State::Confirm => {}
         }
         self.in_window += 1;
@@ -533,6 +597,10 @@ impl Search {
             State::Pinned { .. } if self.in_window >= u64::from(self.params.window) => {
                 self.pinned_interval()
             }
+            // Resting: untimed calls of the default, none ending a window.
+            State::Trial { .. } | State::Confirm if self.rest > 0 => {
+                return u32::try_from(self.rest).unwrap_or(u32::MAX);
+            }
             _ => return 0,
         };
         // The call that makes `in_window` reach `length` ends the window.
@@ -551,15 +619,23 @@ impl Search {
         match &mut self.state {
             State::Off => return,
             State::Decided { since, .. } | State::Pinned { since, .. } => *since += n,
+            // Resting (quiet() gives 0 otherwise there).
+            State::Trial { .. } | State::Confirm => {
+                self.rest = self.rest.saturating_sub(n);
+                return;
+            }
             // Not reached: quiet() gives 0 there.
-            State::Warmup | State::Trial { .. } | State::Confirm => {}
+            State::Warmup => {}
         }
         self.in_window += n;
     }
 
-    /// Calls between two check points while decided.
+    /// Calls between two check points while decided: `check_every`
+    /// windows (times the backoff), or more when check points would cost
+    /// more than their share of `point_budget` (item 6).
     pub fn check_interval(&self) -> u64 {
-        u64::from(self.window) * u64::from(self.params.check_every) * u64::from(self.backoff)
+        (u64::from(self.window) * u64::from(self.params.check_every) * u64::from(self.backoff))
+            .max(self.check_floor)
     }
 
     /// Calls between two agreed points while pinned: `check_every`
@@ -627,6 +703,57 @@ impl Search {
     /// announced; returns what happened, for the log (at most two events:
     /// the last trial and the decision). Allocates nothing.
     pub fn agree(&mut self, agreed: Agreed) -> [Option<Event>; 2] {
+        if agreed.point_ns > 0.0 && agreed.point_ns.is_finite() {
+            self.point_ns = agreed.point_ns;
+        }
+        if matches!(self.state, State::Trial { .. } | State::Confirm) {
+            // The points before the first was priced cost what it did.
+            self.unpriced += 1;
+            if self.point_ns > 0.0 {
+                self.points_ns += self.point_ns * f64::from(std::mem::take(&mut self.unpriced));
+            }
+        }
+        let events = self.transition(agreed);
+        self.pace();
+        events
+    }
+
+    /// Item 6: while searching, the calls the next window waits so that
+    /// this search's agreed points cost at most `point_budget` of the
+    /// time its calls ran at the default's time per call; while decided,
+    /// the distance between check points that keeps them within
+    /// [`CHECK_SHARE`] of it. Agreed numbers and call counts only.
+    fn pace(&mut self) {
+        let budget = self.params.point_budget;
+        self.rest = 0;
+        if budget <= 0.0 || self.point_ns <= 0.0 || self.params.measure {
+            self.check_floor = 0;
+            return;
+        }
+        match self.state {
+            State::Trial { .. } | State::Confirm => {
+                let per_call = if self.calls_of[0] > 0 {
+                    self.mean(0)
+                } else {
+                    self.default_est
+                };
+                if per_call > 0.0 {
+                    let needed = (self.points_ns / (budget * per_call)).ceil();
+                    let ran = (self.calls - self.search_start) as f64;
+                    // Capped: a search that needs longer than this waits
+                    // again at its next point.
+                    self.rest = (needed - ran).clamp(0.0, f64::from(u32::MAX)) as u64;
+                }
+            }
+            State::Decided { .. } if self.decided_ns > 0.0 => {
+                let calls = (self.point_ns / (budget * CHECK_SHARE * self.decided_ns)).ceil();
+                self.check_floor = calls.clamp(0.0, 1.0e15) as u64;
+            }
+            _ => {}
+        }
+    }
+
+    fn transition(&mut self, agreed: Agreed) -> [Option<Event>; 2] {
         let window_calls = self.in_window;
         let timed = self.window_timed > 0;
         self.reset_window();
@@ -643,6 +770,7 @@ impl Search {
             {
                 // The job's first calls: thrown away.
                 self.window = self.window.saturating_mul(2).min(MAX_SETTLE_WINDOW);
+                self.default_est = agreed.max_mean_ns;
                 [None, None]
             }
             State::Trial { candidate } => {
@@ -723,6 +851,11 @@ impl Search {
         self.visit_calls = 0;
         self.window = first_window(self.params);
         self.state = State::Trial { candidate: 0 };
+        self.points_ns = 0.0;
+        self.unpriced = 0;
+        self.search_start = self.calls;
+        self.rest = 0;
+        self.check_floor = 0;
     }
 
     /// A candidate's agreed time per call over its windows, each window
@@ -835,7 +968,8 @@ impl Search {
             .filter(|&c| self.calls_of[c] > 0)
             .map(|c| (self.trial_mean(c) - fastest).max(0.0) * self.calls_of[c] as f64)
             .sum::<f64>()
-            + (self.confirm_mean() - fastest).max(0.0) * self.confirm_calls as f64;
+            + (self.confirm_mean() - fastest).max(0.0) * self.confirm_calls as f64
+            + self.points_ns;
         self.decided_ns = chosen_ns;
         // A tie: another candidate measured within `margin` of the choice
         // (a phase of the machine can slow the fastest algorithm to the
@@ -1496,6 +1630,175 @@ mod tests {
             calls: 8,
             dropped: false
         }));
+    }
+
+    /// [`run`] where every agreed point costs `point_ns`, as the ranks
+    /// agree it; returns the search, its events and, per point, the calls
+    /// of the search so far and what its points cost so far.
+    fn run_paced(
+        params: Params,
+        times: &[f64],
+        point_ns: f64,
+        calls: usize,
+    ) -> (Search, Vec<Event>, Vec<(u64, f64)>) {
+        let mut s = Search::new(params, times.len());
+        let (mut events, mut points) = (Vec::new(), Vec::new());
+        for _ in 0..calls {
+            let c = s.choice();
+            if s.resting() > 0 {
+                assert_eq!((c, s.wants_time()), (0, false), "rest runs the default");
+            }
+            let ns = s.wants_time().then_some(times[c] as u64);
+            if let Some(mine) = s.count(ns) {
+                let agreed = Agreed {
+                    point_ns,
+                    ..agreed(mine)
+                };
+                events.extend(s.agree(agreed).into_iter().flatten());
+                points.push((s.calls, s.points_ns));
+            }
+        }
+        (s, events, points)
+    }
+
+    #[test]
+    fn agreed_points_over_budget_make_the_next_window_wait() {
+        // Bcasts of 8 bytes across emulated nodes: 35 us a call, an agreed
+        // point 10 ms. Candidate 2 is 20% faster.
+        let p = Params {
+            settle_ns: 0.0,
+            ..Params::default()
+        };
+        let times = [35e3, 60e3, 28e3];
+        let (s, events, points) = run_paced(p, &times, 10e6, 200_000);
+        assert!(matches!(s.state(), State::Decided { candidate: 2, .. }));
+        // After its first points, no window of the search starts before
+        // the points so far are within 5% of the calls' time at the
+        // default: each point is followed by the rest that makes it so.
+        let decided_at = events
+            .iter()
+            .position(|e| matches!(e, Event::Decision { .. }))
+            .unwrap();
+        let searching = &points[..points.len().min(decided_at + 1)];
+        for w in searching.windows(2) {
+            let ((_, spent), (calls_next, _)) = (w[0], w[1]);
+            assert!(
+                calls_next as f64 * 35e3 * 0.05 >= spent,
+                "{w:?} in {searching:?}"
+            );
+        }
+        // The windows themselves are what they would be without the
+        // pacing: it only delays them.
+        let (_, unpaced) = run(p, &times, 200_000);
+        assert_eq!(trial_calls(&events), trial_calls(&unpaced));
+        // The decision's cost counts the points.
+        let cost = |events: &[Event]| {
+            events.iter().find_map(|e| match e {
+                Event::Decision { cost_ns, .. } => Some(*cost_ns),
+                _ => None,
+            })
+        };
+        let points_of_search = (decided_at + 1) as f64;
+        assert!(
+            cost(&events).unwrap() >= cost(&unpaced).unwrap() + 10e6 * (points_of_search - 1.0)
+        );
+        // While decided, check points cost at most a fifth of the budget:
+        // 10 ms / (1% of 28 us) calls apart.
+        let floor = (10e6 / (0.05 * CHECK_SHARE * 28e3)).ceil() as u64;
+        assert_eq!(s.check_interval(), floor);
+        assert!(s.check_interval() > unpaced_interval(p, &times));
+        // Without a budget, or while nothing is known of the points, no
+        // rest.
+        let off = Params {
+            point_budget: 0.0,
+            ..p
+        };
+        let (s, _, points) = run_paced(off, &times, 10e6, 20_000);
+        assert!(matches!(s.state(), State::Decided { candidate: 2, .. }));
+        assert_eq!(s.check_interval(), unpaced_interval(p, &times));
+        assert!(points.len() > 20);
+    }
+
+    fn unpaced_interval(p: Params, times: &[f64]) -> u64 {
+        run(p, times, 200_000).0.check_interval()
+    }
+
+    #[test]
+    fn a_short_job_stops_searching_instead_of_paying_for_points() {
+        // 500 calls of 35 us (17.5 ms) with 10 ms points: after the
+        // settling points the rest outlasts the job, so it pays for a few
+        // points, not for a search.
+        let (s, events, points) = run_paced(Params::default(), &[35e3, 60e3, 28e3], 10e6, 500);
+        assert!(trial_calls(&events).is_empty(), "{events:?}");
+        assert!(points.len() <= 3, "{points:?}");
+        assert!(s.resting() > 0);
+        // The same calls once the points cost microseconds: settled and
+        // searching.
+        let (_, events, _) = run_paced(Params::default(), &[35e3, 60e3, 28e3], 20e3, 5000);
+        assert!(!trial_calls(&events).is_empty());
+    }
+
+    #[test]
+    fn the_points_before_the_first_priced_one_are_counted() {
+        // The first agreed point on a communicator has no cost to agree
+        // yet; the second brings it, for both.
+        let p = Params {
+            settle_ns: 0.0,
+            ..Params::default()
+        };
+        let mut s = Search::new(p, 3);
+        let mut costs = [0.0, 10e6].into_iter();
+        while let Some(point_ns) = costs.clone().next() {
+            if let Some(mine) = s.count(Some(35_000)) {
+                costs.next();
+                s.agree(Agreed {
+                    point_ns,
+                    ..agreed(mine)
+                });
+            }
+        }
+        assert_eq!(s.points_ns, 20e6);
+        // Warm-up 2, the default's first window 2, its top-up to 8:
+        // 10 calls; 20 ms are 5% of 11,429 calls of 35 us.
+        assert_eq!(s.calls(), 10);
+        assert_eq!(s.resting(), 11_429 - 10);
+    }
+
+    #[test]
+    fn resting_calls_are_quiet() {
+        let p = Params {
+            settle_ns: 0.0,
+            ..Params::default()
+        };
+        let mut each = Search::new(p, 3);
+        let mut quiet = Search::new(p, 3);
+        let (mut given, mut left, mut skipped) = (0u32, 0u32, 0u64);
+        for call in 0..100_000u64 {
+            let c = each.choice();
+            let ns = each.wants_time().then_some([35_000, 60_000, 28_000][c]);
+            let point = each.count(ns);
+            if left > 0 {
+                left -= 1;
+                skipped += 1;
+                assert_eq!((quiet.choice(), ns, point), (c, None, None), "call {call}");
+                continue;
+            }
+            quiet.count_quiet(given);
+            assert_eq!(quiet.choice(), c, "call {call}");
+            assert_eq!(quiet.count(ns), point, "call {call}");
+            if let Some(mine) = point {
+                let agreed = Agreed {
+                    point_ns: 1e6,
+                    ..agreed(mine)
+                };
+                assert_eq!(quiet.agree(agreed), each.agree(agreed), "call {call}");
+            }
+            given = quiet.quiet();
+            left = given;
+        }
+        quiet.count_quiet(given - left);
+        assert_eq!(format!("{quiet:?}"), format!("{each:?}"));
+        assert!(skipped > 50_000, "{skipped}");
     }
 
     #[test]

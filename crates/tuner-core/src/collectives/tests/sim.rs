@@ -535,6 +535,52 @@ fn simulated_ranks_a_slow_rank_decides_for_all() {
     assert!(kinds(&out.logs[0]).contains_key("decision_default"));
 }
 
+/// Agreed points that cost 20 to 50 us (the ranks differ) pace the
+/// searches alike on every rank, by the least of their costs: the same
+/// events as when every point costs every rank 20 us, and later than when
+/// points cost nothing.
+#[test]
+fn simulated_ranks_costly_agreed_points_pace_every_rank_alike() {
+    let costly = |costs: [u64; 4]| Plan {
+        params: Params {
+            settle_ns: 0.0,
+            ..params()
+        },
+        scripts: (0..4)
+            .map(|r| {
+                let mut script = RankScript::default();
+                script.faults.reduce_ns = costs[r];
+                (r, script)
+            })
+            .collect(),
+        ..standard(4)
+    };
+    let mixed = run(&costly([50_000, 20_000, 40_000, 30_000]));
+    assert_same_decisions(&mixed);
+    assert_same_algorithms(&mixed, &[], 0..0);
+    let least = run(&costly([20_000; 4]));
+    let search_events = |out: &Outcome| -> Vec<Logged> {
+        out.logs[0]
+            .events
+            .iter()
+            .filter(|e| matches!(e.what, What::Search(_)))
+            .cloned()
+            .collect()
+    };
+    assert_eq!(search_events(&mixed), search_events(&least));
+    let free = run(&costly([0; 4]));
+    let first_decision = |out: &Outcome| {
+        searches(&out.logs[0])
+            .find(|(l, e)| {
+                matches!(e, Event::Decision { .. }) && l.collective == Some(Collective::Allreduce)
+            })
+            .map(|(l, _)| l.step)
+    };
+    let (paced, unpaced) = (first_decision(&mixed), first_decision(&free));
+    assert!(paced.is_some() && unpaced.is_some());
+    assert!(paced > unpaced, "{paced:?} {unpaced:?}");
+}
+
 /// After a rank's stop, every search stops at its next agreed point, on
 /// every rank alike, and no other search event follows.
 fn assert_stopped_together(out: &Outcome) -> usize {

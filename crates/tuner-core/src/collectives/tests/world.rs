@@ -265,6 +265,8 @@ pub(super) struct Faults {
     /// This rank's private communicators (numbered from 0) the library
     /// will not create.
     pub(super) failed_creates: Vec<u64>,
+    /// What each allreduce costs this rank (ns on its clock).
+    pub(super) reduce_ns: u64,
 }
 
 /// One rank's MPI.
@@ -459,6 +461,9 @@ impl Sequence for SimSeq {
         let n = self.rank.allreduces.fetch_add(1, Relaxed);
         let got = self.meet(Kind::Reduce(op), send);
         recv.copy_from_slice(&got);
+        self.rank
+            .clock_ns
+            .fetch_add(self.rank.faults.reduce_ns, Relaxed);
         if self.rank.faults.failed_allreduces.contains(&n) {
             // After taking part: the result is there, as the peers'.
             self.fail("MPI_Allreduce", &mpi_error("MPI_Allreduce"));

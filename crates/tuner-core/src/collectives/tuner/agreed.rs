@@ -267,16 +267,23 @@ impl<M: TuningMpi> Tuner<M> {
         // This rank's time since tuning started, negated: its maximum is
         // the least over ranks.
         let elapsed = i64::try_from(self.mpi.elapsed().as_nanos()).unwrap_or(i64::MAX);
+        // What this rank spent in the last point here, negated: its
+        // maximum is the least over ranks (item 6 of the search).
+        let last_point = i64::try_from(st.point_ns).unwrap_or(i64::MAX);
         let send = [
             mine.round().clamp(0.0, 9.0e18) as i64,
             i64::from(stop),
             pin,
             -pin,
             -elapsed,
+            -last_point,
         ];
-        let mut recv = [0i64; 5];
+        let mut recv = [0i64; 6];
         let mut seq = self.mpi.sequence(private.comm(), 0);
+        let before = self.mpi.elapsed();
         seq.allreduce_i64(&send, &mut recv, ReduceOp::Max);
+        st.point_ns =
+            u64::try_from(self.mpi.elapsed().saturating_sub(before).as_nanos()).unwrap_or(u64::MAX);
         if seq.failed() {
             // MPI's state after an error is undefined. A library that
             // reports an error after taking part (what its peers, whose
@@ -300,6 +307,7 @@ impl<M: TuningMpi> Tuner<M> {
             max_mean_ns: recv[0] as f64,
             stop: recv[1] != 0,
             min_elapsed_ns: -(recv[4] as f64),
+            point_ns: -(recv[5] as f64),
         };
         let agreed_pin =
             (!agreed.stop && recv[2] == -recv[3] && recv[2] > 0).then(|| recv[2] as u64);

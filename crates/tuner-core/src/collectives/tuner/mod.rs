@@ -119,6 +119,9 @@ struct CommState<M: TuningMpi> {
     /// Per search, the quiet calls handed to the entry's `quiet` slot
     /// when it was last filled (see [`Tuner::settle`]).
     given: Vec<u32>,
+    /// The time this rank spent in the last agreed point here (ns), sent
+    /// at the next one.
+    point_ns: u64,
 }
 
 struct Entry<M: TuningMpi> {

@@ -155,6 +155,7 @@ impl<M: TuningMpi> Tuner<M> {
                     searches: fresh.clone(),
                     pinned: [0; COLLECTIVES.len()],
                     given: vec![0; fresh.len()],
+                    point_ns: 0,
                 }),
                 quiet: (0..fresh.len()).map(|_| AtomicU64::new(0)).collect(),
                 dups: (0..dups).map(|_| AtomicU64::new(0)).collect(),
