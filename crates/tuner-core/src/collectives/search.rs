@@ -238,6 +238,10 @@ pub struct Agreed {
     /// rank that arrives early also waits for the others, which the
     /// application's own calls would have done.
     pub point_ns: f64,
+    /// What the tool's other collectives on this communicator (its setup,
+    /// Open MPI's candidate communicators) cost since the last point, the
+    /// least over ranks (ns): a search pays for them as for its points.
+    pub other_ns: f64,
 }
 
 impl Agreed {
@@ -249,6 +253,7 @@ impl Agreed {
             stop,
             min_elapsed_ns: f64::INFINITY,
             point_ns: 0.0,
+            other_ns: 0.0,
         }
     }
 }
@@ -712,6 +717,9 @@ impl Search {
             if self.point_ns > 0.0 {
                 self.points_ns += self.point_ns * f64::from(std::mem::take(&mut self.unpriced));
             }
+            if agreed.other_ns > 0.0 && agreed.other_ns.is_finite() {
+                self.points_ns += agreed.other_ns;
+            }
         }
         let events = self.transition(agreed);
         self.pace();
@@ -726,12 +734,12 @@ impl Search {
     fn pace(&mut self) {
         let budget = self.params.point_budget;
         self.rest = 0;
-        if budget <= 0.0 || self.point_ns <= 0.0 || self.params.measure {
-            self.check_floor = 0;
+        self.check_floor = 0;
+        if budget <= 0.0 || self.params.measure {
             return;
         }
         match self.state {
-            State::Trial { .. } | State::Confirm => {
+            State::Trial { .. } | State::Confirm if self.points_ns > 0.0 => {
                 let per_call = if self.calls_of[0] > 0 {
                     self.mean(0)
                 } else {
@@ -745,7 +753,7 @@ impl Search {
                     self.rest = (needed - ran).clamp(0.0, f64::from(u32::MAX)) as u64;
                 }
             }
-            State::Decided { .. } if self.decided_ns > 0.0 => {
+            State::Decided { .. } if self.decided_ns > 0.0 && self.point_ns > 0.0 => {
                 let calls = (self.point_ns / (budget * CHECK_SHARE * self.decided_ns)).ceil();
                 self.check_floor = calls.clamp(0.0, 1.0e15) as u64;
             }
@@ -1758,6 +1766,16 @@ mod tests {
             }
         }
         assert_eq!(s.points_ns, 20e6);
+        // The tool's other collectives (setup, Open MPI's candidate
+        // communicators) are paid for as points are.
+        let mut t = Search::new(p, 3);
+        while t.count(Some(35_000)).is_none() {}
+        t.agree(Agreed {
+            point_ns: 1e6,
+            other_ns: 5e6,
+            ..agreed(35e3)
+        });
+        assert_eq!(t.points_ns, 6e6);
         // Warm-up 2, the default's first window 2, its top-up to 8:
         // 10 calls; 20 ms are 5% of 11,429 calls of 35 us.
         assert_eq!(s.calls(), 10);

@@ -535,25 +535,38 @@ fn simulated_ranks_a_slow_rank_decides_for_all() {
     assert!(kinds(&out.logs[0]).contains_key("decision_default"));
 }
 
-/// Agreed points that cost 20 to 50 us (the ranks differ) pace the
-/// searches alike on every rank, by the least of their costs: the same
-/// events as when every point costs every rank 20 us, and later than when
-/// points cost nothing.
-#[test]
-fn simulated_ranks_costly_agreed_points_pace_every_rank_alike() {
-    let costly = |costs: [u64; 4]| Plan {
+/// The standard job of 4 ranks without settling, each rank's MPI costing
+/// what `costs(rank)` says (its other faults none).
+fn costed(costs: impl Fn(usize) -> Faults) -> Plan {
+    Plan {
         params: Params {
             settle_ns: 0.0,
             ..params()
         },
         scripts: (0..4)
             .map(|r| {
-                let mut script = RankScript::default();
-                script.faults.reduce_ns = costs[r];
+                let script = RankScript {
+                    faults: costs(r),
+                    ..RankScript::default()
+                };
                 (r, script)
             })
             .collect(),
         ..standard(4)
+    }
+}
+
+/// Agreed points that cost 20 to 50 us (the ranks differ) pace the
+/// searches alike on every rank, by the least of their costs: the same
+/// events as when every point costs every rank 20 us, and later than when
+/// points cost nothing.
+#[test]
+fn simulated_ranks_costly_agreed_points_pace_every_rank_alike() {
+    let costly = |costs: [u64; 4]| {
+        costed(|r| Faults {
+            reduce_ns: costs[r],
+            ..Faults::default()
+        })
     };
     let mixed = run(&costly([50_000, 20_000, 40_000, 30_000]));
     assert_same_decisions(&mixed);
@@ -579,6 +592,40 @@ fn simulated_ranks_costly_agreed_points_pace_every_rank_alike() {
     let (paced, unpaced) = (first_decision(&mixed), first_decision(&free));
     assert!(paced.is_some() && unpaced.is_some());
     assert!(paced > unpaced, "{paced:?} {unpaced:?}");
+}
+
+/// Open MPI: the candidate communicators cost 100 us each to make (and
+/// the reductions nothing). The searches pay for them as for agreed
+/// points, alike on every rank: later decisions than when they are free.
+#[test]
+fn simulated_ranks_costly_candidate_communicators_pace_the_search() {
+    let plan = |create_ns: u64| Plan {
+        open_mpi: Some(((4, 1), 1)),
+        ..costed(|_| Faults {
+            create_ns,
+            ..Faults::default()
+        })
+    };
+    let first_trial_of = |out: &Outcome, candidate: usize| {
+        searches(&out.logs[0])
+            .find(|(l, e)| {
+                matches!(e, Event::Trial { candidate: c, .. } if *c == candidate)
+                    && l.collective == Some(Collective::Allreduce)
+            })
+            .map(|(l, _)| l.step)
+    };
+    let costly = run(&plan(100_000));
+    assert_same_decisions(&costly);
+    assert_same_algorithms(&costly, &[], 0..0);
+    let free = run(&plan(0));
+    // The second candidate's window waits for the first one's
+    // communicator to be paid for.
+    let (paced, unpaced) = (first_trial_of(&costly, 2), first_trial_of(&free, 2));
+    assert!(unpaced.is_some(), "{:?}", kinds(&free.logs[0]));
+    assert!(
+        paced.is_none_or(|p| Some(p) > unpaced),
+        "{paced:?} {unpaced:?}"
+    );
 }
 
 /// After a rank's stop, every search stops at its next agreed point, on

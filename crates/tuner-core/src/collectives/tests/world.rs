@@ -256,7 +256,7 @@ impl World {
     }
 }
 
-/// What goes wrong on one rank.
+/// What goes wrong on one rank, and what its MPI costs it.
 #[derive(Debug, Default, Clone)]
 pub(super) struct Faults {
     /// This rank's allreduces (numbered from 0 over all communicators)
@@ -267,6 +267,8 @@ pub(super) struct Faults {
     pub(super) failed_creates: Vec<u64>,
     /// What each allreduce costs this rank (ns on its clock).
     pub(super) reduce_ns: u64,
+    /// What each communicator it makes costs this rank (ns on its clock).
+    pub(super) create_ns: u64,
 }
 
 /// One rank's MPI.
@@ -372,6 +374,7 @@ impl TuningMpi for SimMpi {
         let made = r
             .world
             .rendezvous(parent.to_bits(), r.rank, seq.comm_rank, Kind::Create, &[0]);
+        r.clock_ns.fetch_add(r.faults.create_ns, Relaxed);
         if r.faults.failed_creates.contains(&n) {
             seq.fail("MPI_Comm_create_group", &mpi_error("MPI_Comm_create_group"));
             return None;

@@ -178,6 +178,7 @@ impl<M: TuningMpi> Tuner<M> {
         // Excluded at setup, so never chosen: a user's pin of it runs the
         // default.
         debug_assert!(crate::collectives::library::open_mpi_unsuitable(c, name, st.size).is_none());
+        let before = self.mpi.elapsed();
         let (guard, swap_error) = self.mpi.errors_return(comm);
         let mut seq = self.mpi.sequence(comm, st.rank);
         if let Some(e) = swap_error {
@@ -202,6 +203,7 @@ impl<M: TuningMpi> Tuner<M> {
         if let Err(e) = self.mpi.restore(guard) {
             self.mpi.say(format_args!("mpit-tuner[rank {}]: while putting the application's error handler back on a communicator: {e}", self.world_rank));
         }
+        st.other_ns += self.mpi.elapsed().saturating_sub(before).as_nanos() as f64;
         match (verdict, private) {
             (Verdict::AllOk, Some(p)) => {
                 let bits = p.comm().to_bits();
@@ -248,7 +250,9 @@ impl<M: TuningMpi> Tuner<M> {
         mine: f64,
     ) {
         if !st.ready {
+            let before = self.mpi.elapsed();
             self.setup(comm, st);
+            st.other_ns += self.mpi.elapsed().saturating_sub(before).as_nanos() as f64;
         }
         let collective = COLLECTIVES[k / self.bins.len()];
         let bin = k % self.bins.len();
@@ -270,6 +274,7 @@ impl<M: TuningMpi> Tuner<M> {
         // What this rank spent in the last point here, negated: its
         // maximum is the least over ranks (item 6 of the search).
         let last_point = i64::try_from(st.point_ns).unwrap_or(i64::MAX);
+        let other = std::mem::take(&mut st.other_ns).clamp(0.0, 9.0e18) as i64;
         let send = [
             mine.round().clamp(0.0, 9.0e18) as i64,
             i64::from(stop),
@@ -277,8 +282,9 @@ impl<M: TuningMpi> Tuner<M> {
             -pin,
             -elapsed,
             -last_point,
+            -other,
         ];
-        let mut recv = [0i64; 6];
+        let mut recv = [0i64; 7];
         let mut seq = self.mpi.sequence(private.comm(), 0);
         let before = self.mpi.elapsed();
         seq.allreduce_i64(&send, &mut recv, ReduceOp::Max);
@@ -308,6 +314,7 @@ impl<M: TuningMpi> Tuner<M> {
             stop: recv[1] != 0,
             min_elapsed_ns: -(recv[4] as f64),
             point_ns: -(recv[5] as f64),
+            other_ns: -(recv[6] as f64),
         };
         let agreed_pin =
             (!agreed.stop && recv[2] == -recv[3] && recv[2] > 0).then(|| recv[2] as u64);

@@ -122,6 +122,10 @@ struct CommState<M: TuningMpi> {
     /// The time this rank spent in the last agreed point here (ns), sent
     /// at the next one.
     point_ns: u64,
+    /// The time this rank spent in the tool's other collectives here
+    /// since the last agreed point (setup, candidate communicators; ns),
+    /// sent at the next one.
+    other_ns: f64,
 }
 
 struct Entry<M: TuningMpi> {

@@ -156,6 +156,7 @@ impl<M: TuningMpi> Tuner<M> {
                     pinned: [0; COLLECTIVES.len()],
                     given: vec![0; fresh.len()],
                     point_ns: 0,
+                    other_ns: 0.0,
                 }),
                 quiet: (0..fresh.len()).map(|_| AtomicU64::new(0)).collect(),
                 dups: (0..dups).map(|_| AtomicU64::new(0)).collect(),
