@@ -35,7 +35,8 @@
 //!
 //! - `exported`: no tool; the library reads what online tuning chose in a
 //!   learning run of the case made before the rounds (with `--short`, 4
-//!   times the rounds' calls, so that a search ends), as `mpit-tuner
+//!   times the rounds' calls, so that a search ends; one in which no search
+//!   ended is made again with 8 times the calls, up to 3 times), as `mpit-tuner
 //!   export` writes it (MPICH's selection JSON, Open MPI's dynamic rules).
 //!
 //! With `--cluster 4x1,2x2` the cases run on an emulated cluster
@@ -748,6 +749,20 @@ fn learning_iterations(iters: u64, short: bool) -> u64 {
 /// See [`learning_iterations`].
 const SHORT_LEARNING_FACTOR: u64 = 4;
 
+/// A learning run in which no search ended (export says the run was too
+/// short: its searches waited for their agreed points to be paid for, or
+/// had not settled) is made again with [`LEARNING_GROWTH`] times the
+/// calls, at most this many times: across nodes an agreed point costs
+/// milliseconds, and 500 calls of an 8-byte broadcast (15-20 ms) pay for
+/// two of them, not for a search.
+const LEARNING_RETRIES: u32 = 3;
+
+/// See [`LEARNING_RETRIES`].
+const LEARNING_GROWTH: u64 = 8;
+
+/// What `mpit-tuner export` says of a run in which no search ended.
+const TOO_SHORT: &str = "run longer";
+
 /// coll_bench's arguments for a case.
 fn bench_args(case: &Case, iters: u64) -> Vec<String> {
     match case.coll {
@@ -918,9 +933,27 @@ fn measure(opts: &Options, flavor: &str) -> Measured {
                 "collectives: {flavor}: {layout}, {}: the learning run of online tuning",
                 case.label
             );
-            let _ = std::fs::remove_dir_all(&dir);
-            m.runs += 1;
-            let exported = learn_and_export(flavor, &cli, &base, &preload, &dir);
+            let mut base = base;
+            let mut attempt = 0;
+            let exported = loop {
+                let _ = std::fs::remove_dir_all(&dir);
+                m.runs += 1;
+                let exported = learn_and_export(flavor, &cli, &base, &preload, &dir);
+                match &exported {
+                    Err(e) if e.contains(TOO_SHORT) && attempt < LEARNING_RETRIES => {
+                        attempt += 1;
+                        let calls =
+                            learning_iterations(iters, opts.short) * LEARNING_GROWTH.pow(attempt);
+                        eprintln!(
+                            "collectives: {flavor}: {layout}, {}: no search ended in the \
+                             learning run; again with {calls} calls",
+                            case.label
+                        );
+                        base.args = bench_args(&case, calls);
+                    }
+                    _ => break exported,
+                }
+            };
             if let Err(e) = &exported {
                 m.errors.push(format!(
                     "{layout} ranks, {}: no exported file: {e}",
