@@ -58,11 +58,12 @@
 //! 6. Agreed points are paced by what they cost ([`Agreed::point_ns`], the
 //!    least time a rank spent in the last one on the communicator): while
 //!    searching, when the points of this search so far cost more than
-//!    `point_budget` of the time its calls ran (at the default's time per
-//!    call), the next window waits, with the default running
-//!    ([`Search::resting`]), until they do not; while decided, check
-//!    points are at least far enough apart to cost [`CHECK_SHARE`] of that
-//!    budget. On one host a point costs microseconds and this changes
+//!    `point_budget` of the time its calls ran, the next window waits
+//!    ([`Search::resting`]), untimed, running what the search would
+//!    choose now (the default unless a candidate already beats it by
+//!    `margin`), until they do not; while decided, check
+//!    points are at least far enough apart to cost [`CHECK_SHARE`] of the
+//!    calls' time. On one host a point costs microseconds and this changes
 //!    nothing; across nodes, with more ranks than cores, one costs
 //!    milliseconds, more than a window of short calls.
 //!
@@ -90,9 +91,9 @@ pub const MAX_SETTLE_WINDOW: u32 = 1024;
 /// The longest window `min_window_time` makes (calls).
 pub const MAX_WINDOW: u32 = 4096;
 
-/// While decided, check points cost at most this share of `point_budget`
-/// of the calls' time.
-pub const CHECK_SHARE: f64 = 0.2;
+/// While decided, check points cost at most this share of the calls'
+/// time (when `point_budget` is on).
+pub const CHECK_SHARE: f64 = 0.01;
 
 /// The distance between check points grows to at most this many times
 /// `check_every` windows.
@@ -148,7 +149,7 @@ pub struct Params {
     /// Calls after a decision before it is searched again (0: never).
     pub recheck: u64,
     /// The agreed points of a search cost at most this share of the time
-    /// its calls ran (0.05: 5%; see the module's item 6); 0: off.
+    /// its calls ran (0.25: 25%; see the module's item 6); 0: off.
     pub point_budget: f64,
     /// Communicators smaller than this are not tuned.
     pub min_comm_size: u32,
@@ -177,7 +178,7 @@ impl Default for Params {
             drift: 0.5,
             drift_confirm: 3,
             recheck: 0,
-            point_budget: 0.05,
+            point_budget: 0.25,
             min_comm_size: 2,
             measure: false,
             exact_only: false,
@@ -441,8 +442,10 @@ pub struct Search {
     /// Calls with the default, untimed, before the next window starts
     /// (pacing, item 6).
     rest: u64,
+    /// The candidate those calls run (see [`Search::pace`]).
+    rest_with: usize,
     /// While decided: the fewest calls between check points that keep
-    /// them within their share of `point_budget`.
+    /// them within [`CHECK_SHARE`] of the calls' time.
     check_floor: u64,
 }
 
@@ -486,6 +489,7 @@ impl Search {
             search_start: 0,
             default_est: 0.0,
             rest: 0,
+            rest_with: 0,
             check_floor: 0,
         }
     }
@@ -520,7 +524,7 @@ impl Search {
     #[inline]
     pub fn choice(&self) -> usize {
         match self.state {
-            State::Trial { .. } | State::Confirm if self.rest > 0 => 0,
+            State::Trial { .. } | State::Confirm if self.rest > 0 => self.rest_with,
             State::Trial { candidate, .. }
             | State::Decided { candidate, .. }
             | State::Pinned { candidate, .. } => candidate,
@@ -637,7 +641,7 @@ impl Search {
 
     /// Calls between two check points while decided: `check_every`
     /// windows (times the backoff), or more when check points would cost
-    /// more than their share of `point_budget` (item 6).
+    /// more than [`CHECK_SHARE`] of the calls' time (item 6).
     pub fn check_interval(&self) -> u64 {
         (u64::from(self.window) * u64::from(self.params.check_every) * u64::from(self.backoff))
             .max(self.check_floor)
@@ -728,9 +732,10 @@ impl Search {
 
     /// Item 6: while searching, the calls the next window waits so that
     /// this search's agreed points cost at most `point_budget` of the
-    /// time its calls ran at the default's time per call; while decided,
+    /// time its calls ran (at the time per call of what the wait runs);
+    /// while decided,
     /// the distance between check points that keeps them within
-    /// [`CHECK_SHARE`] of it. Agreed numbers and call counts only.
+    /// [`CHECK_SHARE`]. Agreed numbers and call counts only.
     fn pace(&mut self) {
         let budget = self.params.point_budget;
         self.rest = 0;
@@ -740,8 +745,13 @@ impl Search {
         }
         match self.state {
             State::Trial { .. } | State::Confirm if self.points_ns > 0.0 => {
-                let per_call = if self.calls_of[0] > 0 {
-                    self.mean(0)
+                // The wait runs what the search would choose now: the
+                // fastest candidate measured if it beats the default by
+                // `margin`, else the default. A job whose search found a
+                // better algorithm does not wait on the default.
+                self.rest_with = self.winner().unwrap_or(0);
+                let per_call = if self.calls_of[self.rest_with] > 0 {
+                    self.mean(self.rest_with)
                 } else {
                     self.default_est
                 };
@@ -754,7 +764,7 @@ impl Search {
                 }
             }
             State::Decided { .. } if self.decided_ns > 0.0 && self.point_ns > 0.0 => {
-                let calls = (self.point_ns / (budget * CHECK_SHARE * self.decided_ns)).ceil();
+                let calls = (self.point_ns / (CHECK_SHARE * self.decided_ns)).ceil();
                 self.check_floor = calls.clamp(0.0, 1.0e15) as u64;
             }
             _ => {}
@@ -863,6 +873,7 @@ impl Search {
         self.unpriced = 0;
         self.search_start = self.calls;
         self.rest = 0;
+        self.rest_with = 0;
         self.check_floor = 0;
     }
 
@@ -1640,21 +1651,28 @@ mod tests {
         }));
     }
 
+    /// What [`run_paced`] saw.
+    struct Paced {
+        s: Search,
+        events: Vec<Event>,
+        /// Per point, the calls of the search so far and what its points
+        /// cost so far.
+        points: Vec<(u64, f64)>,
+        /// The candidate of each call that waited.
+        rested: Vec<usize>,
+    }
+
     /// [`run`] where every agreed point costs `point_ns`, as the ranks
-    /// agree it; returns the search, its events and, per point, the calls
-    /// of the search so far and what its points cost so far.
-    fn run_paced(
-        params: Params,
-        times: &[f64],
-        point_ns: f64,
-        calls: usize,
-    ) -> (Search, Vec<Event>, Vec<(u64, f64)>) {
+    /// agree it.
+    fn run_paced(params: Params, times: &[f64], point_ns: f64, calls: usize) -> Paced {
         let mut s = Search::new(params, times.len());
-        let (mut events, mut points) = (Vec::new(), Vec::new());
+        let (mut events, mut points, mut rested) = (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..calls {
             let c = s.choice();
             if s.resting() > 0 {
-                assert_eq!((c, s.wants_time()), (0, false), "rest runs the default");
+                // Untimed, on what the search would choose now.
+                assert_eq!((c, s.wants_time()), (s.winner().unwrap_or(0), false));
+                rested.push(c);
             }
             let ns = s.wants_time().then_some(times[c] as u64);
             if let Some(mine) = s.count(ns) {
@@ -1666,7 +1684,12 @@ mod tests {
                 points.push((s.calls, s.points_ns));
             }
         }
-        (s, events, points)
+        Paced {
+            s,
+            events,
+            points,
+            rested,
+        }
     }
 
     #[test]
@@ -1678,10 +1701,19 @@ mod tests {
             ..Params::default()
         };
         let times = [35e3, 60e3, 28e3];
-        let (s, events, points) = run_paced(p, &times, 10e6, 200_000);
+        let Paced {
+            s,
+            events,
+            points,
+            rested,
+        } = run_paced(p, &times, 10e6, 200_000);
+        // The waits ran the default until candidate 2 beat it, then 2.
+        let switched = rested.iter().position(|&c| c == 2).expect("a wait on 2");
+        assert!(rested[..switched].iter().all(|&c| c == 0));
+        assert!(rested[switched..].iter().all(|&c| c == 2));
         assert!(matches!(s.state(), State::Decided { candidate: 2, .. }));
         // After its first points, no window of the search starts before
-        // the points so far are within 5% of the calls' time at the
+        // the points so far are within 25% of the calls' time at the
         // default: each point is followed by the rest that makes it so.
         let decided_at = events
             .iter()
@@ -1691,7 +1723,7 @@ mod tests {
         for w in searching.windows(2) {
             let ((_, spent), (calls_next, _)) = (w[0], w[1]);
             assert!(
-                calls_next as f64 * 35e3 * 0.05 >= spent,
+                calls_next as f64 * 35e3 * p.point_budget >= spent,
                 "{w:?} in {searching:?}"
             );
         }
@@ -1710,9 +1742,9 @@ mod tests {
         assert!(
             cost(&events).unwrap() >= cost(&unpaced).unwrap() + 10e6 * (points_of_search - 1.0)
         );
-        // While decided, check points cost at most a fifth of the budget:
+        // While decided, check points cost at most 1% of the calls' time:
         // 10 ms / (1% of 28 us) calls apart.
-        let floor = (10e6 / (0.05 * CHECK_SHARE * 28e3)).ceil() as u64;
+        let floor = (10e6 / (CHECK_SHARE * 28e3)).ceil() as u64;
         assert_eq!(s.check_interval(), floor);
         assert!(s.check_interval() > unpaced_interval(p, &times));
         // Without a budget, or while nothing is known of the points, no
@@ -1721,7 +1753,10 @@ mod tests {
             point_budget: 0.0,
             ..p
         };
-        let (s, _, points) = run_paced(off, &times, 10e6, 20_000);
+        let Paced {
+            s, points, rested, ..
+        } = run_paced(off, &times, 10e6, 20_000);
+        assert!(rested.is_empty());
         assert!(matches!(s.state(), State::Decided { candidate: 2, .. }));
         assert_eq!(s.check_interval(), unpaced_interval(p, &times));
         assert!(points.len() > 20);
@@ -1736,13 +1771,15 @@ mod tests {
         // 500 calls of 35 us (17.5 ms) with 10 ms points: after the
         // settling points the rest outlasts the job, so it pays for a few
         // points, not for a search.
-        let (s, events, points) = run_paced(Params::default(), &[35e3, 60e3, 28e3], 10e6, 500);
+        let Paced {
+            s, events, points, ..
+        } = run_paced(Params::default(), &[35e3, 60e3, 28e3], 10e6, 500);
         assert!(trial_calls(&events).is_empty(), "{events:?}");
         assert!(points.len() <= 3, "{points:?}");
         assert!(s.resting() > 0);
         // The same calls once the points cost microseconds: settled and
         // searching.
-        let (_, events, _) = run_paced(Params::default(), &[35e3, 60e3, 28e3], 20e3, 5000);
+        let events = run_paced(Params::default(), &[35e3, 60e3, 28e3], 20e3, 5000).events;
         assert!(!trial_calls(&events).is_empty());
     }
 
@@ -1777,9 +1814,9 @@ mod tests {
         });
         assert_eq!(t.points_ns, 6e6);
         // Warm-up 2, the default's first window 2, its top-up to 8:
-        // 10 calls; 20 ms are 5% of 11,429 calls of 35 us.
+        // 10 calls; 20 ms are 25% of 2,286 calls of 35 us.
         assert_eq!(s.calls(), 10);
-        assert_eq!(s.resting(), 11_429 - 10);
+        assert_eq!(s.resting(), 2_286 - 10);
     }
 
     #[test]
