@@ -1651,6 +1651,15 @@ mod tests {
         }));
     }
 
+    /// The defaults without settling: the first agreed point comes after
+    /// warm-up and the default's first window.
+    fn unsettled() -> Params {
+        Params {
+            settle_ns: 0.0,
+            ..Params::default()
+        }
+    }
+
     /// What [`run_paced`] saw.
     struct Paced {
         s: Search,
@@ -1696,10 +1705,7 @@ mod tests {
     fn agreed_points_over_budget_make_the_next_window_wait() {
         // Bcasts of 8 bytes across emulated nodes: 35 us a call, an agreed
         // point 10 ms. Candidate 2 is 20% faster.
-        let p = Params {
-            settle_ns: 0.0,
-            ..Params::default()
-        };
+        let p = unsettled();
         let times = [35e3, 60e3, 28e3];
         let Paced {
             s,
@@ -1787,10 +1793,7 @@ mod tests {
     fn the_points_before_the_first_priced_one_are_counted() {
         // The first agreed point on a communicator has no cost to agree
         // yet; the second brings it, for both.
-        let p = Params {
-            settle_ns: 0.0,
-            ..Params::default()
-        };
+        let p = unsettled();
         let mut s = Search::new(p, 3);
         let mut costs = [0.0, 10e6].into_iter();
         while let Some(point_ns) = costs.clone().next() {
@@ -1821,10 +1824,7 @@ mod tests {
 
     #[test]
     fn resting_calls_are_quiet() {
-        let p = Params {
-            settle_ns: 0.0,
-            ..Params::default()
-        };
+        let p = unsettled();
         let mut each = Search::new(p, 3);
         let mut quiet = Search::new(p, 3);
         let (mut given, mut left, mut skipped) = (0u32, 0u32, 0u64);

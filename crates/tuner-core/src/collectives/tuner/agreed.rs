@@ -203,7 +203,7 @@ impl<M: TuningMpi> Tuner<M> {
         if let Err(e) = self.mpi.restore(guard) {
             self.mpi.say(format_args!("mpit-tuner[rank {}]: while putting the application's error handler back on a communicator: {e}", self.world_rank));
         }
-        st.other_ns += self.mpi.elapsed().saturating_sub(before).as_nanos() as f64;
+        st.other_ns += self.since(before) as f64;
         match (verdict, private) {
             (Verdict::AllOk, Some(p)) => {
                 let bits = p.comm().to_bits();
@@ -239,6 +239,12 @@ impl<M: TuningMpi> Tuner<M> {
         }
     }
 
+    /// Nanoseconds of this rank's clock since `before` (its
+    /// [`TuningMpi::elapsed`] then): what a collective of the tool cost it.
+    fn since(&self, before: std::time::Duration) -> u64 {
+        u64::try_from(self.mpi.elapsed().saturating_sub(before).as_nanos()).unwrap_or(u64::MAX)
+    }
+
     /// An agreed point of search `k`: one reduction, the same numbers on
     /// every rank, the same transition.
     pub(super) fn agree(
@@ -252,7 +258,7 @@ impl<M: TuningMpi> Tuner<M> {
         if !st.ready {
             let before = self.mpi.elapsed();
             self.setup(comm, st);
-            st.other_ns += self.mpi.elapsed().saturating_sub(before).as_nanos() as f64;
+            st.other_ns += self.since(before) as f64;
         }
         let collective = COLLECTIVES[k / self.bins.len()];
         let bin = k % self.bins.len();
@@ -288,8 +294,7 @@ impl<M: TuningMpi> Tuner<M> {
         let mut seq = self.mpi.sequence(private.comm(), 0);
         let before = self.mpi.elapsed();
         seq.allreduce_i64(&send, &mut recv, ReduceOp::Max);
-        st.point_ns =
-            u64::try_from(self.mpi.elapsed().saturating_sub(before).as_nanos()).unwrap_or(u64::MAX);
+        st.point_ns = self.since(before);
         if seq.failed() {
             // MPI's state after an error is undefined. A library that
             // reports an error after taking part (what its peers, whose
