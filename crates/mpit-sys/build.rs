@@ -43,7 +43,7 @@ fn main() {
              |Comm_rank|Comm_size|Comm_test_inter|Comm_dup|Comm_free|Comm_split|Comm_group|Comm_create_group\
              |Group_free|Get_library_version|Comm_get_errhandler|Comm_set_errhandler\
              |Errhandler_free|Error_string|Error_class\
-             |Get_processor_name|Allreduce|Reduce|Bcast|Barrier|Gather|Wtime\
+             |Get_processor_name|Allreduce|Iallreduce|Wait|Reduce|Bcast|Barrier|Gather|Wtime\
              |Op_create|Op_free|Type_contiguous|Type_commit|Type_free\
              |Type_get_envelope|Type_get_contents|Type_create_struct|Type_vector)",
         )

@@ -109,6 +109,7 @@ MPI_Comm mpit_comm_f2c(mpit_fint comm)
 
 void *const MPIT_IN_PLACE = MPI_IN_PLACE;
 MPI_Status *const MPIT_STATUS_IGNORE = MPI_STATUS_IGNORE;
+const MPI_Request MPIT_REQUEST_NULL = MPI_REQUEST_NULL;
 
 #ifdef OPEN_MPI
 const int MPIT_HEADER_IS_OPEN_MPI = 1;

@@ -95,6 +95,8 @@ extern const int MPIT_MAX_ERROR_STRING;
 /* Special buffer and status addresses. */
 extern void *const MPIT_IN_PLACE;
 extern MPI_Status *const MPIT_STATUS_IGNORE;
+/* The request a call hands back when it started nothing. */
+extern const MPI_Request MPIT_REQUEST_NULL;
 
 /* A 1 if the header is Open MPI's, 0 otherwise (MPICH family). */
 extern const int MPIT_HEADER_IS_OPEN_MPI;

@@ -52,6 +52,8 @@ pub const CALLS: &[&str] = &[
     "MPI_Op_create",
     "MPI_Op_free",
     "MPI_Type_free",
+    "MPI_Iallreduce",
+    "MPI_Wait",
 ];
 
 /// A failure of the tool on this rank, not an MPI call's (a log that cannot
@@ -363,10 +365,39 @@ impl Collectives {
 
     /// [`Collectives::agree`] that carries `payload` in the same reduction
     /// (one call for what would be an agreement and a reduction): the
-    /// verdict, and the payload reduced over every rank (as this rank sent
-    /// it when the call failed here). The payload's length and operations
+    /// verdict, and the payload reduced over every rank. When the call
+    /// fails here, what the library wrote all the same (a library that
+    /// reports an error after taking part, as the faults tests' does,
+    /// filled it, and the other ranks go on with the same), else the
+    /// payload as this rank sent it. The payload's length and operations
     /// must be the same on every rank.
     pub fn agree_with(&mut self, payload: &[Mixed]) -> (Verdict, Vec<Mixed>) {
+        self.agree_as(payload, false)
+    }
+
+    /// [`Collectives::agree_with`] for the start agreement, whose call no
+    /// collective algorithm variable may select: collective tuning tries
+    /// its candidates before it (writing a variable, reading it back,
+    /// writing the default back), and a rank that cannot write the default
+    /// back holds another algorithm than its peers until this agreement
+    /// has told them. Where the library reads its algorithm variables in
+    /// every call (MPICH's ABI: `MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM` in
+    /// every `MPI_Allreduce`) the agreement is an `MPI_Iallreduce` and an
+    /// `MPI_Wait`, whose schedule no such variable chooses (MPICH drops its
+    /// progress hook for nonblocking collectives once none is left, so
+    /// nothing stays behind). On Open MPI's ABI it stays an
+    /// `MPI_Allreduce`: coll/tuned reads its forced algorithms when a
+    /// communicator is made, not per call, and Open MPI 4.1's first
+    /// nonblocking collective would add libnbc's progress function to every
+    /// progress loop for the rest of the run (see [`crate::ffi`]'s
+    /// `comm_private`). Only minimums (`MPI_MIN`, a basic operation).
+    /// Every rank must call the same one: the choice is the header's, the
+    /// same for every process of a job.
+    pub fn agree_start(&mut self, payload: &[Mixed]) -> (Verdict, Vec<Mixed>) {
+        self.agree_as(payload, !ffi::header_is_open_mpi())
+    }
+
+    fn agree_as(&mut self, payload: &[Mixed], nonblocking: bool) -> (Verdict, Vec<Mixed>) {
         let mine = self.failure.as_ref();
         let send: Vec<Mixed> = vote(self.rank, mine)
             .into_iter()
@@ -377,11 +408,21 @@ impl Collectives {
         let r = if send.iter().all(|m| m.op == Mixed::MIN) {
             // Minimums only (the start agreement): a basic operation.
             let ints: Vec<i64> = send.iter().map(|m| m.a).collect();
-            let mut out = vec![0i64; ints.len()];
-            ffi::allreduce_i64(self.comm, &ints, &mut out, ReduceOp::Min).map(|()| {
-                for (g, v) in got.iter_mut().zip(out) {
-                    g.a = v;
-                }
+            // As sent, unless the library writes it.
+            let mut out = ints.clone();
+            let r = if nonblocking {
+                ffi::iallreduce_i64(self.comm, &ints, &mut out, ReduceOp::Min)
+            } else {
+                ffi::allreduce_i64(self.comm, &ints, &mut out, ReduceOp::Min)
+            };
+            for (g, v) in got.iter_mut().zip(out) {
+                g.a = v;
+            }
+            r
+        } else if nonblocking {
+            Err(Error::BadValue {
+                variable: "reduction".into(),
+                message: "the start agreement carries minimums only".into(),
             })
         } else {
             match &self.mixed {
@@ -398,22 +439,23 @@ impl Collectives {
                 // most likely do, and tell them at the next agreement.
                 // A rank that voted "no" stops: the others saw its vote, if
                 // the call got anywhere.
+                let call = match &e {
+                    Error::Mpi(m) => m.call,
+                    _ if nonblocking => "MPI_Iallreduce",
+                    _ => "MPI_Allreduce",
+                };
                 let verdict = if mine.is_some() {
                     Verdict::Failed(FailedOn {
                         ranks: (self.rank, self.rank),
-                        call: "MPI_Allreduce".into(),
+                        call: call.into(),
                         class: None,
                         mine: self.failure.take(),
                     })
                 } else {
-                    let call = match &e {
-                        Error::Mpi(m) => m.call,
-                        _ => "MPI_Allreduce",
-                    };
                     self.fail(call, &e);
                     Verdict::AllOk
                 };
-                return (verdict, payload.to_vec());
+                return (verdict, reduced);
             }
         }
         let verdict = tally(&recv, self.failure.take(), |c| {

@@ -36,13 +36,13 @@ fn plain() -> &'static Job {
 
 /// Where the tool's word about a fault must appear.
 #[derive(Debug, Clone, Copy)]
-enum Said {
+enum Said<'a> {
     /// Rank 0's standard error (the tuner never started, so no logs).
-    Stderr(&'static str),
+    Stderr(&'a str),
     /// Every rank's log that exists, as a warning (or error) record.
-    Logs(&'static str),
+    Logs(&'a str),
     /// The standard error or a log, whichever applies.
-    Anywhere(&'static str),
+    Anywhere(&'a str),
     /// Nothing to check but the application: the fault changes nothing the
     /// tool reports (e.g. a query whose failure keeps a safe default).
     Nothing,
@@ -56,6 +56,9 @@ struct Faulted {
     stderr: String,
     /// The warning, write and close records of every log, one per line.
     logs: String,
+    /// The collective tuning records of every log, one per line, each
+    /// with its log's rank (`"rank":N` first).
+    tuning: String,
     /// The command and its output, for assertion messages.
     context: String,
 }
@@ -102,6 +105,7 @@ fn run_in(fault: &str, policy: Option<&Path>, name: &str, env: &[(&str, &str)]) 
         "the application's output changed: {context}"
     );
     let mut logs = String::new();
+    let mut tuning = String::new();
     if let Ok(entries) = std::fs::read_dir(&dir) {
         for entry in entries.flatten() {
             let path = entry.path();
@@ -110,10 +114,16 @@ fn run_in(fault: &str, policy: Option<&Path>, name: &str, env: &[(&str, &str)]) 
                 if let Some(first) = records.first() {
                     assert_eq!(first["type"], "header", "{}: {context}", path.display());
                 }
+                let rank = records
+                    .first()
+                    .map_or(-1, |h| h["rank"].as_i64().unwrap_or(-1));
                 for r in &records {
                     if r["type"] == "warning" || r["type"] == "write" || r["type"] == "close" {
                         logs.push_str(&r.to_string());
                         logs.push('\n');
+                    }
+                    if r["type"] == "collective" {
+                        tuning.push_str(&format!("\"rank\":{rank} {r}\n"));
                     }
                 }
             }
@@ -125,13 +135,14 @@ fn run_in(fault: &str, policy: Option<&Path>, name: &str, env: &[(&str, &str)]) 
         // is found in the ranks' merged stderr even when lines interleave.
         stderr: job.stderr().to_string(),
         logs,
+        tuning,
         context,
     }
 }
 
 /// Runs the application under the tool with `fault`, and checks that the
 /// fault was injected and the tool said what `said` expects.
-fn inject(fault: &str, policy: Option<&Path>, said: Said) {
+fn inject(fault: &str, policy: Option<&Path>, said: Said<'_>) {
     let f = run_with(fault, policy);
     let Faulted {
         stderr,
@@ -233,19 +244,55 @@ fn error_handler_cannot_be_swapped_in_at_finalize() {
     );
 }
 
+/// The start agreement's call: a nonblocking allreduce on MPICH's ABI
+/// (collective tuning tries allreduce's candidates before it, and MPICH
+/// reads the algorithm variable in every `MPI_Allreduce`), an
+/// `MPI_Allreduce` on Open MPI's.
+fn start_call() -> &'static str {
+    if cfg!(mpi_flavor = "openmpi") {
+        "MPI_Allreduce"
+    } else {
+        "MPI_Iallreduce"
+    }
+}
+
+/// `MPIT_FAULT` for the start agreement's call on the ranks `at` (`""`: every rank, `"@1"`: rank 1).
+fn start_fault(at: &str) -> String {
+    format!("P{}#1{at}", start_call())
+}
+
+/// The summary's first reduction at finalize, as an `MPIT_FAULT` item
+/// without its rank: the first `MPI_Allreduce` of the tool where the
+/// start agreement is nonblocking, the second on Open MPI.
+fn summary_allreduce() -> &'static str {
+    if cfg!(mpi_flavor = "openmpi") {
+        "PMPI_Allreduce#2"
+    } else {
+        "PMPI_Allreduce#1"
+    }
+}
+
 #[test]
 fn start_agreement_fails() {
     // Call 1 is the start agreement (the services' identities and parts,
-    // the logs' layout, the run directory's name); it fails on rank 1
-    // after taking part: that rank goes on as if the others did, and its
-    // "no" reaches every rank at the tool's next collectives: collective
-    // tuning's at start, which turns it off and says why (see
+    // collective tuning's refusals and signature, the logs' layout, the
+    // run directory's name); it fails on rank 1 after taking part: that
+    // rank goes on as if the others did, and its "no" reaches every rank
+    // at the tool's next agreement, the summary's at finalize (see
     // `a_start_agreement_failed_on_one_rank_is_told_at_finalize`).
     inject(
-        "PMPI_Allreduce#1@1",
+        &start_fault("@1"),
         None,
-        Said::Stderr("MPI_Allreduce failed on rank 1"),
+        Said::Stderr(&format!("{} failed on rank 1", start_call())),
     );
+    // On MPICH's ABI its wait can fail too, the same way.
+    if !cfg!(mpi_flavor = "openmpi") {
+        inject(
+            "PMPI_Wait#1@1",
+            None,
+            Said::Stderr("MPI_Wait failed on rank 1"),
+        );
+    }
     // Its user-defined operation cannot be made on rank 1: the agreement
     // needs only MPI_MIN, so the rank still takes part, and votes no.
     inject(
@@ -253,17 +300,10 @@ fn start_agreement_fails() {
         None,
         Said::Stderr("MPI_Op_create failed on rank 1"),
     );
-    // Call 2 is collective tuning's agreement that every rank holds the
-    // same tuner, failing on every rank: each rank goes on, and says so at
-    // finalize; call 3 is the summary's first reduction: rank 0 writes no
-    // summary.
+    // The summary's first reduction at finalize, failing on every rank:
+    // rank 0 writes no summary.
     inject(
-        "PMPI_Allreduce#2",
-        None,
-        Said::Anywhere("MPI_Allreduce failed"),
-    );
-    inject(
-        "PMPI_Allreduce#3",
+        summary_allreduce(),
         None,
         Said::Anywhere("cross-rank summary not written: MPI_Allreduce failed"),
     );
@@ -332,38 +372,47 @@ fn injected_and_finalized(f: &Faulted) {
 
 /// The start agreement's call fails on rank 1 after taking part: one
 /// agreement cannot tell the others, so the tuner runs on every rank (rank
-/// 1 with its own view: its log in the directory the user named), and the
-/// tool's next collectives carry rank 1's "no". By default those are
-/// collective tuning's at start: it is off on every rank, every log says
-/// why naming rank 1, and rank 0 says it. With tuning off they are the
-/// summary's at finalize: rank 0 writes no summary and says why. Every
-/// rank's log ends normally.
+/// 1 with what the library returned, as the others: its log in the
+/// directory the user named), and the tool's next agreement carries rank
+/// 1's "no": the summary's at finalize, so rank 0 writes no summary and
+/// says why. Collective tuning, on by default, runs on rank 1 too and
+/// stops at its first agreed point, every rank with it (rank 1's log says
+/// why); with tuning off the same. Every rank's log ends normally.
 #[test]
 fn a_start_agreement_failed_on_one_rank_is_told_at_finalize() {
-    let f = run_with("PMPI_Allreduce#1@1", None);
-    injected_and_finalized(&f);
-    assert!(
-        f.stderr.lines().any(|l| l.contains(
-            "collective tuning is off: the ranks could not agree: MPI_Allreduce failed on rank 1"
-        )),
-        "rank 0 says why tuning is off:\n{}",
-        f.context
-    );
-    let f = run_in(
-        "PMPI_Allreduce#1@1",
-        None,
-        "run",
-        &[("MPIT_TUNER_COLLECTIVES", "off")],
-    );
-    injected_and_finalized(&f);
-    assert!(
-        f.stderr
+    for env in [&[][..], &[("MPIT_TUNER_COLLECTIVES", "off")][..]] {
+        let f = run_in(&start_fault("@1"), None, "run", env);
+        injected_and_finalized(&f);
+        assert!(
+            f.stderr
+                .lines()
+                .any(|l| l.contains("cross-rank summary not written")
+                    && l.contains(&format!("{} failed on rank 1", start_call()))),
+            "{env:?}: rank 0 says why there is no summary:\n{}",
+            f.context
+        );
+        // Tuning is on by default where this library tunes online: it
+        // started on every rank, and rank 1 alone says it stops.
+        let started = f.tuning.matches("\"event\":\"start\"").count();
+        let stops: Vec<&str> = f
+            .tuning
             .lines()
-            .any(|l| l.contains("cross-rank summary not written")
-                && l.contains("MPI_Allreduce failed on rank 1")),
-        "rank 0 says why there is no summary:\n{}",
-        f.context
-    );
+            .filter(|l| {
+                l.contains("\"event\":\"reduction_failed\"")
+                    && l.contains(&format!("{} failed", start_call()))
+                    && l.contains(
+                        "on this rank at start: it tunes with what the start agreement returned",
+                    )
+            })
+            .collect();
+        if env.is_empty() && !cfg!(mpi_library = "mvapich2") {
+            assert_eq!(started, RANKS as usize, "{}\n{}", f.tuning, f.context);
+            assert_eq!(stops.len(), 1, "{}\n{}", f.tuning, f.context);
+            assert!(stops[0].starts_with("\"rank\":1 "), "{stops:?}");
+        } else {
+            assert_eq!((started, stops.len()), (0, 0), "{env:?}: {}", f.tuning);
+        }
+    }
 }
 
 /// A run directory's name too long for the start agreement follows in a
@@ -381,10 +430,11 @@ fn run_directory_broadcast_fails_on_one_rank() {
     // The start agreement's call fails on rank 1: that rank still makes
     // the broadcast (it decides from its own MPIT_TUNER_DIR, not from the
     // agreement's result, which it does not have), so nobody waits.
-    let f = run_in("PMPI_Allreduce#1@1", None, &long, &[]);
+    let f = run_in(&start_fault("@1"), None, &long, &[]);
     assert!(f.injected, "the fault was never injected: {}", f.context);
     assert!(
-        f.stderr.contains("MPI_Allreduce failed on rank 1"),
+        f.stderr
+            .contains(&format!("{} failed on rank 1", start_call())),
         "{}",
         f.context
     );
@@ -409,11 +459,11 @@ fn pvar_session_fails_on_one_rank() {
 
 #[test]
 fn summary_reduction_fails_on_rank_0() {
-    // Allreduce 3 is the summary's mixed reduction at finalize (1 is the
-    // start agreement, 2 collective tuning's): failing on rank 0, the
-    // summary is not written, and rank 0 says why.
+    // The summary's mixed reduction at finalize (the start agreement is an
+    // allreduce on Open MPI only): failing on rank 0, the summary is not
+    // written, and rank 0 says why.
     inject(
-        "PMPI_Allreduce#3@0",
+        &format!("{}@0", summary_allreduce()),
         None,
         Said::Anywhere("cross-rank summary not written"),
     );
@@ -512,17 +562,10 @@ fn summary_reductions_fail_everywhere() {
 
 #[test]
 fn summary_fails_on_one_rank() {
-    // Reduce 1 is collective tuning's at start: it is off on every rank,
-    // and rank 0 says why; reduce 2 is the summary's.
+    // The tool's only MPI_Reduce is the summary's (collective tuning makes
+    // no call of its own at start).
     inject(
         "PMPI_Reduce#1@1",
-        None,
-        Said::Stderr(
-            "collective tuning is off: the ranks could not agree: MPI_Reduce failed on rank 1",
-        ),
-    );
-    inject(
-        "PMPI_Reduce#2@1",
         None,
         Said::Anywhere("cross-rank summary not written"),
     );

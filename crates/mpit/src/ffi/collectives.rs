@@ -146,6 +146,65 @@ pub(crate) fn allreduce_i64(
     reduce(comm, send, recv, op, None)
 }
 
+/// [`allreduce_i64`] as `PMPI_Iallreduce` and `PMPI_Wait`: a reduction
+/// whose algorithm no blocking collective's variable selects (MPICH reads
+/// `MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM` in every `MPI_Allreduce`, its
+/// nonblocking schedules do not). A start that fails after taking part
+/// (a request came back) is still waited for, so that this rank's part
+/// completes and no peer waits for it; its error is the one returned.
+pub(crate) fn iallreduce_i64(
+    comm: Comm,
+    send: &[i64],
+    recv: &mut [i64],
+    op: ReduceOp,
+) -> Result<()> {
+    let api = api()?;
+    let count = c_int::try_from(send.len())
+        .ok()
+        .filter(|_| send.len() == recv.len())
+        .ok_or_else(|| Error::BadValue {
+            variable: "reduction".into(),
+            message: format!("{} elements into {}", send.len(), recv.len()),
+        })?;
+    let iallreduce = func!(api, PMPI_Iallreduce)?;
+    let wait = func!(api, PMPI_Wait)?;
+    // SAFETY: reading a shim constant (the header's MPI_REQUEST_NULL).
+    let null = unsafe { sys::MPIT_REQUEST_NULL };
+    let mut request = null;
+    // SAFETY: both buffers hold `count` MPI_INT64_T elements and stay
+    // borrowed (alive, not moved) until the wait below completes the
+    // operation; the same count and operation on every rank; collective
+    // over `comm`, called by every rank at the same point; `request` is a
+    // valid out-pointer.
+    let rc = unsafe {
+        iallreduce(
+            send.as_ptr().cast::<c_void>() as *mut c_void,
+            recv.as_mut_ptr().cast::<c_void>(),
+            count,
+            i64::datatype(),
+            op.handle(),
+            comm.0,
+            &mut request,
+        )
+    };
+    let started = check(api, "MPI_Iallreduce", rc);
+    if request == null {
+        return started;
+    }
+    // SAFETY: a request the call above returned, waited for once, with
+    // the header's MPI_STATUS_IGNORE; the buffers are still borrowed.
+    let rc = unsafe { wait(&mut request, sys::MPIT_STATUS_IGNORE) };
+    let waited = check(api, "MPI_Wait", rc);
+    started.and(waited)
+}
+
+/// Whether the header this crate was built with is Open MPI's (else the
+/// MPICH family's or the standard ABI's).
+pub(crate) fn header_is_open_mpi() -> bool {
+    // SAFETY: reading a shim constant (set from the header's OPEN_MPI).
+    unsafe { sys::MPIT_HEADER_IS_OPEN_MPI != 0 }
+}
+
 /// Element-wise reduction of signed 64-bit integers onto `root`
 /// (`PMPI_Reduce` of MPI_INT64_T; `recv` is written on `root` only).
 pub(crate) fn reduce_i64(

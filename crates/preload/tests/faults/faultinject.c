@@ -36,7 +36,8 @@
  * A failing local call returns an error code without calling the library
  * (MPI_ERR_OTHER for MPI routines, MPI_T_ERR_INVALID_HANDLE for MPI_T ones).
  * A failing collective (PMPI_Bcast, PMPI_Reduce, PMPI_Allreduce,
- * PMPI_Gather, PMPI_Comm_create_group) first calls the library, so that the other ranks
+ * PMPI_Iallreduce, PMPI_Wait, PMPI_Gather, PMPI_Comm_create_group) first
+ * calls the library, so that the other ranks
  * never wait for a rank that skipped it, then returns the error: the error
  * is reported on the chosen ranks only, as when a library rejects a call
  * after taking part in it. Each injected fault is announced on stderr.
@@ -499,3 +500,15 @@ typedef int (*allreduce_t)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_
 COLLECTIVE(PMPI_Allreduce, allreduce_t,
            (const void *s, void *r, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c),
            (s, r, n, t, op, c))
+/* The start agreement on MPICH's ABI: a nonblocking allreduce and its
+ * wait. A failing start hands back the library's request all the same, as
+ * a library that rejects the call after starting it would; a failing wait
+ * completes the operation first. */
+typedef int (*iallreduce_t)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm,
+                            MPI_Request *);
+COLLECTIVE(PMPI_Iallreduce, iallreduce_t,
+           (const void *s, void *r, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c,
+            MPI_Request *req),
+           (s, r, n, t, op, c, req))
+typedef int (*wait_t)(MPI_Request *, MPI_Status *);
+COLLECTIVE(PMPI_Wait, wait_t, (MPI_Request *req, MPI_Status *status), (req, status))

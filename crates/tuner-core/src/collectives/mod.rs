@@ -94,8 +94,8 @@ pub use mpi::{AlgorithmVar, RealMpi, Sequence, TuningComm, TuningMpi};
 pub use search::{Agreed, Event, Params, Search, State, Why};
 pub use tuner::{
     activate, after, application_wrote, before, call_failed, comm_freeing, events, exact_only, on,
-    prepare, request_key, started, stop, try_write, tuner, unclassified_call, ByComms, Fallback,
-    Ticket, TuneEvent, Tuner, What, MAX_COMMS,
+    prepare, request_key, signature, started, stop, try_write, tuner, unclassified_call,
+    write_cost, ByComms, Fallback, Ticket, TuneEvent, Tuner, What, MAX_COMMS,
 };
 
 use std::collections::BTreeMap;

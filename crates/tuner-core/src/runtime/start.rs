@@ -329,7 +329,7 @@ fn join(
     }));
     let s = payload.len();
     payload.extend(rundir::run_dir_votes(proposed.as_deref(), long));
-    let (verdict, agreed) = seq.agree_with(&payload);
+    let (verdict, agreed) = seq.agree_start(&payload);
     let same = same_identities(&agreed[..n.min(agreed.len())], seq.failed());
     let layout = rundir::agreed_layout(agreed.get(n..l).unwrap_or_default(), size);
     let services_agreed = agreed.get(l..s).unwrap_or_default().to_vec();

@@ -211,21 +211,9 @@ impl<M: TuningMpi> std::fmt::Debug for Tuner<M> {
 }
 
 impl<M: TuningMpi> Tuner<M> {
-    /// What every rank must have the same of before tuning starts: the
-    /// collectives, their candidates' values, the bins and the parameters
-    /// (a hash; ranks that differ would reach different agreed points).
+    /// [`signature`] of this tuner: what every rank must hold the same of.
     pub fn signature(&self) -> u64 {
-        use std::hash::{Hash, Hasher};
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        for t in self.tuned() {
-            (t.collective as usize).hash(&mut h);
-            for (_, v) in &t.candidates {
-                v.hash(&mut h);
-            }
-        }
-        self.bins.bounds.hash(&mut h);
-        format!("{:?}", self.params).hash(&mut h);
-        h.finish()
+        signature(self.tuned(), &self.bins, &self.params)
     }
 
     /// The collectives tuned, with their candidates (name, value).
@@ -247,6 +235,15 @@ impl<M: TuningMpi> Tuner<M> {
     /// The collective whose algorithm variable is `cvar`, if tuned here.
     pub fn driving(&self, cvar: &str) -> Option<&Target> {
         self.tuned().find(|t| t.cvar.name == cvar)
+    }
+
+    /// This rank failed at start after the start agreement's vote (`why`:
+    /// that call, after taking part, or its log): it tunes with what the
+    /// library returned, as its peers do, and stops at its first agreed
+    /// point, where every rank stops with it.
+    pub fn start_agreement_failed(&self, why: String) {
+        self.stop.store(true, Release);
+        self.tell(None, What::ReductionFailed(why));
     }
 
     /// Whether tuning stopped on this rank (a failed reduction or write,

@@ -8,47 +8,25 @@ pub(super) static ON: AtomicBool = AtomicBool::new(false);
 static EXACT_ONLY: AtomicBool = AtomicBool::new(false);
 pub(super) static TUNER: OnceLock<Tuner> = OnceLock::new();
 
-/// Prepares tuning `targets` in this process: opens the variables'
-/// handles (kept for the life of the process, on `mpit`, which is never
-/// finalized by the tool) and allocates the table. Returns the tuner, to be
-/// started with [`activate`] once every rank agreed on the same
-/// [`Tuner::signature`], and a message per collective that cannot be
-/// tuned here. With `by_comms` (Open MPI), calls switch communicators
-/// instead of writing variables.
+/// Prepares tuning `targets` in this process, each with its variable's
+/// handle (kept for the life of the process, on an MPI_T reference that
+/// the tool never finalizes) and what one write of it costs (ns; 0 where
+/// nothing is written around calls: measuring, or switching communicators
+/// with `by_comms` on Open MPI). Allocates the table; nothing in it can
+/// fail on one rank only, so ranks that agreed on the same targets, bins
+/// and parameters ([`signature`]) hold the same tuner. `None` when it
+/// switches no collective. Started with [`activate`].
 pub fn prepare(
-    mpit: &'static MpiT,
-    targets: Vec<Target>,
+    targets: Vec<(Target, Cvar<'static>, u64)>,
     fallback: Option<Fallback>,
     by_comms: Option<ByComms>,
     bins: Bins,
     params: Params,
     world_rank: i32,
-) -> (Option<Tuner>, Vec<String>) {
-    let mut messages = Vec::new();
-    let mut opened = Vec::new();
-    for target in targets {
-        let name = target.cvar.name.clone();
-        let cvar = Cvar::open(mpit, &target.cvar, mpit::Object::None)
-            .map_err(|e| format!("{name}: cannot open it: {e}"))
-            .and_then(|cvar| {
-                // Measuring never writes the variable (nothing is switched;
-                // Open MPI's may not be writable after init at all), and
-                // switching communicators writes none around calls.
-                if params.measure || by_comms.is_some() {
-                    return Ok((cvar, 0));
-                }
-                let cost = write_cost(&cvar, target.candidates[0].1)
-                    .map_err(|e| format!("{name}: writing its default value fails: {e}"))?;
-                Ok((cvar, cost))
-            });
-        match cvar {
-            Ok((cvar, write_ns)) => opened.push((target, cvar, write_ns)),
-            Err(message) => messages.push(message),
-        }
-    }
-    let tuner = Tuner::assemble(Parts {
+) -> Option<Tuner> {
+    Tuner::assemble(Parts {
         mpi: RealMpi::new(),
-        switches: opened,
+        switches: targets,
         fallback,
         by_comms,
         bins,
@@ -56,8 +34,28 @@ pub fn prepare(
         world_rank,
         comms: MAX_COMMS,
         events: EVENT_QUEUE,
-    });
-    (tuner, messages)
+    })
+}
+
+/// What every rank must have the same of before tuning starts: the
+/// collectives, their candidates' values, the bins and the parameters (a
+/// hash; ranks that differ would reach different agreed points).
+pub fn signature<'a>(
+    targets: impl Iterator<Item = &'a Target>,
+    bins: &Bins,
+    params: &Params,
+) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    for t in targets {
+        (t.collective as usize).hash(&mut h);
+        for (_, v) in &t.candidates {
+            v.hash(&mut h);
+        }
+    }
+    bins.bounds.hash(&mut h);
+    format!("{params:?}").hash(&mut h);
+    h.finish()
 }
 
 /// What a tuner is made of: the variables [`prepare`] opened, or a test's

@@ -74,7 +74,7 @@ pub(super) fn open_int(
 /// What one write of `cvar` costs (ns): the fastest of a few batches of
 /// writes of `value`, the value already set (so nothing changes), timed
 /// per batch so that the clock's own cost is not in it.
-pub(super) fn write_cost(cvar: &Cvar<'static>, value: i64) -> mpit::Result<u64> {
+pub fn write_cost(cvar: &Cvar<'static>, value: i64) -> mpit::Result<u64> {
     const BATCH: u32 = 64;
     let mut best = u64::MAX;
     for _ in 0..4 {

@@ -1,17 +1,23 @@
 //! Starting online collective tuning after `MPI_Init`, in two steps
-//! around the runtime's start agreement: [`open`] finds which collectives
-//! and candidates this library allows and tries every candidate but
-//! allreduce's on this rank; the start agreement carries what each rank
-//! refused ([`Pending::agreement`]); [`start`] drops those on every rank,
-//! tries allreduce's candidates and agrees on them in a reduce and a
-//! broadcast, and ends with one agreement that every rank holds the same
-//! tuner. Three collectives of its own, where there were five. The
-//! runtime calls both once, on the application's thread.
+//! around the runtime's start agreement, with no collective of its own:
+//! [`open`] finds which collectives and candidates this library allows,
+//! tries every candidate on this rank (written, read back, the default
+//! written back) and opens each variable for good; the start agreement
+//! carries what each rank refused or holds, and the signature of what it
+//! would tune ([`Pending::agreement`]); [`start`] drops the refusals on
+//! every rank alike, follows a rank stuck on a candidate, and starts the
+//! same tuner on every rank. The start agreement is a nonblocking
+//! reduction where the library reads algorithm variables in every call
+//! ([`mpit::collective::Collectives::agree_start`]), so a rank holding a
+//! candidate it could not undo still agrees with its peers. (Before: a
+//! reduce and a broadcast for allreduce's candidates and an agreement on
+//! the tuner after it, three calls that cost 0.1-0.2 s each with 32 ranks
+//! on 2 cores.) The runtime calls both once, on the application's thread.
 
 use crate::run::log::LogWriter;
 use crate::run::serde_name;
 use crate::run::{Config, RunInfo};
-use mpit::collective::{Collectives, Mixed, Verdict};
+use mpit::collective::{Collectives, Mixed};
 use mpit::{Catalogue, MpiT, Object, Result};
 use vocab::record::{CollectiveEvent, Record};
 
@@ -32,7 +38,6 @@ pub(crate) struct Pending {
     targets: Vec<crate::collectives::Target>,
     fallback: Option<crate::collectives::Fallback>,
     by_comms: Option<crate::collectives::ByComms>,
-    mpit: Option<&'static MpiT>,
     bins: crate::collectives::Bins,
     params: crate::collectives::Params,
     measure: bool,
@@ -40,19 +45,28 @@ pub(crate) struct Pending {
     /// rank 0 says on its terminal that tuning started or why not.
     asked: bool,
     rank: i32,
-    /// [`drop_refused`]'s row of this rank for the collectives tried
-    /// before the agreement (all but allreduce).
+    /// This rank's refusals ([`try_all`]'s rows).
     refused: Vec<i64>,
-    /// Their handles, in the order of `targets` (allreduce left out).
-    cvars: Vec<Option<mpit::Cvar<'static>>>,
+    /// The targets' handles and what one write costs, in their order.
+    cvars: Vec<Option<(mpit::Cvar<'static>, u64)>>,
+    /// [`tune::signature`] of the targets before any rank's refusals.
+    ///
+    /// [`tune::signature`]: crate::collectives::signature
+    signature: u64,
 }
 
 impl Pending {
     /// This rank's part of the start agreement: its refusals, reduced by
-    /// maximum (as the minimum of their negations). The same length on
-    /// every rank that wants tuning.
+    /// maximum (as the minimum of their negations), then its signature and
+    /// the signature's complement (by minimum: equal only where every rank
+    /// has the same). The same length on every rank that wants tuning.
     pub(crate) fn agreement(&self) -> Vec<Mixed> {
-        self.refused.iter().map(|x| Mixed::min(-x)).collect()
+        let signature = (self.signature & (u64::MAX >> 1)) as i64;
+        self.refused
+            .iter()
+            .map(|x| Mixed::min(-x))
+            .chain([Mixed::min(signature), Mixed::min(!signature)])
+            .collect()
     }
 }
 
@@ -76,14 +90,16 @@ impl Pending {
 }
 
 /// The length of [`Pending::agreement`], whatever the library.
-pub(crate) const AGREEMENT_LEN: usize = {
+pub(crate) const AGREEMENT_LEN: usize = REFUSED_LEN + 2;
+
+/// The length of the refusals ([`try_all`]).
+const REFUSED_LEN: usize = {
     use crate::collectives::{search::MAX_CANDIDATES, COLLECTIVES};
     COLLECTIVES.len() * MAX_CANDIDATES + COLLECTIVES.len()
 };
 
 /// Finds what this library lets the tuner tune and tries every candidate
-/// but allreduce's on this rank, before the start agreement (no
-/// collective call).
+/// on this rank, before the start agreement (no collective call).
 pub(crate) fn open(
     wanted: super::Wanted,
     config: &Config,
@@ -157,6 +173,7 @@ pub(crate) fn open(
     let mut fallback = None;
     let mut by_comms = None;
     let mut mpit_ref: Option<&'static MpiT> = None;
+    let mut refuse_all = false;
     if crate::sample::toolmetrics::concurrent_callers() {
         why_not = Some(
             "the application initialised MPI with MPI_THREAD_MULTIPLE: the algorithm variables are \
@@ -239,7 +256,9 @@ pub(crate) fn open(
                     match kept {
                         Ok(f) => fallback = f,
                         Err(e) => {
-                            targets.clear();
+                            // Refused here, on every rank alike (the
+                            // targets stay, for the signature).
+                            refuse_all = true;
                             why_not = Some(format!(
                                 "{e}; a candidate MPICH cannot use for a call's arguments could \
                                  fail that call, so collective tuning is off"
@@ -289,20 +308,24 @@ pub(crate) fn open(
             other => why_not = other.why_not(),
         }
     }
-    let mut refused = vec![i64::from(rank) + 1; AGREEMENT_LEN];
+    let mut refused = vec![i64::from(rank) + 1; REFUSED_LEN];
     let stuck = refused.len() - COLLECTIVES.len();
     refused[stuck..].fill(0);
+    // Written around calls: each write's cost is measured (not when
+    // measuring, nor when calls switch communicators).
+    let costed = !measure && by_comms.is_none();
     let cvars = match mpit_ref {
-        Some(own) => try_phase(own, &targets, false, rank, &mut refused, log),
-        None => Vec::new(),
+        Some(own) if !refuse_all => try_all(own, &targets, costed, rank, &mut refused, log),
+        // Nothing tried: every row stays refused by this rank.
+        _ => targets.iter().map(|_| None).collect(),
     };
+    let signature = tune::signature(targets.iter(), &bins, &params);
     Pending {
         notes,
         why_not,
         targets,
         fallback,
         by_comms,
-        mpit: mpit_ref,
         bins,
         params,
         measure,
@@ -310,6 +333,7 @@ pub(crate) fn open(
         rank,
         refused,
         cvars,
+        signature,
     }
 }
 
@@ -317,13 +341,9 @@ pub(crate) fn open(
 /// rank or on none: the ranks agree that they tune the same collectives
 /// with the same candidates and parameters (else they would reach
 /// different agreed points). `agreed` is the start agreement's reduction
-/// of every rank's [`Pending::agreement`].
-pub(crate) fn start(
-    pending: Pending,
-    agreed: &[Mixed],
-    log: &mut LogWriter,
-    seq: &mut Collectives,
-) {
+/// of every rank's [`Pending::agreement`]; `seq` holds this rank's failure
+/// of that agreement's call, if it had one.
+pub(crate) fn start(pending: Pending, agreed: &[Mixed], log: &mut LogWriter, seq: &Collectives) {
     use crate::collectives as tune;
     let Pending {
         notes,
@@ -331,7 +351,6 @@ pub(crate) fn start(
         targets,
         fallback,
         by_comms,
-        mpit: mpit_ref,
         bins,
         params,
         measure,
@@ -339,6 +358,7 @@ pub(crate) fn start(
         rank,
         refused,
         cvars,
+        signature: _,
     } = pending;
     for r in &notes.0 {
         log.record(r);
@@ -350,39 +370,40 @@ pub(crate) fn start(
         (false, true) => " in mode safe",
         (false, false) => " in mode all",
     };
-    let mut prepared = None;
-    // Every rank makes the same collective calls from here on, whatever it
-    // found: the agreement and one reduction drop the candidates any
-    // rank's library refused.
     let wanted = !targets.is_empty();
     let got: Vec<i64> = agreed.iter().map(|m| -m.a).collect();
-    let targets = drop_refused(
-        mpit_ref, targets, measure, rank, log, seq, refused, cvars, &got,
-    );
-    if let Some(own) = mpit_ref {
-        let (tuner, messages) = tune::prepare(own, targets, fallback, by_comms, bins, params, rank);
-        for m in messages {
-            log.record(&tune::note(0.0, CollectiveEvent::Skipped, m));
-        }
-        if tuner.is_none() && why_not.is_none() {
-            why_not = Some(if wanted {
-                "no collective can be tuned on every rank (the ranks' logs say why)".into()
-            } else {
-                "no collective of this library can be tuned".into()
-            });
-        }
-        prepared = tuner;
+    // Every rank holds the same tuner: its signature and the complement,
+    // by minimum.
+    let same = agreed.len() == AGREEMENT_LEN && agreed[REFUSED_LEN].a == !agreed[REFUSED_LEN + 1].a;
+    let kept = if same {
+        drop_refused(
+            targets,
+            cvars,
+            measure,
+            rank,
+            log,
+            &refused,
+            &got[..REFUSED_LEN],
+        )
+    } else {
+        // Not reduced, or set up differently: nothing is tuned (and a
+        // rank holding a candidate it tried says so).
+        Vec::new()
+    };
+    let prepared = if kept.is_empty() {
+        None
+    } else {
+        tune::prepare(kept, fallback, by_comms, bins, params, rank)
+    };
+    if same && prepared.is_none() && why_not.is_none() {
+        why_not = Some(if wanted {
+            "no collective can be tuned on every rank (the ranks' logs say why)".into()
+        } else {
+            "no collective of this library can be tuned".into()
+        });
     }
-    // One agreement: every rank's calls went through, and every rank holds
-    // the same tuner (its signature and the complement, by minimum).
-    let signature = (prepared.as_ref().map_or(0, tune::Tuner::signature) & (u64::MAX >> 1)) as i64;
-    let (verdict, ends) = seq.agree_with(&[Mixed::min(signature), Mixed::min(!signature)]);
-    let same = seq.failed() || ends.get(..2).is_some_and(|e| e[0].a == !e[1].a);
-    // A call of the tool's that failed is said on rank 0's terminal
-    // whether tuning was asked for or not.
-    let failed = matches!(verdict, Verdict::Failed(_));
-    let why_not = match (verdict, same, prepared) {
-        (Verdict::AllOk, true, Some(tuner)) => match tune::activate(tuner) {
+    let why_not = match (same, prepared) {
+        (true, Some(tuner)) => match tune::activate(tuner) {
             Ok(t) => {
                 let what = t
                     .tuned()
@@ -406,20 +427,33 @@ pub(crate) fn start(
                     CollectiveEvent::Start,
                     format!("{verb} {what}{mode}; window {} calls{fallback}", params.window),
                 ));
+                if let Some(failure) = seq.failure() {
+                    // This rank failed at start after voting (its start
+                    // agreement's call, after taking part, or its log):
+                    // it holds what the library returned, as its peers do,
+                    // and stops at the first agreed point, where every rank
+                    // stops with it (the rule of the agreed points' own
+                    // reductions); its "no" reaches rank 0 at finalize.
+                    t.start_agreement_failed(format!(
+                        "{} on this rank at start: it tunes with what the start agreement \
+                         returned, as the other ranks do, and tuning stops on every rank at the \
+                         first agreed point",
+                        failure.message
+                    ));
+                }
                 if rank == 0 && (asked || mpit::verbose()) {
                     mpit::say!("mpit-tuner: collective {verb} on: {what}{mode}{fallback}");
                 }
                 return;
             }
-            Err(e) => e.to_string(),
+            Err(e) => e,
         },
-        (Verdict::Failed(why), _, _) => format!("the ranks could not agree: {why}"),
-        (_, false, _) => "the ranks differ in what they could tune (library, variables or settings); collective tuning is off on all ranks".into(),
-        (_, true, None) => why_not.unwrap_or_else(|| "nothing to tune".into()),
+        (false, _) => "the ranks differ in what they could tune (library, variables or settings); collective tuning is off on all ranks".into(),
+        (true, None) => why_not.unwrap_or_else(|| "nothing to tune".into()),
     };
     log.record(&tune::note(0.0, CollectiveEvent::Off, why_not.clone()));
     tune::set_off_reason(why_not.clone());
-    if rank == 0 && (asked || failed || mpit::verbose()) {
+    if rank == 0 && (asked || mpit::verbose()) {
         mpit::say!("mpit-tuner: collective tuning is off: {why_not}");
     }
 }
@@ -474,100 +508,63 @@ fn own_mpit() -> Result<&'static MpiT> {
     Ok(Box::leak(Box::new(own)))
 }
 
-/// Tries every candidate of every target once on this rank (write, read
-/// back, default written back) and drops, on every rank alike, those that
-/// any rank's library refused: a value refused at run time on one rank
-/// would make that rank run a call with another algorithm than its peers.
-/// The notes name the highest-numbered rank that refused.
+/// Drops, on every rank alike, the targets and candidates that any rank's
+/// library refused at start (`got`, the start agreement's reduction of
+/// every rank's `refused`): a value refused at run time on one rank would
+/// make that rank run a call with another algorithm than its peers. The
+/// notes name the highest-numbered rank that refused.
 ///
-/// A rank that took a candidate but cannot write the default back holds
-/// that candidate for the rest of the job: the same reduction carries its
-/// value, and every rank writes it, so that all run the same algorithm.
-/// For that, allreduce's variable is tried last: the collectives but
-/// allreduce were tried in [`open`] and agreed in the start agreement, an
-/// `MPI_Allreduce`, which reads allreduce's variable (a rank stuck on
-/// another allreduce than its peers would hang there). Allreduce's own
-/// agreement is an `MPI_Reduce` and an `MPI_Bcast`, whose variables are
-/// agreed by then.
-///
-/// `refused` and `cvars` are what [`open`] tried (its [`try_phase`]),
-/// `got` the start agreement's reduction of every rank's `refused`.
-#[allow(clippy::too_many_arguments)]
+/// A rank that took a candidate but could not write the default back
+/// holds that candidate for the rest of the job: the same reduction
+/// carries its value, and every rank writes it, so that all run the same
+/// algorithm (the start agreement itself is safe from it, see
+/// [`mpit::collective::Collectives::agree_start`]). Returns the targets
+/// kept, with their handles and write costs.
 fn drop_refused(
-    mpit: Option<&'static MpiT>,
-    mut targets: Vec<crate::collectives::Target>,
+    targets: Vec<crate::collectives::Target>,
+    cvars: Vec<Option<(mpit::Cvar<'static>, u64)>>,
     measure: bool,
     rank: i32,
     log: &mut LogWriter,
-    seq: &mut Collectives,
-    mut refused: Vec<i64>,
-    cvars: Vec<Option<mpit::Cvar<'static>>>,
+    refused: &[i64],
     got: &[i64],
-) -> Vec<crate::collectives::Target> {
-    use crate::collectives::{self as tune, search::MAX_CANDIDATES};
-    use mpit::collective::ReduceOp;
-    let no = i64::from(rank) + 1;
-    let mut agreed = refused.clone();
-    if got.len() == refused.len() {
-        settle_phase(
-            &targets,
-            false,
-            &cvars,
-            &refused,
-            got,
-            &mut agreed,
-            rank,
-            log,
-        );
-    } else {
-        // Not reduced (cannot happen: every rank that wants tuning sent
-        // as many): nothing is tuned.
-        agreed.fill(no);
-    }
-    let mut cvars = Vec::new();
-    // (After a failed call nothing more is tried: it ends here.)
-    if let Some(own) = mpit.filter(|_| !seq.failed()) {
-        let mut notes = Notes::default();
-        cvars = try_phase(own, &targets, true, rank, &mut refused, &mut notes);
-        for r in &notes.0 {
-            log.record(r);
+) -> Vec<(crate::collectives::Target, mpit::Cvar<'static>, u64)> {
+    use crate::collectives::{self as tune, search::MAX_CANDIDATES, COLLECTIVES};
+    let stuck = got.len() - COLLECTIVES.len();
+    let mut kept = Vec::new();
+    for (mut t, cvar) in targets.into_iter().zip(cvars) {
+        let c = t.collective as usize;
+        let row = &got[c * MAX_CANDIDATES..(c + 1) * MAX_CANDIDATES];
+        let slot = stuck + c;
+        if got[slot] != 0 {
+            let (value, on) = ((got[slot] >> 32) - 1, got[slot] & 0xffff_ffff);
+            let here = refused[slot] >> 32 == got[slot] >> 32;
+            follow_stuck(
+                &t,
+                cvar.as_ref().map(|(c, _)| c),
+                here,
+                (value, on),
+                rank,
+                log,
+            );
         }
-    }
-    // Every rank makes both calls, whatever failed before.
-    let mut got = vec![no; refused.len()];
-    seq.reduce_bcast_i64(&refused, &mut got, ReduceOp::Max);
-    if seq.failed() {
-        return Vec::new();
-    }
-    settle_phase(
-        &targets,
-        true,
-        &cvars,
-        &refused,
-        &got,
-        &mut agreed,
-        rank,
-        log,
-    );
-    targets.retain_mut(|t| {
-        let row = t.collective as usize * MAX_CANDIDATES;
-        if agreed[row] != 0 {
-            if refused[row] == 0 {
+        if row[0] != 0 {
+            if refused[c * MAX_CANDIDATES] == 0 {
                 log.record(&tune::note(
                     0.0,
                     CollectiveEvent::Skipped,
                     format!(
                         "{}: not tuned: rank {} cannot tune it (its log says why)",
                         t.cvar.name,
-                        agreed[row] - 1
+                        row[0] - 1
                     ),
                 ));
             }
-            return false;
+            continue;
         }
         let mut i = 0;
         t.candidates.retain(|(name, value)| {
-            let keep = i == 0 || agreed[row + i] == 0;
+            let keep = i == 0 || row[i] == 0;
             if !keep {
                 log.record(&tune::note(
                     0.0,
@@ -575,46 +572,45 @@ fn drop_refused(
                     format!(
                         "{}: `{name}` ({value}) dropped: refused on rank {}",
                         t.cvar.name,
-                        agreed[row + i] - 1
+                        row[i] - 1
                     ),
                 ));
             }
             i += 1;
             keep
         });
-        // Measuring keeps the one algorithm set at start.
-        t.candidates.len() > 1 || measure
-    });
-    targets
+        // Measuring keeps the one algorithm set at start. (A target kept
+        // on every rank was opened on every rank: else its row says so.)
+        if let (true, Some((cvar, cost))) = (t.candidates.len() > 1 || measure, cvar) {
+            kept.push((t, cvar, cost));
+        }
+    }
+    kept
 }
 
-/// Whether `t` is tried in the phase `last` (allreduce) or before it.
-fn in_phase(t: &crate::collectives::Target, last: bool) -> bool {
-    (t.collective == crate::collectives::Collective::Allreduce) == last
-}
-
-/// Tries the candidates of the targets of phase `last` on this rank,
-/// filling `refused`: per collective, a row of [`MAX_CANDIDATES`]
-/// (index 0 the collective, then its candidates; this rank + 1 where
-/// refused or unknown here, 0 where taken), then one slot per collective:
-/// the value a rank is stuck on, as `(value + 1) << 32 | rank` (0: none).
-/// The maximum over ranks names one that refused. Returns the handles, in
-/// the order of the phase's targets.
+/// Tries the candidates of every target on this rank, filling `refused`:
+/// per collective, a row of [`MAX_CANDIDATES`] (index 0 the collective,
+/// then its candidates; this rank + 1 where refused or unknown here, 0
+/// where taken), then one slot per collective: the value a rank is stuck
+/// on, as `(value + 1) << 32 | rank` (0: none). The maximum over ranks
+/// names one that refused. Returns the handles, in the order of the
+/// targets, each with what one write of its default costs when `costed`
+/// (else 0); a variable that cannot be written at that cost is refused.
 ///
 /// [`MAX_CANDIDATES`]: crate::collectives::search::MAX_CANDIDATES
-fn try_phase(
+fn try_all(
     own: &'static MpiT,
     targets: &[crate::collectives::Target],
-    last: bool,
+    costed: bool,
     rank: i32,
     refused: &mut [i64],
     log: &mut Notes,
-) -> Vec<Option<mpit::Cvar<'static>>> {
-    use crate::collectives::{search::MAX_CANDIDATES, COLLECTIVES};
+) -> Vec<Option<(mpit::Cvar<'static>, u64)>> {
+    use crate::collectives::{self as tune, search::MAX_CANDIDATES, COLLECTIVES};
     let no = i64::from(rank) + 1;
     let stuck = refused.len() - COLLECTIVES.len();
     let mut cvars = Vec::new();
-    for t in targets.iter().filter(|t| in_phase(t, last)) {
+    for t in targets {
         let c = t.collective as usize;
         let row = &mut refused[c * MAX_CANDIDATES..(c + 1) * MAX_CANDIDATES];
         let (cvar, held) = try_candidates(own, t, row, no, log);
@@ -622,38 +618,26 @@ fn try_phase(
             // (Algorithm values are small and not negative.)
             refused[stuck + c] = ((v + 1) << 32) | i64::from(rank);
         }
+        let cvar = cvar.and_then(|cvar| {
+            if !costed {
+                return Some((cvar, 0));
+            }
+            match tune::write_cost(&cvar, t.candidates[0].1) {
+                Ok(cost) => Some((cvar, cost)),
+                Err(e) => {
+                    refused[c * MAX_CANDIDATES] = no;
+                    log.record(&tune::note(
+                        0.0,
+                        CollectiveEvent::Skipped,
+                        format!("{}: writing its default value fails: {e}", t.cvar.name),
+                    ));
+                    None
+                }
+            }
+        });
         cvars.push(cvar);
     }
     cvars
-}
-
-/// After the reduction `got` of phase `last`'s refusals: copies its rows
-/// into `agreed`, and follows a rank stuck on a candidate.
-#[allow(clippy::too_many_arguments)]
-fn settle_phase(
-    targets: &[crate::collectives::Target],
-    last: bool,
-    cvars: &[Option<mpit::Cvar<'static>>],
-    refused: &[i64],
-    got: &[i64],
-    agreed: &mut [i64],
-    rank: i32,
-    log: &mut LogWriter,
-) {
-    use crate::collectives::{search::MAX_CANDIDATES, COLLECTIVES};
-    let stuck = refused.len() - COLLECTIVES.len();
-    for (t, cvar) in targets.iter().filter(|t| in_phase(t, last)).zip(cvars) {
-        let c = t.collective as usize;
-        let row = c * MAX_CANDIDATES..(c + 1) * MAX_CANDIDATES;
-        agreed[row.clone()].copy_from_slice(&got[row]);
-        let slot = stuck + c;
-        agreed[slot] = got[slot];
-        if got[slot] != 0 {
-            let (value, on) = ((got[slot] >> 32) - 1, got[slot] & 0xffff_ffff);
-            let here = refused[slot] >> 32 == got[slot] >> 32;
-            follow_stuck(t, cvar.as_ref(), here, (value, on), rank, log);
-        }
-    }
 }
 
 /// Tries `t`'s candidates on this rank, clearing in its `row` of
