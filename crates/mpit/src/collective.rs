@@ -385,16 +385,20 @@ impl Collectives {
     /// every `MPI_Allreduce`) the agreement is an `MPI_Iallreduce` and an
     /// `MPI_Wait`, whose schedule no such variable chooses (MPICH drops its
     /// progress hook for nonblocking collectives once none is left, so
-    /// nothing stays behind). On Open MPI's ABI it stays an
+    /// nothing stays behind). With Open MPI's header it stays an
     /// `MPI_Allreduce`: coll/tuned reads its forced algorithms when a
     /// communicator is made, not per call, and Open MPI 4.1's first
     /// nonblocking collective would add libnbc's progress function to every
     /// progress loop for the rest of the run (see [`crate::ffi`]'s
-    /// `comm_private`). Only minimums (`MPI_MIN`, a basic operation).
-    /// Every rank must call the same one: the choice is the header's, the
+    /// `comm_private`); with MVAPICH2's too: MVAPICH2 2.3.7 reads its
+    /// algorithm variables at start only (nothing is tuned online), and its
+    /// nonblocking allreduce shows in its own PVARs (`mv2_coll_ibcast_*`,
+    /// root and leaves apart), which the tool samples as the
+    /// application's. Only minimums (`MPI_MIN`, a basic operation). Every
+    /// rank must call the same one: the choice is the build's header, the
     /// same for every process of a job.
     pub fn agree_start(&mut self, payload: &[Mixed]) -> (Verdict, Vec<Mixed>) {
-        self.agree_as(payload, !ffi::header_is_open_mpi())
+        self.agree_as(payload, ffi::start_agreement_nonblocking())
     }
 
     fn agree_as(&mut self, payload: &[Mixed], nonblocking: bool) -> (Verdict, Vec<Mixed>) {

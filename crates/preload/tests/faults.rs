@@ -244,12 +244,16 @@ fn error_handler_cannot_be_swapped_in_at_finalize() {
     );
 }
 
-/// The start agreement's call: a nonblocking allreduce on MPICH's ABI
+/// The start agreement's call: a nonblocking allreduce with MPICH's header
 /// (collective tuning tries allreduce's candidates before it, and MPICH
 /// reads the algorithm variable in every `MPI_Allreduce`), an
-/// `MPI_Allreduce` on Open MPI's.
+/// `MPI_Allreduce` with Open MPI's and MVAPICH2's.
+fn blocking_start() -> bool {
+    cfg!(mpi_flavor = "openmpi") || cfg!(mpi_library = "mvapich2")
+}
+
 fn start_call() -> &'static str {
-    if cfg!(mpi_flavor = "openmpi") {
+    if blocking_start() {
         "MPI_Allreduce"
     } else {
         "MPI_Iallreduce"
@@ -263,9 +267,9 @@ fn start_fault(at: &str) -> String {
 
 /// The summary's first reduction at finalize, as an `MPIT_FAULT` item
 /// without its rank: the first `MPI_Allreduce` of the tool where the
-/// start agreement is nonblocking, the second on Open MPI.
+/// start agreement is nonblocking, else the second.
 fn summary_allreduce() -> &'static str {
-    if cfg!(mpi_flavor = "openmpi") {
+    if blocking_start() {
         "PMPI_Allreduce#2"
     } else {
         "PMPI_Allreduce#1"
@@ -285,8 +289,8 @@ fn start_agreement_fails() {
         None,
         Said::Stderr(&format!("{} failed on rank 1", start_call())),
     );
-    // On MPICH's ABI its wait can fail too, the same way.
-    if !cfg!(mpi_flavor = "openmpi") {
+    // Nonblocking, its wait can fail too, the same way.
+    if !blocking_start() {
         inject(
             "PMPI_Wait#1@1",
             None,

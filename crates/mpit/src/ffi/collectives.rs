@@ -198,11 +198,14 @@ pub(crate) fn iallreduce_i64(
     started.and(waited)
 }
 
-/// Whether the header this crate was built with is Open MPI's (else the
-/// MPICH family's or the standard ABI's).
-pub(crate) fn header_is_open_mpi() -> bool {
+/// Whether the start agreement is nonblocking
+/// ([`crate::collective::Collectives::agree_start`]): with MPICH's header
+/// or the standard ABI's, not with Open MPI's or MVAPICH2's. The same in
+/// every process of a job (it is the build's).
+pub(crate) fn start_agreement_nonblocking() -> bool {
     // SAFETY: reading a shim constant (set from the header's OPEN_MPI).
-    unsafe { sys::MPIT_HEADER_IS_OPEN_MPI != 0 }
+    let open_mpi = unsafe { sys::MPIT_HEADER_IS_OPEN_MPI != 0 };
+    !open_mpi && sys::BUILD_HEADER_LIBRARY != "mvapich2"
 }
 
 /// Element-wise reduction of signed 64-bit integers onto `root`
