@@ -389,6 +389,54 @@ fortran! {
 }
 
 // ---------------------------------------------------------------------------
+// The application's own MPI_T initialisation.
+
+/// The application's `MPI_T_init_thread` asks the library for
+/// `MPI_THREAD_MULTIPLE` whatever level it wanted, and is told the level it
+/// would have got (the least of what it asked and what the library gives;
+/// levels are ordered). MPICH keeps one flag for the whole process, set by
+/// the latest `MPI_T_init_thread` (`MPIR_T_is_threaded = (required ==
+/// MPI_THREAD_MULTIPLE)`), and takes its MPI_T lock only while it is set:
+/// an application asking for `MPI_THREAD_SINGLE` while the tool's helper
+/// thread uses MPI_T turned the lock off under the helper's feet (MPICH
+/// 5.0.2 aborted in the application's next `MPI_T_cvar_get_index`: an
+/// unlock of a lock it never took; a helper inside the lock when the flag
+/// flips would leave it held). A `required` that is not a thread level
+/// goes through unchanged, so that the library rejects it as before. The
+/// tool's own `MPI_T_init_thread` (which asks for `MPI_THREAD_MULTIPLE`)
+/// goes through here too.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_T_init_thread(required: c_int, provided: *mut c_int) -> c_int {
+    let real = real!(
+        c"MPI_T_init_thread",
+        unsafe extern "C" fn(c_int, *mut c_int) -> c_int
+    );
+    // SAFETY: reading constants of the C shim (the header's levels).
+    let levels = unsafe {
+        [
+            mpit_sys::MPIT_THREAD_SINGLE,
+            mpit_sys::MPIT_THREAD_FUNNELED,
+            mpit_sys::MPIT_THREAD_SERIALIZED,
+            mpit_sys::MPIT_THREAD_MULTIPLE,
+        ]
+    };
+    let multiple = levels[3];
+    if !levels.contains(&required) || required == multiple || provided.is_null() {
+        // SAFETY: the application's own arguments, passed through.
+        return unsafe { real(required, provided) };
+    }
+    let mut got: c_int = 0;
+    // SAFETY: a thread level of the header and a valid out-pointer.
+    let rc = unsafe { real(multiple, &mut got) };
+    if rc == success() {
+        // SAFETY: the application's out-pointer, not null (checked above),
+        // which MPI_T_init_thread writes on success.
+        unsafe { *provided = required.min(got) };
+    }
+    rc
+}
+
+// ---------------------------------------------------------------------------
 // The application's own MPI_T writes (the tool's go past this export: see
 // `mpit_sys::MpiFunctions::load`).
 

@@ -62,6 +62,26 @@ fn thread_multiple_works() {
     assert!(out.contains("thread_level=multiple"), "{out}");
 }
 
+/// An application that uses MPI_T itself, asking for `MPI_THREAD_SINGLE`
+/// in every round, while the tool's helper thread uses MPI_T: the same
+/// output, every lookup found. MPICH keeps one "threaded" flag for the
+/// process, set by the latest `MPI_T_init_thread`, and takes its MPI_T
+/// lock only while it is set; before the preload asked the library for
+/// `MPI_THREAD_MULTIPLE` on the application's behalf (and told it the level
+/// it asked for), the application's call could turn the lock off under the
+/// helper's feet: MPICH 5.0.2 aborted in `MPI_T_cvar_get_index` (an unlock
+/// of a lock it never took), by chance, in a CI run of
+/// `an_algorithm_the_application_writes_itself_is_left_to_it`.
+#[test]
+fn an_application_using_mpi_t_below_thread_multiple_works() {
+    let out = unchanged_and_logged(&example("mpit_app_init"), &["500"], |_| false);
+    assert!(out.contains("mpit_app_init: provided "), "{out}");
+    assert!(
+        out.contains("500 of 500 lookups found their variable on every rank"),
+        "{out}"
+    );
+}
+
 /// Names of the entries of a directory.
 fn entries(dir: &Path) -> Vec<String> {
     std::fs::read_dir(dir)
