@@ -146,6 +146,18 @@ pub(crate) fn allreduce_i64(
     reduce(comm, send, recv, op, None)
 }
 
+/// The element count of a reduction of `send` elements into `recv`: the
+/// same length, and one an `int` holds.
+fn reduced_count(send: usize, recv: usize) -> Result<c_int> {
+    c_int::try_from(send)
+        .ok()
+        .filter(|_| send == recv)
+        .ok_or_else(|| Error::BadValue {
+            variable: "reduction".into(),
+            message: format!("{send} elements into {recv}"),
+        })
+}
+
 /// [`allreduce_i64`] as `PMPI_Iallreduce` and `PMPI_Wait`: a reduction
 /// whose algorithm no blocking collective's variable selects (MPICH reads
 /// `MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM` in every `MPI_Allreduce`, its
@@ -159,13 +171,7 @@ pub(crate) fn iallreduce_i64(
     op: ReduceOp,
 ) -> Result<()> {
     let api = api()?;
-    let count = c_int::try_from(send.len())
-        .ok()
-        .filter(|_| send.len() == recv.len())
-        .ok_or_else(|| Error::BadValue {
-            variable: "reduction".into(),
-            message: format!("{} elements into {}", send.len(), recv.len()),
-        })?;
+    let count = reduced_count(send.len(), recv.len())?;
     let iallreduce = func!(api, PMPI_Iallreduce)?;
     let wait = func!(api, PMPI_Wait)?;
     // SAFETY: reading a shim constant (the header's MPI_REQUEST_NULL).
@@ -262,13 +268,7 @@ fn reduce_as<T: Copy>(
     root: Option<i32>,
 ) -> Result<()> {
     let api = api()?;
-    let count = c_int::try_from(send.len())
-        .ok()
-        .filter(|_| send.len() == recv.len())
-        .ok_or_else(|| Error::BadValue {
-            variable: "reduction".into(),
-            message: format!("{} elements into {}", send.len(), recv.len()),
-        })?;
+    let count = reduced_count(send.len(), recv.len())?;
     let (sendbuf, recvbuf) = (
         send.as_ptr().cast::<c_void>() as *mut c_void,
         recv.as_mut_ptr().cast::<c_void>(),
