@@ -255,6 +255,26 @@ fn tune_collectives_reaches_every_rank() {
             && text.contains("free-unused-vbufs (mv2_vbuf_allocated_array)"),
         "{text}"
     );
+    // ... and only there: no row of the policies' table, no quantity of
+    // summary.json, so no row of the cross-rank statistics either.
+    assert!(
+        !text
+            .lines()
+            .any(|l| l.trim_start().starts_with("free-unused-vbufs ")),
+        "{text}"
+    );
+    // Where none applies (MPICH), the section says so instead of a table.
+    let table = text.lines().any(|l| {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        w.starts_with(&["policy", "ranks", "firings"])
+    });
+    assert_eq!(
+        text.contains("No policy applies to this MPI library."),
+        !table,
+        "{text}"
+    );
+    let summary = std::fs::read_to_string(dir.join("summary.json")).unwrap();
+    assert!(!summary.contains("policy.free-unused-vbufs."), "{summary}");
     // No CVAR written (the default policies write nothing here): no empty
     // plot of CVAR changes, and a note says why.
     assert!(!plots.join("cvar-changes.svg").exists(), "{text}");

@@ -39,8 +39,9 @@ the CVAR writes applied; or that nothing changed and why), then run facts \
 during the run, cross-rank statistics (summary.json's, or recomputed from the \
 logs' last samples when it is missing), message sizes per MPI call family, \
 classes of ranks, on several hosts each host's ranks and what differs most \
-between hosts, every CVAR change with its time and rank, policies (totals, \
-disabled ones), recommendations with their evidence and setting, warnings \
+between hosts, every CVAR change with its time and rank, policies (totals of \
+those that ran somewhere; the ones for variables this library does not \
+export named in one line), recommendations with their evidence and setting, warnings \
 counted.
 
 Plots (SVG and PNG, in RUN_DIR/report/ unless --plots says otherwise): \

@@ -40,6 +40,11 @@ pub struct PolicyHooks {
     /// replaced, by name: the `policy.<name>.*` quantities count the whole
     /// run.
     earlier: BTreeMap<String, WriteCounts>,
+    /// The policies the start agreement found disabled on every rank:
+    /// their `policy.<name>.*` quantities (zero everywhere) are left out
+    /// of the summary. Emptied by `mpit-tuner reload`, whose policies of
+    /// the same name may run.
+    disabled_everywhere: Vec<String>,
 }
 
 impl PolicyHooks {
@@ -84,6 +89,7 @@ impl PolicyHooks {
                     messages: Vec::new(),
                     pre_catalogue_names: 0,
                     earlier: BTreeMap::new(),
+                    disabled_everywhere: Vec::new(),
                 }),
                 None,
             ),
@@ -247,6 +253,15 @@ impl PolicyHooks {
         }
         // One message per disabled policy for the whole job, on rank 0.
         let n = self.engine.policies().len();
+        if agreed.len() == AGREEMENT_LEN {
+            // The same on every rank: the agreement's minimum.
+            self.disabled_everywhere = agreed
+                .chunks_exact(3)
+                .zip(self.engine.policies())
+                .filter(|(c, _)| c[0].a == 1)
+                .map(|(_, p)| p.name().to_string())
+                .collect();
+        }
         if info.rank == 0 && agreed.len() == AGREEMENT_LEN {
             let size = u32::try_from(info.size.max(1)).unwrap_or(1);
             let per_policy = agreed
@@ -309,6 +324,9 @@ impl PolicyHooks {
         };
         let policies = self.engine.policies();
         for (p, now) in policies.iter().zip(&self.engine.counts) {
+            if self.disabled_everywhere.iter().any(|d| d == p.name()) {
+                continue;
+            }
             let before = self.earlier.get(p.name()).copied().unwrap_or_default();
             push(
                 p.name(),
@@ -377,6 +395,7 @@ impl PolicyHooks {
                 messages: Vec::new(),
                 pre_catalogue_names: 0,
                 earlier: BTreeMap::new(),
+                disabled_everywhere: Vec::new(),
             },
             said,
         ))
@@ -411,6 +430,7 @@ impl PolicyHooks {
             e.refused += c.refused;
         }
         self.engine = engine;
+        self.disabled_everywhere.clear();
         Ok(said)
     }
 

@@ -29,7 +29,13 @@ pub(super) fn rank_quantities(r: &RankLog) -> Vec<(String, &'static str, f64)> {
             }
         }
     }
-    for p in &r.policies {
+    // A policy disabled here that did nothing has no quantity (as in
+    // summary.json, where a policy disabled on every rank has none).
+    for p in r
+        .policies
+        .iter()
+        .filter(|p| p.disabled.is_none() || p.writes > 0 || p.refused > 0)
+    {
         out.push((
             format!("policy.{}.writes", p.policy),
             "total",

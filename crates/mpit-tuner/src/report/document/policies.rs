@@ -13,9 +13,25 @@ pub(super) fn policies(a: &Analysis) -> Section {
         s.text("No policy reported (monitor-only run, or the logs end before finalize).");
         return s;
     }
-    if !a.policies.is_empty() {
-        let rows = a
-            .policies
+    // The policies for variables this library does not export, on every
+    // rank that has them, are named in one line below, not in the table.
+    let not_for_library = |p: &&crate::report::analysis::PolicyTotals| {
+        p.disabled == p.ranks
+            && p.firings == 0
+            && p.writes == 0
+            && p.refused == 0
+            && a.disabled.iter().any(|g| {
+                g.key[0] == p.policy
+                    && g.key[1].starts_with(vocab::record::NOT_EXPORTED)
+                    && g.ranks.len() == p.ranks as usize
+            })
+    };
+    let shown: Vec<_> = a.policies.iter().filter(|p| !not_for_library(p)).collect();
+    if !a.policies.is_empty() && shown.is_empty() {
+        s.text("No policy applies to this MPI library.");
+    }
+    if !shown.is_empty() {
+        let rows = shown
             .iter()
             .map(|p| {
                 vec![
