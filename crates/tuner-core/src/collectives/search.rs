@@ -439,6 +439,12 @@ pub struct Search {
     search_start: u64,
     /// The default's agreed time per call while settling (ns).
     default_est: f64,
+    /// The window under way is thrown away (settling) whatever the
+    /// elapsed time at its end: the last point predicted, from agreed
+    /// numbers, that it ends before `settle`. Its calls are neither timed
+    /// nor counted one by one (the quiet path), so settling costs a short
+    /// job no more than its points.
+    settling: bool,
     /// Calls with the default, untimed, before the next window starts
     /// (pacing, item 6).
     rest: u64,
@@ -488,6 +494,7 @@ impl Search {
             unpriced: 0,
             search_start: 0,
             default_est: 0.0,
+            settling: false,
             rest: 0,
             rest_with: 0,
             check_floor: 0,
@@ -536,7 +543,7 @@ impl Search {
     #[inline]
     pub fn wants_time(&self) -> bool {
         match self.state {
-            State::Trial { .. } | State::Confirm => self.rest == 0,
+            State::Trial { .. } | State::Confirm => self.rest == 0 && !self.settling,
             // Drift check: a few calls of each check interval.
             State::Decided { .. } => {
                 self.params.drift > 0.0 && self.in_window < u64::from(self.window)
@@ -610,6 +617,9 @@ impl Search {
             State::Trial { .. } | State::Confirm if self.rest > 0 => {
                 return u32::try_from(self.rest).unwrap_or(u32::MAX);
             }
+            // Settling: untimed calls of the default, all but the one
+            // that ends the window.
+            State::Trial { candidate: 0 } if self.settling => self.trial_length(),
             _ => return 0,
         };
         // The call that makes `in_window` reach `length` ends the window.
@@ -628,11 +638,13 @@ impl Search {
         match &mut self.state {
             State::Off => return,
             State::Decided { since, .. } | State::Pinned { since, .. } => *since += n,
-            // Resting (quiet() gives 0 otherwise there).
-            State::Trial { .. } | State::Confirm => {
+            // Resting.
+            State::Trial { .. } | State::Confirm if self.rest > 0 => {
                 self.rest = self.rest.saturating_sub(n);
                 return;
             }
+            // Settling (quiet() gives 0 otherwise there).
+            State::Trial { .. } | State::Confirm => {}
             // Not reached: quiet() gives 0 there.
             State::Warmup => {}
         }
@@ -774,6 +786,7 @@ impl Search {
     fn transition(&mut self, agreed: Agreed) -> [Option<Event>; 2] {
         let window_calls = self.in_window;
         let timed = self.window_timed > 0;
+        let settling = std::mem::take(&mut self.settling);
         self.reset_window();
         if agreed.stop {
             let was_on = self.state != State::Off;
@@ -784,11 +797,19 @@ impl Search {
             State::Trial { candidate: 0 }
                 if self.windows_of[0] == 0
                     && !self.params.measure
-                    && agreed.min_elapsed_ns < self.params.settle_ns =>
+                    && (settling || agreed.min_elapsed_ns < self.params.settle_ns) =>
             {
                 // The job's first calls: thrown away.
                 self.window = self.window.saturating_mul(2).min(MAX_SETTLE_WINDOW);
-                self.default_est = agreed.max_mean_ns;
+                if agreed.max_mean_ns > 0.0 {
+                    self.default_est = agreed.max_mean_ns;
+                }
+                // The next window is untimed when, at the default's time
+                // per call, it ends before `settle` (the calls' own time
+                // only: the job's work between them makes it end later,
+                // by at most one window of delay).
+                let end = agreed.min_elapsed_ns + f64::from(self.window) * self.default_est;
+                self.settling = self.default_est > 0.0 && end < self.params.settle_ns;
                 [None, None]
             }
             State::Trial { candidate } => {
@@ -872,6 +893,7 @@ impl Search {
         self.points_ns = 0.0;
         self.unpriced = 0;
         self.search_start = self.calls;
+        self.settling = false;
         self.rest = 0;
         self.rest_with = 0;
         self.check_floor = 0;
@@ -1379,6 +1401,49 @@ mod tests {
             ..Agreed::settled(100.0, false)
         });
         assert!(s.measurement().is_some());
+    }
+
+    #[test]
+    fn settling_windows_are_neither_timed_nor_counted_one_by_one() {
+        // The job above, driven as the tuner drives it: the quiet calls
+        // the search allows in one go, the others one by one. Settling
+        // (20 ms, 40,000 calls) times the first windows, which give the
+        // default's time per call, and the one predicted to end after
+        // `settle`; the others run on the quiet path.
+        let mut s = Search::new(params(), 3);
+        let (mut call, mut timed_calls, mut counted) = (0u64, 0u64, 0u64);
+        let mut events = Vec::new();
+        while call < 60_000 && events.is_empty() {
+            let quiet = s.quiet();
+            if quiet > 0 {
+                s.count_quiet(quiet);
+                call += u64::from(quiet);
+                continue;
+            }
+            let elapsed = call as f64 * 500.0;
+            let ns = if elapsed < 10.0e6 { 1200 } else { 400 };
+            let timed = s.wants_time().then_some(ns);
+            timed_calls += u64::from(timed.is_some());
+            counted += 1;
+            call += 1;
+            if let Some(mine) = s.count(timed) {
+                let agreed = Agreed {
+                    min_elapsed_ns: elapsed,
+                    ..Agreed::settled(mine, false)
+                };
+                events.extend(s.agree(agreed).into_iter().flatten());
+            }
+        }
+        let Some(Event::Trial { calls, ns, .. }) = events.first() else {
+            panic!("no trial: {events:?}")
+        };
+        // The first measured window as before: 1024 calls at 400 ns, timed.
+        assert_eq!((*calls, *ns), (1024, 400.0));
+        assert!(call > 40_000, "measured before settle: {call}");
+        // Timed: warm-up's windows of 2 and 4 calls, the last settling
+        // window or two, and the first measured one; not 40,000.
+        assert!(timed_calls <= 2 + 4 + 3 * 1024, "{timed_calls} timed");
+        assert!(counted <= 2 + 4 + 3 * 1024 + 64, "{counted} counted");
     }
 
     #[test]
