@@ -170,6 +170,8 @@ if [ -n "$all_four" ]; then
   bash benches/eager-experiment.sh --short
   phase "scaling benchmark, short mode (MPICH and Open MPI: every job closes its logs, one rank a node lists control/)"
   bash benches/scaling.sh --short
+  phase "collective tuning's default mode, short mode (MPICH and Open MPI: every variant must run, the default mode must be safe)"
+  bash benches/default-mode.sh --short
 fi
 phase ""
 total=$((SECONDS - start_all))
