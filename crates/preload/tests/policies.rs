@@ -269,11 +269,13 @@ then  = [ {{ set = "{LOCAL}", value = 12 }} ]
 
     /// A file of 140 policies, each naming a variable no library has: the
     /// start agreement carries the first 64 (rank 0 says each is disabled
-    /// on every rank), rank 0 speaks of the others for itself; and their
-    /// 280 quantities (`policy.NAME.writes`, `.refused`) go beyond the 255
-    /// names the summary's broadcast carries, so the places after them
-    /// (by hash) must agree on every rank: summary.json has every one of
-    /// them, counted over both ranks.
+    /// on every rank, and summary.json has no quantity of theirs), rank 0
+    /// speaks of the others for itself. And 140 policies that run
+    /// everywhere and never fire: their 280 quantities
+    /// (`policy.NAME.writes`, `.refused`) go beyond the 255 names the
+    /// summary's broadcast carries, so the places after them (by hash)
+    /// must agree on every rank: summary.json has every one of them,
+    /// counted over both ranks.
     #[test]
     fn many_policies_reach_the_summary_and_rank_0_messages() {
         let tmp = tempdir();
@@ -283,6 +285,11 @@ then  = [ {{ set = "{LOCAL}", value = 12 }} ]
                     "[[policy]]\nname = \"p{i:03}\"\nphase = \"init\"\nthen = [ {{ set = \"mv2_no_such_variable_{i}\", value = 1 }} ]\n\n"
                 )
             })
+            .chain((0..140).map(|i| {
+                format!(
+                    "[[policy]]\nname = \"q{i:03}\"\nphase = \"init\"\nwhen = \"time < 0\"\nthen = [ {{ note = \"never\" }} ]\n\n"
+                )
+            }))
             .collect();
         let (_, stderr) = with_policy(2, &churn(), &["2"], &policy, tmp.path());
         assert_eq!(
@@ -308,9 +315,18 @@ then  = [ {{ set = "{LOCAL}", value = 12 }} ]
         )
         .unwrap();
         let variables = summary["variables"].as_array().unwrap();
+        for i in 0..64 {
+            let name = format!("policy.p{i:03}.");
+            assert!(
+                !variables
+                    .iter()
+                    .any(|v| v["name"].as_str().unwrap().starts_with(&name)),
+                "{name}* in summary.json: disabled on every rank"
+            );
+        }
         for i in 0..140 {
             for what in ["writes", "refused"] {
-                let name = format!("policy.p{i:03}.{what}");
+                let name = format!("policy.q{i:03}.{what}");
                 let v = variables
                     .iter()
                     .find(|v| v["name"] == name.as_str())
