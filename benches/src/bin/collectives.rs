@@ -46,7 +46,8 @@
 //! allgather from 8 B to 4 MiB.
 //!
 //! Every timed loop includes its first calls, so online tuning pays for its
-//! exploration. It prints per library a table of the time per call of the
+//! exploration. It prints per library, as soon as that library is done (a
+//! command stopped later keeps it), a table of the time per call of the
 //! default, of the oracle (the variant with the lowest median among
 //! default and fixed algorithms: the best choice made before start), of
 //! online tuning, and the per-round ratios online / oracle, per call /
@@ -1395,13 +1396,8 @@ fn main() -> ExitCode {
     };
     let machine_before = jobs::machine();
     let started = Instant::now();
-    let results: Vec<Measured> = opts.flavors.iter().map(|f| measure(&opts, f)).collect();
     println!("## Collective tuning: online vs default vs every fixed algorithm\n");
-    println!(
-        "Machine: {machine_before} (at start); load average {} at the end; {:.0} s in all.",
-        jobs::load(),
-        started.elapsed().as_secs_f64()
-    );
+    println!("Machine: {machine_before} (at start).");
     println!(
         "Variants interleaved run by run, their order rotated by one each round; ranks > \
          cores are oversubscribed. \
@@ -1419,7 +1415,10 @@ fn main() -> ExitCode {
         }
     );
     let mut failed = false;
-    for m in &results {
+    // Each library's tables as soon as its rounds end: a command stopped
+    // in a later library keeps what the earlier ones measured.
+    for flavor in &opts.flavors {
+        let m = &measure(&opts, flavor);
         print!("{}", tables(m, &opts));
         if !m.hung.is_empty() {
             println!(
@@ -1453,7 +1452,13 @@ fn main() -> ExitCode {
             }
         }
         println!();
+        let _ = std::io::Write::flush(&mut std::io::stdout());
     }
+    println!(
+        "Load average {} at the end; {:.0} s in all.",
+        jobs::load(),
+        started.elapsed().as_secs_f64()
+    );
     if failed {
         eprintln!("collectives: some variants did not run or printed no time (see above)");
         ExitCode::FAILURE
