@@ -17,8 +17,80 @@ pub fn root() -> PathBuf {
         .to_path_buf()
 }
 
+/// The options every benchmark command takes.
+#[derive(Debug, Clone)]
+pub struct CommonArgs {
+    /// `--short`: CI's quick form of the command.
+    pub short: bool,
+    /// `--reps N`, or the command's default for `--short` or not.
+    pub reps: usize,
+    /// `--mpi LIST`: the libraries to measure (default both).
+    pub flavors: Vec<String>,
+    /// Not `--no-build`: build what the command runs first.
+    pub build: bool,
+}
+
+/// The arguments after the one a command's own parser is given.
+pub type Rest<'a> = dyn Iterator<Item = String> + 'a;
+
+/// A command's parser of its own arguments (see [`parse_args`]).
+type OwnArgs<'a> = dyn FnMut(&str, &mut Rest) -> Result<bool, String> + 'a;
+
+/// Parses the command line: `--short`, `--reps N`, `--mpi LIST`,
+/// `--no-build` and `-h`/`--help` (prints `usage` and exits) here, every
+/// other argument through `other(argument, rest)`, which takes the values
+/// it needs from `rest` and returns `Ok(false)` for an argument it does not
+/// know. Without `--reps`, `reps` is `default_reps.0` with `--short` and
+/// `default_reps.1` without.
+pub fn parse_args(
+    usage: &str,
+    default_reps: (usize, usize),
+    mut other: impl FnMut(&str, &mut Rest) -> Result<bool, String>,
+) -> Result<CommonArgs, String> {
+    parse_from(std::env::args().skip(1), usage, default_reps, &mut other)
+}
+
+fn parse_from(
+    mut args: impl Iterator<Item = String>,
+    usage: &str,
+    default_reps: (usize, usize),
+    other: &mut OwnArgs,
+) -> Result<CommonArgs, String> {
+    let mut c = CommonArgs {
+        short: false,
+        reps: 0,
+        flavors: vec!["mpich".into(), "openmpi".into()],
+        build: true,
+    };
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--short" => c.short = true,
+            "--no-build" => c.build = false,
+            "--reps" => c.reps = reps_arg(args.next())?,
+            "--mpi" => c.flavors = flavors_arg(args.next())?,
+            "-h" | "--help" => {
+                println!("{usage}");
+                std::process::exit(0);
+            }
+            a => {
+                if !other(a, &mut args)? {
+                    return Err(format!("unknown argument `{a}`"));
+                }
+            }
+        }
+    }
+    if c.reps == 0 {
+        c.reps = if c.short {
+            default_reps.0
+        } else {
+            default_reps.1
+        };
+    }
+    Ok(c)
+}
+
 /// The value of `--reps`: a number >= 1.
-pub fn reps_arg(value: Option<String>) -> Result<usize, String> {
+fn reps_arg(value: Option<String>) -> Result<usize, String> {
     value
         .and_then(|v| v.parse().ok())
         .filter(|&n| n > 0)
@@ -26,7 +98,7 @@ pub fn reps_arg(value: Option<String>) -> Result<usize, String> {
 }
 
 /// The value of `--mpi`: `mpich`, `openmpi` or both, comma-separated.
-pub fn flavors_arg(value: Option<String>) -> Result<Vec<String>, String> {
+fn flavors_arg(value: Option<String>) -> Result<Vec<String>, String> {
     let flavors: Vec<String> = value
         .ok_or("--mpi needs a list")?
         .split(',')
@@ -468,5 +540,73 @@ impl Drop for Cluster {
             .arg("down")
             .stdout(Stdio::null())
             .status();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str], other: &mut OwnArgs) -> Result<CommonArgs, String> {
+        parse_from(args.iter().map(|a| a.to_string()), "usage", (2, 7), other)
+    }
+
+    #[test]
+    fn common_options_and_the_command_s_own() {
+        let mut seen = Vec::new();
+        let c = parse(
+            &[
+                "--short",
+                "--ranks",
+                "4,8",
+                "--mpi",
+                "openmpi",
+                "--no-build",
+            ],
+            &mut |a, rest| {
+                if a != "--ranks" {
+                    return Ok(false);
+                }
+                seen.push(rest.next().ok_or("--ranks needs a list")?);
+                Ok(true)
+            },
+        )
+        .unwrap();
+        assert!(c.short && !c.build);
+        assert_eq!(c.reps, 2, "--short's default");
+        assert_eq!(c.flavors, ["openmpi"]);
+        assert_eq!(seen, ["4,8"]);
+
+        let c = parse(&["--reps", "3"], &mut |_, _| Ok(false)).unwrap();
+        assert_eq!((c.short, c.reps, c.build), (false, 3, true));
+        assert_eq!(c.flavors, ["mpich", "openmpi"]);
+        assert_eq!(parse(&[], &mut |_, _| Ok(false)).unwrap().reps, 7);
+    }
+
+    #[test]
+    fn bad_arguments_are_named() {
+        let none = &mut |_: &str, _: &mut Rest| Ok(false);
+        assert_eq!(
+            parse(&["--ranks", "4"], none).unwrap_err(),
+            "unknown argument `--ranks`"
+        );
+        assert_eq!(
+            parse(&["--reps", "0"], none).unwrap_err(),
+            "--reps needs a number >= 1"
+        );
+        assert_eq!(
+            parse(&["--reps"], none).unwrap_err(),
+            "--reps needs a number >= 1"
+        );
+        assert_eq!(
+            parse(&["--mpi", "mpich,intel"], none).unwrap_err(),
+            "--mpi: unknown library `intel` (mpich, openmpi)"
+        );
+        let failing =
+            &mut |_: &str, _: &mut Rest| Err::<bool, _>("--link needs a rate".to_string());
+        assert_eq!(
+            parse(&["--link"], failing).unwrap_err(),
+            "--link needs a rate"
+        );
     }
 }

@@ -66,7 +66,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use mpit_tuner_benches::jobs::{self, Cluster, Job};
+use mpit_tuner_benches::jobs::{self, Cluster, CommonArgs, Job};
 use tuner_core::collectives;
 use vocab::record::{CollectiveEvent, Record};
 
@@ -98,13 +98,13 @@ usage: collectives [--short] [--reps N] [--mpi mpich,openmpi]
   --scale F     multiply every run's calls by F (default 1): a longer run
                 spreads online tuning's exploration over more calls
   --no-build    use what target/<library> already holds
-
-  MPIT_TUNER_BIN names the mpit-tuner that exports the learning runs'
-  choices (any library's build; default: built in target/<library>/debug)
   --keep-logs DIR
                 keep the online runs' logs in
                 DIR/<library>/<layout>-<case>-round<k> (default: a
-                scratch directory, removed at the end)";
+                scratch directory, removed at the end)
+
+  MPIT_TUNER_BIN names the mpit-tuner that exports the learning runs'
+  choices (any library's build; default: built in target/<library>/debug)";
 
 /// The collective a case measures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -440,9 +440,7 @@ fn variants(flavor: &str, coll: Coll, ranks: u32) -> Vec<Variant> {
 /// What the command measures.
 #[derive(Debug, Clone)]
 struct Options {
-    short: bool,
-    reps: usize,
-    flavors: Vec<String>,
+    common: CommonArgs,
     /// Where the cases run: ranks on this host, or layouts of the cluster.
     layouts: Vec<Layout>,
     /// The cluster's link shaping (`cluster.sh up --link`), with layouts on
@@ -450,7 +448,6 @@ struct Options {
     link: String,
     cases: Vec<usize>,
     scale: f64,
-    build: bool,
     keep_logs: Option<std::path::PathBuf>,
 }
 
@@ -460,26 +457,14 @@ fn list(v: Option<String>, what: &str) -> Result<Vec<String>, String> {
 }
 
 fn parse_args() -> Result<Options, String> {
-    let mut o = Options {
-        short: false,
-        reps: 0,
-        flavors: vec!["mpich".into(), "openmpi".into()],
-        layouts: Vec::new(),
-        link: "1gbit".into(),
-        cases: Vec::new(),
-        scale: 1.0,
-        build: true,
-        keep_logs: None,
-    };
     let mut ranks = None;
     let mut cluster: Option<Vec<Layout>> = None;
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        match a.as_str() {
-            "--short" => o.short = true,
-            "--no-build" => o.build = false,
-            "--reps" => o.reps = jobs::reps_arg(args.next())?,
-            "--mpi" => o.flavors = jobs::flavors_arg(args.next())?,
+    let mut link = "1gbit".to_string();
+    let mut cases = Vec::new();
+    let mut scale = 1.0;
+    let mut keep_logs = None;
+    let common = jobs::parse_args(USAGE, (1, 5), |a, args| {
+        match a {
             "--ranks" => {
                 ranks = Some(
                     list(args.next(), "--ranks")?
@@ -506,13 +491,13 @@ fn parse_args() -> Result<Options, String> {
                 )
             }
             "--link" => {
-                o.link = args
+                link = args
                     .next()
                     .filter(|v| !v.is_empty() && !v.starts_with('-'))
                     .ok_or("--link needs a rate (1gbit, 100mbit) or `none`")?
             }
             "--cases" => {
-                o.cases = list(args.next(), "--cases")?
+                cases = list(args.next(), "--cases")?
                     .iter()
                     .map(|k| {
                         CASES
@@ -523,7 +508,7 @@ fn parse_args() -> Result<Options, String> {
                     .collect::<Result<_, _>>()?
             }
             "--keep-logs" => {
-                o.keep_logs = Some(
+                keep_logs = Some(
                     args.next()
                         .filter(|v| !v.is_empty())
                         .ok_or("--keep-logs needs a directory")?
@@ -531,27 +516,29 @@ fn parse_args() -> Result<Options, String> {
                 )
             }
             "--scale" => {
-                o.scale = args
+                scale = args
                     .next()
                     .and_then(|v| v.parse().ok())
                     .filter(|&f: &f64| f.is_finite() && f > 0.0)
                     .ok_or("--scale needs a number > 0")?
             }
-            "-h" | "--help" => {
-                println!("{USAGE}");
-                std::process::exit(0);
-            }
-            other => return Err(format!("unknown argument `{other}`")),
+            _ => return Ok(false),
         }
-    }
-    if o.reps == 0 {
-        o.reps = if o.short { 1 } else { 5 };
-    }
+        Ok(true)
+    })?;
+    let mut o = Options {
+        common,
+        layouts: Vec::new(),
+        link,
+        cases,
+        scale,
+        keep_logs,
+    };
     o.layouts = match (cluster, ranks) {
         (Some(_), Some(_)) => return Err("--ranks and --cluster: one or the other".into()),
         (Some(c), None) => c,
         (None, r) => r
-            .unwrap_or(if o.short { vec![2] } else { vec![2, 4] })
+            .unwrap_or(if o.common.short { vec![2] } else { vec![2, 4] })
             .into_iter()
             .map(|per_node| Layout { nodes: 0, per_node })
             .collect(),
@@ -835,8 +822,10 @@ fn measure(opts: &Options, flavor: &str) -> Measured {
         build: Duration::ZERO,
         wall: Duration::ZERO,
     };
-    let built = jobs::build(flavor, "coll_bench", opts.build)
-        .and_then(|(preload, program)| Ok((preload, program, jobs::cli(flavor, opts.build)?)));
+    let built =
+        jobs::build(flavor, "coll_bench", opts.common.build).and_then(|(preload, program)| {
+            Ok((preload, program, jobs::cli(flavor, opts.common.build)?))
+        });
     let (preload, program, cli) = match built {
         Ok(p) => p,
         Err(e) => {
@@ -890,7 +879,7 @@ fn measure(opts: &Options, flavor: &str) -> Measured {
             per_node: layout.per_node,
         })
     };
-    let timeout = Duration::from_secs(if opts.short { 60 } else { 300 });
+    let timeout = Duration::from_secs(if opts.common.short { 60 } else { 300 });
     // Across nodes Debian's MPICH 4.0.2 (UCX 1.13 over TCP) hangs now and
     // then in MPI_Finalize, after coll_bench printed its time
     // (openucx/ucx#8738): such a run is stopped after 5 s and counted.
@@ -914,10 +903,9 @@ fn measure(opts: &Options, flavor: &str) -> Measured {
     for &layout in &opts.layouts {
         for &ci in &opts.cases {
             let case = CASES[ci];
-            let iters =
-                ((iterations(flavor, layout, &case, opts.short) as f64 * opts.scale).round()
-                    as u64)
-                    .max(1);
+            let iters = ((iterations(flavor, layout, &case, opts.common.short) as f64 * opts.scale)
+                .round() as u64)
+                .max(1);
             let vs = variants(flavor, case.coll, layout.ranks());
             let dir = logs.join(format!("{layout}-{}-learning", case.key));
             let base = Job {
@@ -925,7 +913,7 @@ fn measure(opts: &Options, flavor: &str) -> Measured {
                 ranks: layout.ranks(),
                 env: Vec::new(),
                 program: &program,
-                args: bench_args(&case, learning_iterations(iters, opts.short)),
+                args: bench_args(&case, learning_iterations(iters, opts.common.short)),
                 timeout,
                 placement: placement(layout),
                 done,
@@ -943,8 +931,8 @@ fn measure(opts: &Options, flavor: &str) -> Measured {
                 match &exported {
                     Err(e) if e.contains(TOO_SHORT) && attempt < LEARNING_RETRIES => {
                         attempt += 1;
-                        let calls =
-                            learning_iterations(iters, opts.short) * LEARNING_GROWTH.pow(attempt);
+                        let calls = learning_iterations(iters, opts.common.short)
+                            * LEARNING_GROWTH.pow(attempt);
                         eprintln!(
                             "collectives: {flavor}: {layout}, {}: no search ended in the \
                              learning run; again with {calls} calls",
@@ -965,7 +953,7 @@ fn measure(opts: &Options, flavor: &str) -> Measured {
                 (layout, ci),
                 CaseData {
                     iters,
-                    times: vec![vec![None; opts.reps]; vs.len()],
+                    times: vec![vec![None; opts.common.reps]; vs.len()],
                     variants: vs,
                     tuned: Vec::new(),
                     exported,
@@ -973,11 +961,11 @@ fn measure(opts: &Options, flavor: &str) -> Measured {
             );
         }
     }
-    for rep in 0..opts.reps {
+    for rep in 0..opts.common.reps {
         eprintln!(
             "collectives: {flavor}: repetition {}/{} (load average {})",
             rep + 1,
-            opts.reps,
+            opts.common.reps,
             jobs::load()
         );
         for (&(layout, ci), d) in m.data.iter_mut() {
@@ -1205,8 +1193,8 @@ fn tables(m: &Measured, opts: &Options) -> String {
         "### {} ({}), {} repetitions{}{}: {} runs took {:.0} s (build {:.0} s)\n",
         m.flavor,
         m.version,
-        opts.reps,
-        if opts.short { ", --short" } else { "" },
+        opts.common.reps,
+        if opts.common.short { ", --short" } else { "" },
         if opts.scale == 1.0 {
             String::new()
         } else {
@@ -1417,7 +1405,7 @@ fn main() -> ExitCode {
     let mut failed = false;
     // Each library's tables as soon as its rounds end: a command stopped
     // in a later library keeps what the earlier ones measured.
-    for flavor in &opts.flavors {
+    for flavor in &opts.common.flavors {
         let m = &measure(&opts, flavor);
         print!("{}", tables(m, &opts));
         if !m.hung.is_empty() {

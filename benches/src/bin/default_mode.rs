@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use mpit_tuner_benches::jobs::{self, field, machine, spread, Job};
+use mpit_tuner_benches::jobs::{self, field, machine, spread, CommonArgs, Job};
 
 const USAGE: &str = "\
 usage: default_mode [--short] [--reps N] [--mpi mpich,openmpi] [--no-build]
@@ -40,39 +40,8 @@ usage: default_mode [--short] [--reps N] [--mpi mpich,openmpi] [--no-build]
   --mpi LIST   libraries to measure, comma-separated (default mpich,openmpi)
   --no-build   use what target/<library>/release already holds";
 
-#[derive(Debug, Clone)]
-struct Options {
-    short: bool,
-    reps: usize,
-    flavors: Vec<String>,
-    build: bool,
-}
-
-fn parse_args() -> Result<Options, String> {
-    let mut o = Options {
-        short: false,
-        reps: 0,
-        flavors: vec!["mpich".into(), "openmpi".into()],
-        build: true,
-    };
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        match a.as_str() {
-            "--short" => o.short = true,
-            "--no-build" => o.build = false,
-            "--reps" => o.reps = jobs::reps_arg(args.next())?,
-            "--mpi" => o.flavors = jobs::flavors_arg(args.next())?,
-            "-h" | "--help" => {
-                println!("{USAGE}");
-                std::process::exit(0);
-            }
-            other => return Err(format!("unknown argument `{other}`")),
-        }
-    }
-    if o.reps == 0 {
-        o.reps = if o.short { 1 } else { 9 };
-    }
-    Ok(o)
+fn parse_args() -> Result<CommonArgs, String> {
+    jobs::parse_args(USAGE, (1, 9), |_, _| Ok(false))
 }
 
 /// One case: coll_bench's collective and its calls.
@@ -174,7 +143,7 @@ struct Rounds {
     tuned: Vec<Tuned>,
 }
 
-fn measure(o: &Options, flavor: &str, scratch: &Path) -> Result<String, String> {
+fn measure(o: &CommonArgs, flavor: &str, scratch: &Path) -> Result<String, String> {
     let (preload, program) = jobs::build(flavor, "coll_bench", o.build)?;
     let (short, long) = if o.short {
         (20_000, 200_000)

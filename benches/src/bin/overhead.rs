@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
-use mpit_tuner_benches::jobs::{self, field, machine, median, root, run_checked, Job};
+use mpit_tuner_benches::jobs::{self, field, machine, median, root, run_checked, CommonArgs, Job};
 
 const USAGE: &str = "\
 usage: overhead [--short] [--reps N] [--mpi mpich,openmpi] [--no-build]
@@ -41,40 +41,8 @@ usage: overhead [--short] [--reps N] [--mpi mpich,openmpi] [--no-build]
   --mpi LIST   libraries to measure, comma-separated (default mpich,openmpi)
   --no-build   use what target/<library>/release already holds";
 
-/// What the command measures, and how long.
-#[derive(Debug, Clone)]
-struct Options {
-    short: bool,
-    reps: usize,
-    flavors: Vec<String>,
-    build: bool,
-}
-
-fn parse_args() -> Result<Options, String> {
-    let mut o = Options {
-        short: false,
-        reps: 0,
-        flavors: vec!["mpich".into(), "openmpi".into()],
-        build: true,
-    };
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        match a.as_str() {
-            "--short" => o.short = true,
-            "--no-build" => o.build = false,
-            "--reps" => o.reps = jobs::reps_arg(args.next())?,
-            "--mpi" => o.flavors = jobs::flavors_arg(args.next())?,
-            "-h" | "--help" => {
-                println!("{USAGE}");
-                std::process::exit(0);
-            }
-            other => return Err(format!("unknown argument `{other}`")),
-        }
-    }
-    if o.reps == 0 {
-        o.reps = if o.short { 2 } else { 7 };
-    }
-    Ok(o)
+fn parse_args() -> Result<CommonArgs, String> {
+    jobs::parse_args(USAGE, (2, 7), |_, _| Ok(false))
 }
 
 /// The tuner's configuration in one variant, or `None` for no tuner.
@@ -335,7 +303,7 @@ struct Measured {
     wall: Duration,
 }
 
-fn measure(opts: &Options, flavor: &str) -> Measured {
+fn measure(opts: &CommonArgs, flavor: &str) -> Measured {
     let started = Instant::now();
     let mut m = Measured {
         flavor: flavor.to_string(),
@@ -444,7 +412,7 @@ fn ratios(samples: &Samples, q: usize, variant: usize) -> Option<(f64, f64, f64)
     Some((median(&r), min, max))
 }
 
-fn table(m: &Measured, opts: &Options) -> String {
+fn table(m: &Measured, opts: &CommonArgs) -> String {
     let mut t = String::new();
     let sz = sizes(opts.short);
     let _ = writeln!(

@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use mpit_tuner_benches::jobs::{self, machine, median, Cluster, Job, Placement};
+use mpit_tuner_benches::jobs::{self, machine, median, Cluster, CommonArgs, Job, Placement};
 
 const USAGE: &str = "\
 usage: scaling [--short] [--reps N] [--mpi mpich,openmpi] [--ranks 4,16,64,128]
@@ -48,13 +48,10 @@ usage: scaling [--short] [--reps N] [--mpi mpich,openmpi] [--ranks 4,16,64,128]
 
 #[derive(Debug, Clone)]
 struct Options {
-    short: bool,
-    reps: usize,
-    flavors: Vec<String>,
+    common: CommonArgs,
     ranks: Vec<u32>,
     nodes: Option<u32>,
     seconds: f64,
-    build: bool,
 }
 
 fn list<T: std::str::FromStr>(v: Option<String>, what: &str) -> Result<Vec<T>, String> {
@@ -69,25 +66,12 @@ fn list<T: std::str::FromStr>(v: Option<String>, what: &str) -> Result<Vec<T>, S
 }
 
 fn parse_args() -> Result<Options, String> {
-    let mut o = Options {
-        short: false,
-        reps: 0,
-        flavors: vec!["mpich".into(), "openmpi".into()],
-        ranks: Vec::new(),
-        nodes: None,
-        seconds: 0.0,
-        build: true,
-    };
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        match a.as_str() {
-            "--short" => o.short = true,
-            "--no-build" => o.build = false,
-            "--reps" => o.reps = jobs::reps_arg(args.next())?,
-            "--mpi" => o.flavors = jobs::flavors_arg(args.next())?,
-            "--ranks" => o.ranks = list(args.next(), "--ranks")?,
+    let (mut ranks, mut nodes, mut seconds) = (Vec::new(), None, 0.0);
+    let common = jobs::parse_args(USAGE, (1, 3), |a, args| {
+        match a {
+            "--ranks" => ranks = list(args.next(), "--ranks")?,
             "--cluster" => {
-                o.nodes = Some(
+                nodes = Some(
                     args.next()
                         .and_then(|v| v.parse().ok())
                         .filter(|&n: &u32| n >= 1)
@@ -95,31 +79,31 @@ fn parse_args() -> Result<Options, String> {
                 )
             }
             "--seconds" => {
-                o.seconds = args
+                seconds = args
                     .next()
                     .and_then(|v| v.parse().ok())
                     .filter(|s: &f64| *s >= 0.0 && s.is_finite())
                     .ok_or("--seconds needs a number >= 0")?
             }
-            "-h" | "--help" => {
-                println!("{USAGE}");
-                std::process::exit(0);
-            }
-            other => return Err(format!("unknown argument `{other}`")),
+            _ => return Ok(false),
         }
-    }
-    if o.reps == 0 {
-        o.reps = if o.short { 1 } else { 3 };
-    }
+        Ok(true)
+    })?;
+    let mut o = Options {
+        common,
+        ranks,
+        nodes,
+        seconds,
+    };
     if o.ranks.is_empty() {
-        o.ranks = if o.short {
+        o.ranks = if o.common.short {
             vec![4, 8]
         } else {
             vec![4, 16, 64, 128]
         };
     }
     if o.seconds == 0.0 {
-        o.seconds = if o.short { 1.0 } else { 2.0 };
+        o.seconds = if o.common.short { 1.0 } else { 2.0 };
     }
     if let Some(bad) = o.ranks.iter().find(|&&r| r == 0) {
         return Err(format!("--ranks: {bad} ranks"));
@@ -265,12 +249,12 @@ impl Setup<'_> {
 /// Runs every size of one library, `reps` rounds interleaved.
 fn measure(setup: &Setup, o: &Options) -> Result<BTreeMap<u32, Row>, String> {
     let mut rows: BTreeMap<u32, Row> = BTreeMap::new();
-    for rep in 0..o.reps {
+    for rep in 0..o.common.reps {
         eprintln!(
             "scaling: {}: repetition {}/{} (load average {})",
             setup.flavor,
             rep + 1,
-            o.reps,
+            o.common.reps,
             jobs::load()
         );
         for &ranks in &o.ranks {
@@ -435,8 +419,8 @@ fn main() -> ExitCode {
     };
     let mut out = String::new();
     let mut failed = false;
-    for flavor in &o.flavors {
-        let (preload, program) = match jobs::build(flavor, "idle", o.build) {
+    for flavor in &o.common.flavors {
+        let (preload, program) = match jobs::build(flavor, "idle", o.common.build) {
             Ok(p) => p,
             Err(e) => {
                 eprintln!("scaling: {flavor}: {e}");
