@@ -99,15 +99,25 @@ fn reps_arg(value: Option<String>) -> Result<usize, String> {
 
 /// The value of `--mpi`: `mpich`, `openmpi` or both, comma-separated.
 fn flavors_arg(value: Option<String>) -> Result<Vec<String>, String> {
-    let flavors: Vec<String> = value
-        .ok_or("--mpi needs a list")?
-        .split(',')
-        .map(|s| s.trim().to_string())
-        .collect();
+    let flavors = list_arg(value, "--mpi")?;
     if let Some(bad) = flavors.iter().find(|f| *f != "mpich" && *f != "openmpi") {
         return Err(format!("--mpi: unknown library `{bad}` (mpich, openmpi)"));
     }
     Ok(flavors)
+}
+
+/// The value of an option `what` that takes a comma-separated list: its
+/// items, trimmed. A missing value, one that is the next option (`--cases
+/// --no-build`) and an empty item (`a,,b`) are errors naming `what`.
+pub fn list_arg(value: Option<String>, what: &str) -> Result<Vec<String>, String> {
+    let value = value
+        .filter(|v| !v.starts_with('-'))
+        .ok_or_else(|| format!("{what} needs a comma-separated list"))?;
+    let items: Vec<String> = value.split(',').map(|s| s.trim().to_string()).collect();
+    if items.iter().any(String::is_empty) {
+        return Err(format!("{what}: empty item in `{value}`"));
+    }
+    Ok(items)
 }
 
 /// Runs `cmd`; an error says what failed.
@@ -602,11 +612,32 @@ mod tests {
             parse(&["--mpi", "mpich,intel"], none).unwrap_err(),
             "--mpi: unknown library `intel` (mpich, openmpi)"
         );
+        assert_eq!(
+            parse(&["--mpi", "--short"], none).unwrap_err(),
+            "--mpi needs a comma-separated list"
+        );
         let failing =
             &mut |_: &str, _: &mut Rest| Err::<bool, _>("--link needs a rate".to_string());
         assert_eq!(
             parse(&["--link"], failing).unwrap_err(),
             "--link needs a rate"
         );
+    }
+
+    #[test]
+    fn lists_are_trimmed_and_checked() {
+        let l = |v: Option<&str>| list_arg(v.map(String::from), "--cases");
+        assert_eq!(l(Some("a, b ,c")).unwrap(), ["a", "b", "c"]);
+        assert_eq!(l(Some("a")).unwrap(), ["a"]);
+        assert_eq!(l(None).unwrap_err(), "--cases needs a comma-separated list");
+        assert_eq!(
+            l(Some("--no-build")).unwrap_err(),
+            "--cases needs a comma-separated list"
+        );
+        assert_eq!(
+            l(Some("a,,b")).unwrap_err(),
+            "--cases: empty item in `a,,b`"
+        );
+        assert_eq!(l(Some("")).unwrap_err(), "--cases: empty item in ``");
     }
 }

@@ -451,11 +451,6 @@ struct Options {
     keep_logs: Option<std::path::PathBuf>,
 }
 
-fn list(v: Option<String>, what: &str) -> Result<Vec<String>, String> {
-    let v = v.ok_or(format!("{what} needs a list"))?;
-    Ok(v.split(',').map(|s| s.trim().to_string()).collect())
-}
-
 fn parse_args() -> Result<Options, String> {
     let mut ranks = None;
     let mut cluster: Option<Vec<Layout>> = None;
@@ -467,7 +462,7 @@ fn parse_args() -> Result<Options, String> {
         match a {
             "--ranks" => {
                 ranks = Some(
-                    list(args.next(), "--ranks")?
+                    jobs::list_arg(args.next(), "--ranks")?
                         .iter()
                         .map(|r| r.parse().ok().filter(|&n: &u32| n >= 2))
                         .collect::<Option<Vec<u32>>>()
@@ -476,7 +471,7 @@ fn parse_args() -> Result<Options, String> {
             }
             "--cluster" => {
                 cluster = Some(
-                    list(args.next(), "--cluster")?
+                    jobs::list_arg(args.next(), "--cluster")?
                         .iter()
                         .map(|l| {
                             let (n, k) = l.split_once('x')?;
@@ -497,7 +492,7 @@ fn parse_args() -> Result<Options, String> {
                     .ok_or("--link needs a rate (1gbit, 100mbit) or `none`")?
             }
             "--cases" => {
-                cases = list(args.next(), "--cases")?
+                cases = jobs::list_arg(args.next(), "--cases")?
                     .iter()
                     .map(|k| {
                         CASES
@@ -526,22 +521,22 @@ fn parse_args() -> Result<Options, String> {
         }
         Ok(true)
     })?;
+    let layouts = match (cluster, ranks) {
+        (Some(_), Some(_)) => return Err("--ranks and --cluster: one or the other".into()),
+        (Some(c), None) => c,
+        (None, r) => r
+            .unwrap_or(if common.short { vec![2] } else { vec![2, 4] })
+            .into_iter()
+            .map(|per_node| Layout { nodes: 0, per_node })
+            .collect(),
+    };
     let mut o = Options {
         common,
-        layouts: Vec::new(),
+        layouts,
         link,
         cases,
         scale,
         keep_logs,
-    };
-    o.layouts = match (cluster, ranks) {
-        (Some(_), Some(_)) => return Err("--ranks and --cluster: one or the other".into()),
-        (Some(c), None) => c,
-        (None, r) => r
-            .unwrap_or(if o.common.short { vec![2] } else { vec![2, 4] })
-            .into_iter()
-            .map(|per_node| Layout { nodes: 0, per_node })
-            .collect(),
     };
     let on_cluster = o.layouts.iter().any(|l| l.on_cluster());
     if o.cases.is_empty() {

@@ -54,22 +54,19 @@ struct Options {
     seconds: f64,
 }
 
-fn list<T: std::str::FromStr>(v: Option<String>, what: &str) -> Result<Vec<T>, String> {
-    let v = v.ok_or(format!("{what} needs a list"))?;
-    v.split(',')
-        .map(|x| {
-            x.trim()
-                .parse()
-                .map_err(|_| format!("{what}: `{x}` is not a number"))
-        })
-        .collect()
-}
-
 fn parse_args() -> Result<Options, String> {
     let (mut ranks, mut nodes, mut seconds) = (Vec::new(), None, 0.0);
     let common = jobs::parse_args(USAGE, (1, 3), |a, args| {
         match a {
-            "--ranks" => ranks = list(args.next(), "--ranks")?,
+            "--ranks" => {
+                ranks = jobs::list_arg(args.next(), "--ranks")?
+                    .iter()
+                    .map(|x| {
+                        x.parse()
+                            .map_err(|_| format!("--ranks: `{x}` is not a number"))
+                    })
+                    .collect::<Result<_, _>>()?
+            }
             "--cluster" => {
                 nodes = Some(
                     args.next()
