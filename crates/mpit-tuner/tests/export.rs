@@ -106,13 +106,16 @@ fn export(args: &[&str]) -> Job {
     mpit_tuner(&all)
 }
 
-/// MPICH: the selection JSON is accepted and makes allreduce run
-/// reduce-scatter-allgather (MPICH's own assertion in that algorithm's
-/// file fires for a user-defined operation, where the default runs
-/// recursive doubling), and the pre-init settings select it too (with
-/// fallbacks made errors, MPICH refuses the call: that algorithm takes
-/// built-in operations only, which proves the setting reached the
-/// library).
+/// MPICH: the selection JSON is accepted and in use, and runs an algorithm
+/// only where MPICH's own choice would: reduce-scatter-allgather, which
+/// takes built-in operations only, runs MPI_SUM and leaves a user-defined
+/// operation on the library's default (unguarded, MPICH's own assertion in
+/// that algorithm's file stopped the job); `smp` for small allreduces (a
+/// commutative operation on a communicator with a node hierarchy: one host
+/// is one node) changes the user-defined sum's fingerprint. The pre-init
+/// settings select reduce-scatter-allgather too (with fallbacks made
+/// errors, MPICH refuses the call: that algorithm takes built-in operations
+/// only, which proves the setting reached the library).
 #[test]
 fn mpich_exports_are_accepted_and_in_use() {
     if !cfg!(mpi_flavor = "mpich") {
@@ -136,6 +139,15 @@ fn mpich_exports_are_accepted_and_in_use() {
         &json!({"type": "collective", "t": 0.5, "event": "decision", "comm": "c0.0",
                 "comm_size": 2, "collective": "allreduce", "bin": [4096, 65536],
                 "algorithm": "reduce_scatter_allgather", "value": 4, "time_us": 10.0,
+                "default_us": 20.0, "calls": 8, "cost_us": 3.0}),
+    );
+    // 32 ints: 128 B, the bin [0, 256); a smaller saving, so that the
+    // pre-init setting (one per collective) stays reduce-scatter-allgather.
+    add_record(
+        &dir,
+        &json!({"type": "collective", "t": 0.5, "event": "decision", "comm": "c0.0",
+                "comm_size": 2, "collective": "allreduce", "bin": [0, 256],
+                "algorithm": "smp", "value": 2, "time_us": 19.0,
                 "default_us": 20.0, "calls": 8, "cost_us": 3.0}),
     );
     // The default selection table is read from the library of this build,
@@ -165,13 +177,48 @@ fn mpich_exports_are_accepted_and_in_use() {
     );
     let json_file = dir.join("export/mpich-coll-selection.json");
     let text = std::fs::read_to_string(&json_file).unwrap();
+    let table: Json = serde_json::from_str(&text).unwrap();
+    let bins = &table["collective=allreduce"]["comm_type=intra"]["comm_size<=2"];
+    // As MPICH's own table guards it: a built-in operation and at least
+    // as many elements as ranks (rounded down to a power of two).
+    assert_eq!(
+        bins["avg_msg_size<65536"]["is_op_built_in=yes"]["count=any"],
+        json!({"algorithm=MPIR_Allreduce_intra_reduce_scatter_allgather": {}}),
+        "{text}"
+    );
     assert!(
-        text.contains("\"algorithm=MPIR_Allreduce_intra_reduce_scatter_allgather\""),
+        bins["avg_msg_size<65536"]["is_op_built_in=no"].is_object(),
+        "{text}"
+    );
+    assert_eq!(
+        bins["avg_msg_size<256"]["comm_hierarchy=parent"]["is_commutative=yes"],
+        json!({"algorithm=MPIR_Allreduce_intra_smp": {}}),
         "{text}"
     );
 
-    // Without the file: recursive doubling, each rank reduces the whole vector.
-    let plain = fingerprint(&[]);
+    let with_file = [(
+        "MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE",
+        json_file.to_str().unwrap(),
+    )];
+    // `coll_fingerprint ARGS` on 2 ranks without the tool, with `env`.
+    let fp = example("coll_fingerprint");
+    let fingerprint_of = |args: &[&str], env: &[(&str, &str)]| {
+        let mut cmd = mpit_testkit::mpiexec(2, &fp);
+        cmd.args(args);
+        common::clean_env(&mut cmd);
+        cmd.envs(env.iter().copied());
+        mpit_testkit::run(cmd)
+    };
+    // 1024 ints, MPI_SUM: reduce-scatter-allgather, every result right.
+    let tuned = fingerprint_of(&["1024", "builtin"], &with_file);
+    assert!(tuned.success(), "{}\n{}", tuned.stdout(), tuned.stderr());
+    let said = tuned.stdout();
+    assert!(said.contains("allreduce ok;"), "{said}");
+    assert!(said.contains("allgather ok"), "{said}");
+    assert!(said.contains("all results correct"), "{said}");
+    // 1024 ints, the user-defined sum: the library's default, as without
+    // the file (recursive doubling: each rank reduces the whole vector).
+    let plain = fingerprint_of(&["1024"], &[]);
     assert!(plain.success(), "{}", plain.stderr());
     assert!(
         plain
@@ -180,35 +227,34 @@ fn mpich_exports_are_accepted_and_in_use() {
         "{}",
         plain.stdout()
     );
-    // With it: accepted, and reduce-scatter-allgather runs. That algorithm
-    // takes built-in operations only: with MPI_SUM every result is right;
-    // with the user-defined operation MPICH's own assertion in that
-    // algorithm's source file stops the job (the CVAR path would have
-    // refused the algorithm, the table path does not check).
-    let with_file = [(
-        "MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE",
-        json_file.to_str().unwrap(),
-    )];
-    let fp = example("coll_fingerprint");
-    let mut cmd = mpit_testkit::mpiexec(2, &fp);
-    cmd.args(["1024", "builtin"]);
-    common::clean_env(&mut cmd);
-    cmd.envs(with_file);
-    let tuned = mpit_testkit::run(cmd);
-    assert!(tuned.success(), "{}\n{}", tuned.stdout(), tuned.stderr());
-    let said = tuned.stdout();
-    assert!(said.contains("allreduce ok;"), "{said}");
-    assert!(said.contains("allgather ok"), "{said}");
-    assert!(said.contains("all results correct"), "{said}");
-    let witness = fingerprint(&with_file);
-    assert!(!witness.success(), "{}", witness.stdout());
+    let guarded = fingerprint_of(&["1024"], &with_file);
     assert!(
-        witness
-            .stderr()
-            .contains("allreduce_intra_reduce_scatter_allgather.c"),
+        guarded.success(),
         "{}\n{}",
-        witness.stdout(),
-        witness.stderr()
+        guarded.stdout(),
+        guarded.stderr()
+    );
+    assert_eq!(guarded.stdout(), plain.stdout());
+    // 32 ints, the user-defined sum: `smp` runs (the file is in use).
+    let plain = fingerprint_of(&["32"], &[]);
+    assert!(
+        plain
+            .stdout()
+            .contains("allreduce ok; op lengths: 32 | 32\n"),
+        "{}",
+        plain.stdout()
+    );
+    let smp = fingerprint_of(&["32"], &with_file);
+    assert!(smp.success(), "{}\n{}", smp.stdout(), smp.stderr());
+    assert!(
+        smp.stdout().contains("allreduce ok; op lengths: "),
+        "{}",
+        smp.stdout()
+    );
+    assert_ne!(
+        smp.stdout(),
+        plain.stdout(),
+        "smp's fingerprint is the default's"
     );
 
     // The pre-init policy: it checks, and its settings, set by hand, are

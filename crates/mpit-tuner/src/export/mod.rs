@@ -264,6 +264,9 @@ impl Learned {
         for list in choices.values_mut() {
             list.sort_by_key(|c| c.lo);
         }
+        if family == Family::OpenMpi {
+            notes.extend(commutative_only(&choices));
+        }
         Ok(Learned {
             family,
             version: version.to_string(),
@@ -272,6 +275,44 @@ impl Learned {
             notes,
         })
     }
+}
+
+/// Open MPI runs a forced algorithm (a rules file's or an MCA setting's)
+/// for every call it matches, whatever the operation, where its own choice
+/// avoids the algorithms that combine operands out of rank order for a
+/// non-commutative one; online tuning runs such calls on Open MPI's own
+/// choice ([`tuner_core::collectives::open_mpi_needs_commutative`]). Neither
+/// format can test the operation, so each such choice is written with a
+/// note, one per collective and algorithm.
+fn commutative_only(choices: &BTreeMap<(Collective, i32), Vec<Choice>>) -> Vec<String> {
+    let mut out: Vec<(Collective, &str, Vec<String>)> = Vec::new();
+    for ((c, size), list) in choices {
+        for ch in list.iter().filter(|ch| {
+            !ch.default && tuner_core::collectives::open_mpi_needs_commutative(*c, &ch.algorithm)
+        }) {
+            let at = format!("{size} ranks {}", bin_text(ch.lo, ch.hi));
+            match out
+                .iter_mut()
+                .find(|(oc, a, _)| oc == c && *a == ch.algorithm)
+            {
+                Some((_, _, places)) => places.push(at),
+                None => out.push((*c, &ch.algorithm, vec![at])),
+            }
+        }
+    }
+    out.into_iter()
+        .map(|(c, algorithm, places)| {
+            format!(
+                "{} {algorithm} ({}) combines operands out of rank order, and Open MPI runs a \
+                 forced algorithm for every call it matches: a user-defined non-commutative \
+                 operation would get another result than without this setting; use it only if \
+                 the application's user-defined operations are commutative (MPI's predefined \
+                 ones are)",
+                c.name(),
+                places.join(", ")
+            )
+        })
+        .collect()
 }
 
 impl Learned {
@@ -593,6 +634,52 @@ mod tests {
         assert_eq!(l.notes.len(), 1, "{:?}", l.notes);
         assert!(l.notes[0].contains("c0.0 kept recursive_doubling and c0.1 kept smp"));
         assert!(l.choices[&(Collective::Bcast, 2)][0].default);
+    }
+
+    /// Open MPI choices that need a commutative operation are told, once
+    /// per collective and algorithm; the default, other algorithms and
+    /// MPICH (whose CVAR path checks the operation itself) are not.
+    #[test]
+    fn open_mpi_choices_for_commutative_operations_only_are_told() {
+        let records = [
+            decision("c0.0", 4, "allreduce", (1 << 20, None), "ring", 4, 50.0),
+            decision(
+                "c0.1",
+                2,
+                "allreduce",
+                (65536, Some(1 << 20)),
+                "ring",
+                4,
+                50.0,
+            ),
+            decision(
+                "c0.0",
+                4,
+                "allreduce",
+                (0, Some(256)),
+                "recursive_doubling",
+                3,
+                50.0,
+            ),
+            decision("c0.0", 4, "reduce", (0, None), "binomial", 5, 50.0),
+            decision("c0.0", 4, "bcast", (0, None), "binomial", 5, 50.0),
+        ];
+        let l = learned(Family::OpenMpi, &records);
+        assert_eq!(l.notes.len(), 2, "{:?}", l.notes);
+        assert!(
+            l.notes[0].starts_with(
+                "allreduce ring (2 ranks [64 KiB, 1 MiB), 4 ranks >= 1 MiB) combines operands \
+                 out of rank order"
+            ),
+            "{:?}",
+            l.notes
+        );
+        assert!(
+            l.notes[1].starts_with("reduce binomial (4 ranks >= 0 B) combines"),
+            "{:?}",
+            l.notes
+        );
+        assert!(learned(Family::Mpich, &records).notes.is_empty());
     }
 
     #[test]

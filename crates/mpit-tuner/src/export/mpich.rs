@@ -14,7 +14,9 @@
 //! tuned replaced: per communicator size learned, one condition per size
 //! bin with the algorithm kept; every other size and bin goes to the
 //! library's default subtree. Every algorithm written is checked to be a
-//! name the library's selection code knows.
+//! name the library's selection code knows, and tested in the table for
+//! every condition MPICH's own choice checks before it runs that algorithm
+//! ([`guarded_leaf`]).
 
 use super::{segments, Choice, Family, Learned};
 use anyhow::{anyhow, bail, Context, Result};
@@ -107,40 +109,95 @@ fn size_key(c: Collective, hi: Option<u64>, size: i32) -> Option<String> {
     }
 }
 
-/// A leaf for `algorithm` of `c`, guarded where MPICH's own selection
-/// guards it (its CVAR path checks the same and falls back): the `*_smp`
-/// algorithms run on communicators whose hierarchy is `parent` only and,
-/// for the reductions, with a commutative operation only (they reduce
-/// within each node first: another order than the ranks' unless every
-/// node holds consecutive ranks). The selection table applies a rule to
-/// every communicator and operation it matches, including the
-/// sub-communicators ch4's compositions make (one rank per node: node
-/// roots), where an unguarded `MPIR_Allreduce_intra_smp` gave wrong results
-/// (2 and 4 emulated nodes x 1 rank, MPICH 4.0.2); elsewhere the library's
-/// `default` subtree applies.
-fn guarded_leaf(c: Collective, algorithm: &str, default: &Tree) -> Tree {
-    if !algorithm.ends_with("_smp") {
-        return Tree::leaf(algorithm);
+/// A condition MPICH's CVAR path checks before it runs an algorithm (the
+/// `restrictions` of `src/mpi/coll/coll_algorithms.txt`, 4.0.2 and 4.1),
+/// falling back to its own choice when it fails. The selection table's path
+/// checks nothing: a leaf runs whatever the call, so the table written must
+/// test each condition itself, as the library's own `generic.json` does.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Restriction {
+    /// `parent-comm`: a communicator with a node hierarchy
+    /// (`comm_hierarchy=parent`).
+    ParentComm,
+    /// `commutative`: a commutative operation (`is_commutative=yes`).
+    Commutative,
+    /// `builtin-op`: a predefined operation (`is_op_built_in=yes`).
+    BuiltinOp,
+    /// `size-ge-pof2`: at least as many elements as the largest power of two
+    /// not above the communicator's size (`count<pow2` fails).
+    CountGePof2,
+    /// `power-of-two`: a communicator whose size is a power of two; the
+    /// size is known where the rule is written.
+    PowerOfTwo,
+    /// `inplace`: `MPI_IN_PLACE` as the send buffer.
+    InPlace,
+    /// `noinplace`: a send buffer other than `MPI_IN_PLACE`.
+    NotInPlace,
+}
+
+/// The restrictions of MPICH 4.0-4.1's algorithm `name` (a value name of
+/// `MPIR_CVAR_<COLL>_INTRA_ALGORITHM`) of `c`, in the order the table tests
+/// them.
+fn restrictions(c: Collective, name: &str) -> &'static [Restriction] {
+    use Collective as C;
+    use Restriction::*;
+    match (c, name) {
+        (C::Allreduce | C::Reduce, "smp") => &[ParentComm, Commutative],
+        (C::Bcast | C::Barrier, "smp") => &[ParentComm],
+        (C::Allreduce, "reduce_scatter_allgather") | (C::Reduce, "reduce_scatter_gather") => {
+            &[BuiltinOp, CountGePof2]
+        }
+        (C::Allgather, "recursive_doubling") | (C::ReduceScatterBlock, "noncommutative") => {
+            &[PowerOfTwo]
+        }
+        (C::ReduceScatterBlock, "pairwise" | "recursive_halving") => &[Commutative],
+        (C::Alltoall, "brucks" | "pairwise" | "scattered") => &[NotInPlace],
+        (C::Alltoall, "pairwise_sendrecv_replace") => &[InPlace],
+        _ => &[],
     }
-    let smp = if matches!(c, Collective::Allreduce | Collective::Reduce) {
+}
+
+/// The rule for algorithm `name` of `c` on communicators of `size` ranks:
+/// its leaf where MPICH's CVAR path would run it, the library's `default`
+/// subtree wherever that path would fall back ([`restrictions`]). Unguarded,
+/// the table ran `MPIR_Allreduce_intra_smp` on the node roots' communicator
+/// ch4's compositions make, with wrong sums (2 and 4 emulated nodes x 1
+/// rank, MPICH 4.0.2), and `MPIR_Allreduce_intra_reduce_scatter_allgather`
+/// with a user-defined operation, which stops the job on an assertion.
+fn guarded_leaf(c: Collective, name: &str, size: i32, default: &Tree) -> Tree {
+    let either = |test: &str, pass: Tree, fail: &str| {
         Tree(vec![
-            ("is_commutative=yes".into(), Tree::leaf(algorithm)),
-            ("is_commutative=no".into(), default.clone()),
+            (test.to_string(), pass),
+            (fail.to_string(), default.clone()),
         ])
-    } else {
-        Tree::leaf(algorithm)
     };
-    Tree(vec![
-        ("comm_hierarchy=parent".into(), smp),
-        ("comm_hierarchy=any".into(), default.clone()),
-    ])
+    let mut rule = Tree::leaf(&algorithm_name(c, name));
+    for r in restrictions(c, name).iter().rev() {
+        rule = match r {
+            Restriction::ParentComm => either("comm_hierarchy=parent", rule, "comm_hierarchy=any"),
+            Restriction::Commutative => either("is_commutative=yes", rule, "is_commutative=no"),
+            Restriction::BuiltinOp => either("is_op_built_in=yes", rule, "is_op_built_in=no"),
+            Restriction::InPlace => either("is_sendbuf_inplace=yes", rule, "is_sendbuf_inplace=no"),
+            Restriction::NotInPlace => {
+                either("is_sendbuf_inplace=no", rule, "is_sendbuf_inplace=yes")
+            }
+            // Fails: the default; else (`count=any`) the rule.
+            Restriction::CountGePof2 => Tree(vec![
+                ("count<pow2".to_string(), default.clone()),
+                ("count=any".to_string(), rule),
+            ]),
+            Restriction::PowerOfTwo if size > 0 && size & (size - 1) == 0 => rule,
+            Restriction::PowerOfTwo => default.clone(),
+        };
+    }
+    rule
 }
 
 /// The intra-communicator subtree for one communicator size: per bin the
 /// algorithm kept, or the library's `default` subtree.
 fn by_size(c: Collective, size: i32, choices: &[Choice], default: &Tree) -> Tree {
     let pick = |choice: Option<&Choice>| match choice {
-        Some(ch) if !ch.default => guarded_leaf(c, &algorithm_name(c, &ch.algorithm), default),
+        Some(ch) if !ch.default => guarded_leaf(c, &ch.algorithm, size, default),
         _ => default.clone(),
     };
     let segs = segments(choices);
@@ -457,6 +514,112 @@ mod tests {
                 .get("collective=barrier")
                 .unwrap()
                 .get("comm_type=intra")
+        );
+    }
+
+    /// Every restriction MPICH's CVAR path checks is tested in the table,
+    /// with the library's default where it fails, as its own
+    /// `generic.json` does; a power-of-two restriction is settled by the
+    /// communicator's size.
+    #[test]
+    fn restricted_algorithms_are_guarded_as_mpich_guards_them() {
+        let d = Tree::leaf("default");
+        let leaf = |c, n| Tree::leaf(&algorithm_name(c, n));
+        let two = |k1: &str, t1: Tree, k2: &str, t2: Tree| {
+            Tree(vec![(k1.to_string(), t1), (k2.to_string(), t2)])
+        };
+        let c = Collective::Allreduce;
+        assert_eq!(
+            guarded_leaf(c, "reduce_scatter_allgather", 3, &d),
+            two(
+                "is_op_built_in=yes",
+                two(
+                    "count<pow2",
+                    d.clone(),
+                    "count=any",
+                    leaf(c, "reduce_scatter_allgather")
+                ),
+                "is_op_built_in=no",
+                d.clone()
+            )
+        );
+        assert_eq!(
+            guarded_leaf(c, "smp", 4, &d),
+            two(
+                "comm_hierarchy=parent",
+                two(
+                    "is_commutative=yes",
+                    leaf(c, "smp"),
+                    "is_commutative=no",
+                    d.clone()
+                ),
+                "comm_hierarchy=any",
+                d.clone()
+            )
+        );
+        assert_eq!(
+            guarded_leaf(c, "recursive_doubling", 3, &d),
+            leaf(c, "recursive_doubling")
+        );
+        assert_eq!(
+            guarded_leaf(c, "nb", 3, &d),
+            Tree::leaf("MPIR_Allreduce_allcomm_nb")
+        );
+        let c = Collective::Allgather;
+        assert_eq!(
+            guarded_leaf(c, "recursive_doubling", 4, &d),
+            leaf(c, "recursive_doubling")
+        );
+        assert_eq!(guarded_leaf(c, "recursive_doubling", 6, &d), d);
+        let c = Collective::Alltoall;
+        for name in ["brucks", "pairwise", "scattered"] {
+            assert_eq!(
+                guarded_leaf(c, name, 3, &d),
+                two(
+                    "is_sendbuf_inplace=no",
+                    leaf(c, name),
+                    "is_sendbuf_inplace=yes",
+                    d.clone()
+                )
+            );
+        }
+        assert_eq!(
+            guarded_leaf(c, "pairwise_sendrecv_replace", 3, &d),
+            two(
+                "is_sendbuf_inplace=yes",
+                leaf(c, "pairwise_sendrecv_replace"),
+                "is_sendbuf_inplace=no",
+                d.clone()
+            )
+        );
+        let c = Collective::ReduceScatterBlock;
+        assert_eq!(
+            guarded_leaf(c, "pairwise", 3, &d),
+            two(
+                "is_commutative=yes",
+                leaf(c, "pairwise"),
+                "is_commutative=no",
+                d.clone()
+            )
+        );
+        assert_eq!(guarded_leaf(c, "noncommutative", 3, &d), d);
+        assert_eq!(
+            guarded_leaf(c, "noncommutative", 2, &d),
+            leaf(c, "noncommutative")
+        );
+        let c = Collective::Reduce;
+        assert_eq!(
+            guarded_leaf(c, "reduce_scatter_gather", 8, &d).get("is_op_built_in=no"),
+            Some(&d)
+        );
+        assert_eq!(
+            guarded_leaf(Collective::Bcast, "smp", 4, &d),
+            two(
+                "comm_hierarchy=parent",
+                leaf(Collective::Bcast, "smp"),
+                "comm_hierarchy=any",
+                d.clone()
+            )
         );
     }
 
