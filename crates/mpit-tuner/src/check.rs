@@ -53,8 +53,9 @@ collective of this library's table (`algorithms.mpich` on MPICH, \
 with the closest names and the full list: MPICH's from the variable's \
 description in value order, Open MPI's from its MPI_T enumeration); MPICH's \
 table is also checked on other libraries against the names known for \
-MPICH 4.0-4.1, and the table of another library is otherwise not checked \
-(`warning`). Under a launcher, rank 0 prints.
+MPICH 4.0-4.1 and 5.0, and on an MPICH a name of the other series only is \
+a `warning` (it is left out there); the table of another library is \
+otherwise not checked (`warning`). Under a launcher, rank 0 prints.
 
 Exit status: 0 if every file is fine (warnings allowed), 1 if a file has \
 an error or (with --against-mpi) a missing variable, 2 if a file cannot be \

@@ -128,7 +128,9 @@ impl CollectiveSpec {
     ///   names in another library's table that are not that library's,
     ///   where its names are known without asking it (MPICH's);
     /// - [`Severity::Warning`] for another library's table that cannot be
-    ///   checked here.
+    ///   checked here, and for a name of this library's table that is an
+    ///   algorithm of another version of it only (a table shared by MPICH
+    ///   4.0 and 5.0: the runtime leaves it out here).
     ///
     /// The diagnostics belong to no policy: [`Diagnostic::policy`] is
     /// `usize::MAX` and the name empty.
@@ -164,8 +166,23 @@ impl CollectiveSpec {
                             continue;
                         }
                     };
+                    let other_versions = lookup.known(here, *collective).unwrap_or_default();
                     for (name, name_at) in names.iter().zip(names_at) {
                         if algos.names.iter().any(|n| n.eq_ignore_ascii_case(name)) {
+                            continue;
+                        }
+                        if other_versions.iter().any(|n| n.eq_ignore_ascii_case(name)) {
+                            // A table shared by several versions of this
+                            // library: the runtime leaves it out here.
+                            diag(
+                                Severity::Warning,
+                                name_at,
+                                format!(
+                                    "`{name}` is an algorithm of another {here} version, not of this one's {}: left out here; its algorithms are: {}",
+                                    algos.variable,
+                                    algos.names.join(", ")
+                                ),
+                            );
                             continue;
                         }
                         let elsewhere = LIBRARIES
@@ -494,6 +511,46 @@ allreduce = ["ring"]
         fn known(&self, _: &str, _: Collective) -> Option<Vec<String>> {
             None
         }
+    }
+
+    /// This version's allreduce names, and one more (`tree`) known for
+    /// another version of the same library.
+    struct OlderVersion;
+
+    impl AlgorithmLookup for OlderVersion {
+        fn library(&self) -> &str {
+            "mpich"
+        }
+        fn algorithms(&self, _: Collective) -> Result<Algorithms, String> {
+            Ok(Algorithms {
+                variable: "A".into(),
+                names: vec!["auto".into(), "ring".into()],
+            })
+        }
+        fn known(&self, library: &str, _: Collective) -> Option<Vec<String>> {
+            (library == "mpich").then(|| vec!["auto".into(), "ring".into(), "tree".into()])
+        }
+    }
+
+    #[test]
+    fn a_name_of_another_version_is_a_warning() {
+        let set = PolicySet::parse(
+            "[collectives]\n[collectives.algorithms.mpich]\nallreduce = [\"ring\", \"tree\", \"tre\"]\n",
+            "m.toml",
+        )
+        .unwrap();
+        let d = set.collectives().unwrap().check(&OlderVersion);
+        assert_eq!(d.len(), 2, "{d:?}");
+        assert_eq!(
+            d[0].to_string(),
+            "m.toml:3:22: warning: in [collectives]: `tree` is an algorithm of another mpich \
+             version, not of this one's A: left out here; its algorithms are: auto, ring"
+        );
+        assert_eq!(d[1].severity, Severity::Error);
+        assert!(
+            d[1].message.contains("`tre` is not an algorithm of A"),
+            "{d:?}"
+        );
     }
 
     #[test]

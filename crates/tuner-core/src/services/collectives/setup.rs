@@ -221,13 +221,25 @@ pub(crate) fn open(
         match tune::support(info.version) {
             Support::NextCall => match own_mpit() {
                 Ok(own) => {
+                    // Names of another MPICH series (the default table
+                    // lists 4.0's and 5.0's): left out, in one record.
+                    let mut other_series: Vec<String> = Vec::new();
                     for (c, names) in &plan {
                         let c = *c;
                         let known = tune::mpich_algorithms(info.version, c).unwrap_or_default();
+                        let in_any_series = |n: &str| {
+                            tune::mpich4_algorithms(c)
+                                .iter()
+                                .chain(tune::mpich5_algorithms(c))
+                                .any(|k| k.eq_ignore_ascii_case(n))
+                        };
                         let mut wanted = Vec::new();
+                        let mut elsewhere = Vec::new();
                         for n in names {
                             if known.iter().any(|k| k.eq_ignore_ascii_case(n)) {
                                 wanted.push(n.clone());
+                            } else if !known.is_empty() && in_any_series(n) {
+                                elsewhere.push(n.as_str());
                             } else {
                                 log.record(&tune::note(
                                     0.0,
@@ -240,11 +252,25 @@ pub(crate) fn open(
                                 ));
                             }
                         }
+                        if !elsewhere.is_empty() {
+                            other_series.push(format!("{} {}", c.name(), elsewhere.join(", ")));
+                        }
                         if !names.is_empty() && wanted.is_empty() {
                             continue;
                         }
                         targets.extend(target_at_start(
                             catalogue, own, info, c, &wanted, asked, log,
+                        ));
+                    }
+                    if !other_series.is_empty() {
+                        log.record(&tune::note(
+                            0.0,
+                            CollectiveEvent::Skipped,
+                            format!(
+                                "algorithms of another MPICH series than this one ({}), left out: {}",
+                                info.version,
+                                other_series.join("; ")
+                            ),
                         ));
                     }
                     // A candidate MPICH cannot use for a call's arguments
