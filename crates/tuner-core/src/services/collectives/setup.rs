@@ -221,8 +221,9 @@ pub(crate) fn open(
         match tune::support(info.version) {
             Support::NextCall => match own_mpit() {
                 Ok(own) => {
-                    // Names of another MPICH series (the default table
-                    // lists 4.0's and 5.0's): left out, in one record.
+                    // Names of another MPICH series (a table may list
+                    // 4.0's and 5.0's; the shipped one has both names of
+                    // barrier's dissemination): left out, in one record.
                     let mut other_series: Vec<String> = Vec::new();
                     for (c, names) in &plan {
                         let c = *c;
