@@ -78,16 +78,10 @@ impl policies::AlgorithmLookup for LibraryAlgorithms<'_> {
     /// 5.0), for an MPICH table checked while another library runs.
     fn known(&self, library: &str, collective: Collective) -> Option<Vec<String>> {
         (library == Library::Mpich.name()).then(|| {
-            let mut names: Vec<String> = Vec::new();
-            for n in mpich4_algorithms(collective)
-                .iter()
-                .chain(mpich5_algorithms(collective))
-            {
-                if !names.iter().any(|k| k == n) {
-                    names.push(n.to_string());
-                }
-            }
-            names
+            mpich_any_series_algorithms(collective)
+                .into_iter()
+                .map(String::from)
+                .collect()
         })
     }
 }
@@ -397,6 +391,18 @@ pub fn mpich5_algorithms(c: Collective) -> &'static [&'static str] {
         ],
         Collective::Barrier => &["auto", "nb", "smp", "k_dissemination", "recexch"],
     }
+}
+
+/// The names of `c` in any MPICH series known here (4.0-4.1's, then what
+/// 5.0 adds), each once.
+pub fn mpich_any_series_algorithms(c: Collective) -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = Vec::new();
+    for n in mpich4_algorithms(c).iter().chain(mpich5_algorithms(c)) {
+        if !names.contains(n) {
+            names.push(n);
+        }
+    }
+    names
 }
 
 /// The algorithm names of `c`, in value order, in the MPICH whose

@@ -228,12 +228,9 @@ pub(crate) fn open(
                     for (c, names) in &plan {
                         let c = *c;
                         let known = tune::mpich_algorithms(info.version, c).unwrap_or_default();
-                        let in_any_series = |n: &str| {
-                            tune::mpich4_algorithms(c)
-                                .iter()
-                                .chain(tune::mpich5_algorithms(c))
-                                .any(|k| k.eq_ignore_ascii_case(n))
-                        };
+                        let any_series = tune::mpich_any_series_algorithms(c);
+                        let in_any_series =
+                            |n: &str| any_series.iter().any(|k| k.eq_ignore_ascii_case(n));
                         let mut wanted = Vec::new();
                         let mut elsewhere = Vec::new();
                         for n in names {
