@@ -91,6 +91,22 @@ fn json_is_written_for(version: &str) -> bool {
     version.starts_with("4.0") || version.starts_with("4.1")
 }
 
+/// An allreduce decision record on `comm` (`size` ranks) for `bin`:
+/// `algorithm` (its `value`) at `time_us` a call against the default's 20.
+fn allreduce_decision(
+    comm: &str,
+    size: i32,
+    bin: Json,
+    algorithm: &str,
+    value: i64,
+    time_us: f64,
+) -> Json {
+    json!({"type": "collective", "t": 0.5, "event": "decision", "comm": comm,
+           "comm_size": size, "collective": "allreduce", "bin": bin,
+           "algorithm": algorithm, "value": value, "time_us": time_us,
+           "default_us": 20.0, "calls": 8, "cost_us": 3.0})
+}
+
 /// `export` with this build's library for the default table.
 fn export_mpich(dir: &Path) -> Job {
     let mut args = vec![dir.to_str().unwrap()];
@@ -136,19 +152,20 @@ fn mpich_exports_are_accepted_and_in_use() {
     // 1024 ints: 4 KiB, the bin [4 KiB, 64 KiB) of the default bins.
     add_record(
         &dir,
-        &json!({"type": "collective", "t": 0.5, "event": "decision", "comm": "c0.0",
-                "comm_size": 2, "collective": "allreduce", "bin": [4096, 65536],
-                "algorithm": "reduce_scatter_allgather", "value": 4, "time_us": 10.0,
-                "default_us": 20.0, "calls": 8, "cost_us": 3.0}),
+        &allreduce_decision(
+            "c0.0",
+            2,
+            json!([4096, 65536]),
+            "reduce_scatter_allgather",
+            4,
+            10.0,
+        ),
     );
     // 32 ints: 128 B, the bin [0, 256); a smaller saving, so that the
     // pre-init setting (one per collective) stays reduce-scatter-allgather.
     add_record(
         &dir,
-        &json!({"type": "collective", "t": 0.5, "event": "decision", "comm": "c0.0",
-                "comm_size": 2, "collective": "allreduce", "bin": [0, 256],
-                "algorithm": "smp", "value": 2, "time_us": 19.0,
-                "default_us": 20.0, "calls": 8, "cost_us": 3.0}),
+        &allreduce_decision("c0.0", 2, json!([0, 256]), "smp", 2, 19.0),
     );
     // The default selection table is read from the library of this build,
     // not from whichever libmpich.so.12 the machine lists first.
@@ -341,10 +358,7 @@ fn mpich_smp_exports_keep_results_right_across_nodes() {
     for (comm, size) in [("c0.0", 2), ("c0.1", 4)] {
         add_record(
             &dir,
-            &json!({"type": "collective", "t": 0.5, "event": "decision", "comm": comm,
-                    "comm_size": size, "collective": "allreduce", "bin": [0, null],
-                    "algorithm": "smp", "value": 2, "time_us": 10.0,
-                    "default_us": 20.0, "calls": 8, "cost_us": 3.0}),
+            &allreduce_decision(comm, size, json!([0, null]), "smp", 2, 10.0),
         );
     }
     let json_file = tmp.path().join("selection.json");
