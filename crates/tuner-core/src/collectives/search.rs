@@ -568,7 +568,8 @@ impl Search {
     /// timed. It starts right after an agreed point (or a rest on another
     /// algorithm), with every rank leaving the point's reduction together
     /// and the network idle, which the application's own calls back to
-    /// back never see: a pipelined algorithm pays its whole fill there
+    /// back never see: an algorithm whose calls overlap back to back (a
+    /// chain, a pipeline) pays its whole start-up there
     /// (Open MPI's default bcast of 1 MiB on 4 emulated nodes: 27 ms for
     /// such a call against 17 ms back to back), so two-call windows ranked
     /// it behind a 10% slower tree (docs/collective-tuning.md#how-it-stays-safe).
@@ -2018,7 +2019,7 @@ mod tests {
     fn a_window_is_timed_after_its_lead_in() {
         // Open MPI's default bcast of 1 MiB on 4 emulated nodes, measured
         // with all ranks leaving a reduction together: 27 ms for the first
-        // call, 17 ms a call back to back (a pipeline filling); the binary
+        // call, 17 ms a call back to back (its start-up); the binary
         // tree, 21 ms then 19 ms. Windows of long calls are two calls: timed
         // whole, the tree's (21 + 19) / 2 = 20 ms beat the default's 22 ms
         // by more than `margin`.
