@@ -4,6 +4,10 @@
 use crate::error::Result;
 use crate::ffi::{self, Comm, ThreadLevel};
 use crate::quirks::{self, LibraryVersion, Quirk};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// [`MpiT`] guards alive in this process ([`MpiT::in_use`]).
+static LIVE: AtomicUsize = AtomicUsize::new(0);
 
 /// A guard on `MPI_T_init_thread`: MPI_T stays initialised while it lives.
 ///
@@ -31,11 +35,19 @@ impl MpiT {
     pub fn init_with(required: ThreadLevel) -> Result<MpiT> {
         let api = ffi::api()?;
         let provided_raw = ffi::t_init_thread(api, required)?;
+        LIVE.fetch_add(1, Ordering::AcqRel);
         Ok(MpiT {
             provided: ThreadLevel::from_raw(provided_raw).unwrap_or(ThreadLevel::Single),
             provided_raw,
             finalize_on_drop: true,
         })
+    }
+
+    /// Whether a guard lives in this process: the tool holds MPI_T (one
+    /// of its threads may call MPI_T routines at any time), and the
+    /// library's MPI_T is initialised at least once on its behalf.
+    pub fn in_use() -> bool {
+        LIVE.load(Ordering::Acquire) > 0
     }
 
     /// The thread level MPI_T provided.
@@ -133,6 +145,7 @@ pub(crate) fn finalize_is_safe(
 
 impl Drop for MpiT {
     fn drop(&mut self) {
+        LIVE.fetch_sub(1, Ordering::AcqRel);
         if self.finalize_on_drop && self.finalize_is_safe_now() {
             if let Ok(api) = ffi::api() {
                 // The log is closed by now: the rank's standard error is

@@ -394,8 +394,10 @@ fortran! {
 /// The application's `MPI_T_init_thread` asks the library for
 /// `MPI_THREAD_MULTIPLE` whatever level it wanted, and is told the level it
 /// would have got (the least of what it asked and what the library gives;
-/// levels are ordered). MPICH keeps one flag for the whole process, set by
-/// the latest `MPI_T_init_thread` (`MPIR_T_is_threaded = (required ==
+/// levels are ordered), while the tool holds MPI_T
+/// ([`mpit::MpiT::in_use`]); otherwise the call goes through unchanged.
+/// MPICH keeps one flag for the whole process, set by the latest
+/// `MPI_T_init_thread` (`MPIR_T_is_threaded = (required ==
 /// MPI_THREAD_MULTIPLE)`), and takes its MPI_T lock only while it is set:
 /// an application asking for `MPI_THREAD_SINGLE` while the tool's helper
 /// thread uses MPI_T turned the lock off under the helper's feet (MPICH
@@ -404,7 +406,13 @@ fortran! {
 /// flips would leave it held). A `required` that is not a thread level
 /// goes through unchanged, so that the library rejects it as before. The
 /// tool's own `MPI_T_init_thread` (which asks for `MPI_THREAD_MULTIPLE`)
-/// goes through here too.
+/// goes through here too. Not while the tool is off (or did not start):
+/// Open MPI 4.1's first `MPI_T_init_thread` sets the thread level of the
+/// whole process (`ompi_mpi_thread_level`), so after `MPI_Init` the
+/// application's `MPI_Query_thread` said `MPI_THREAD_MULTIPLE` and ob1 left
+/// its single-thread fast path, with the preload loaded and
+/// `MPIT_TUNER=off`. With the tool on, its own initialisation (before
+/// `MPI_Init`) holds MPI_T, and the application's never reaches that.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_T_init_thread(required: c_int, provided: *mut c_int) -> c_int {
     let real = real!(
@@ -421,7 +429,11 @@ pub unsafe extern "C" fn MPI_T_init_thread(required: c_int, provided: *mut c_int
         ]
     };
     let multiple = levels[3];
-    if !levels.contains(&required) || required == multiple || provided.is_null() {
+    if !levels.contains(&required)
+        || required == multiple
+        || provided.is_null()
+        || !mpit::MpiT::in_use()
+    {
         // SAFETY: the application's own arguments, passed through.
         return unsafe { real(required, provided) };
     }

@@ -80,6 +80,32 @@ fn an_application_using_mpi_t_below_thread_multiple_works() {
         out.contains("500 of 500 lookups found their variable on every rank"),
         "{out}"
     );
+    assert!(out.contains("mpit_app_init: MPI_Query_thread "), "{out}");
+}
+
+/// `MPIT_TUNER=off` with an application that initialises MPI_T itself
+/// after `MPI_Init`: the same output, thread levels included. The preload
+/// used to ask for `MPI_THREAD_MULTIPLE` on the application's behalf even
+/// with the tool off, and Open MPI 4.1's first `MPI_T_init_thread` sets
+/// the thread level of the whole process: `MPI_Query_thread` said
+/// "multiple" after it.
+#[test]
+fn tuner_off_leaves_the_thread_level_alone() {
+    let tmp = tempdir();
+    let program = example("mpit_app_init");
+    let plain = mpit_testkit::run(mpi_job(RANKS, &program, &["3"]));
+    plain.assert_success();
+    let mut cmd = mpi_job(RANKS, &program, &["3"]);
+    preload(&mut cmd, &tmp.path().join("run"));
+    cmd.env("MPIT_TUNER", "off");
+    let off = mpit_testkit::run(cmd);
+    off.assert_success();
+    assert_same_stdout(&plain, &off, |_| false);
+    assert!(
+        plain.stdout().contains("mpit_app_init: MPI_Query_thread "),
+        "{}",
+        plain.stdout()
+    );
 }
 
 /// Names of the entries of a directory.
