@@ -247,7 +247,7 @@ fn eager_advice_fires_on_large_messages() {
     let eager = recs
         .iter()
         .find(|r| r["id"] == "eager-threshold")
-        .expect("eager advice");
+        .unwrap_or_else(|| panic!("no eager advice: {recs:?}\n{stderr}"));
     let setting = eager["setting"].as_str().unwrap();
     let expected = if mpit_testkit::flavor() == "openmpi" {
         "OMPI_MCA_btl_vader_eager_limit=131072"
@@ -289,12 +289,21 @@ fn eager_advice_fires_on_large_messages() {
         cmd.env("MV2_SMP_EAGERSIZE", "131072")
             .env("MV2_SMP_QUEUE_LENGTH", "262144");
         let refused = mpit_testkit::run(cmd);
-        assert!(!refused.output.status.success(), "{}", refused.stdout());
+        // Refused in MPI_Init: the program never printed, and MVAPICH2 said
+        // why. Not the launcher's exit status: every rank aborts through
+        // PMI at once, and Hydra once returned 0 for that (a CI run of
+        // 86a9a0b; 30 runs by hand all gave 143).
+        assert!(
+            !refused.stdout().contains("traffic: ranks="),
+            "{}",
+            refused.stdout()
+        );
         assert!(
             refused
                 .stderr()
                 .contains("MV2_SMP_EAGERSIZE should not exceed half of MV2_SMP_QUEUE_LENGTH"),
-            "{}",
+            "status {:?}\n{}",
+            refused.output.status,
             refused.stderr()
         );
     }
