@@ -252,6 +252,16 @@ impl Watch {
         }
         for (list, new) in [(&mut self.events, events), (&mut self.warnings, warnings)] {
             list.extend(new);
+            // The latest KEEP by time (then rank and text), whatever order
+            // the files were read in: a node's log interleaves its ranks,
+            // rank logs come one after another, and with more than KEEP
+            // records the oldest by arrival would differ between the two.
+            list.make_contiguous().sort_by(|a, b| {
+                (a.t.total_cmp(&b.t))
+                    .then(a.rank.cmp(&b.rank))
+                    .then(a.kind.cmp(b.kind))
+                    .then(a.text.cmp(&b.text))
+            });
             while list.len() > KEEP {
                 list.pop_front();
             }
@@ -529,6 +539,35 @@ mod tests {
             hosts.insert(h, vec![10 + i as u32]);
         }
         assert_eq!(hosts_text(&hosts), ": b 0-1, a 2-3,5, c 10, d 11, 1 more");
+    }
+
+    #[test]
+    fn the_latest_warnings_are_kept_whatever_the_reading_order() {
+        // Rank 0's log is read first, and its two warnings are the latest
+        // of the run; rank 1's has more than KEEP older ones. Kept by
+        // arrival, rank 0's went first (a CI run's `watch` of rank logs
+        // then differed from the same run's node log).
+        let dir = tempfile::tempdir().unwrap();
+        let warning = |t: f64, text: &str| {
+            format!("{{\"type\":\"warning\",\"t\":{t},\"message\":\"{text}\"}}\n")
+        };
+        let rank0 = warning(0.8, "late one") + &warning(0.9, "late two");
+        let rank1: String = (0..KEEP + 6)
+            .map(|i| warning(0.01 * i as f64, &format!("early {i}")))
+            .collect();
+        std::fs::write(dir.path().join("rank-00000.jsonl"), rank0).unwrap();
+        std::fs::write(dir.path().join("rank-00001.jsonl"), rank1).unwrap();
+        let mut watch = Watch::new(dir.path());
+        watch.poll().unwrap();
+        let frame = watch.frame(5);
+        for text in ["late one", "late two"] {
+            assert!(
+                frame.contains(&format!("rank 0        warning   {text}")),
+                "{frame}"
+            );
+        }
+        assert_eq!(watch.warnings.len(), KEEP);
+        assert!(watch.warnings.iter().all(|w| w.text != "early 0"));
     }
 
     #[test]
