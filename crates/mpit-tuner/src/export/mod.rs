@@ -31,10 +31,10 @@ Formats (default: all that apply to the run's library):
                  OMPI_MCA_coll_tuned_use_dynamic_rules=1
                  OMPI_MCA_coll_tuned_dynamic_rules_filename=FILE. Runs made on Open MPI only.
   mpich-json     MPICH collective selection table (mpich-coll-selection.json); use with
-                 MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE=FILE. Runs made on MPICH 4.0-4.1
-                 only. The file replaces MPICH's whole table: the collectives and sizes not
-                 tuned keep the library's own choices, read from the MPICH library
-                 (--mpich-lib).
+                 MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE=FILE. Runs made on MPICH 4.0,
+                 4.1 and 5.0 only. The file replaces MPICH's whole table: the collectives
+                 and sizes not tuned keep the library's own choices, read from the MPICH
+                 library (--mpich-lib; one of the run's series).
   policy         A pre-init policy (collectives-pre-init.toml) setting one algorithm per
                  collective before MPI_Init, with the same settings as environment
                  variables in its comments. One setting holds for every size: where the
@@ -55,8 +55,10 @@ pub struct Args {
     #[arg(short = 'o', long = "output", value_name = "PATH")]
     pub output: Option<PathBuf>,
     /// The MPICH library whose default selection table the MPICH JSON keeps
-    /// for what was not tuned (default: libmpich.so.12 as ldconfig knows
-    /// it, else the usual library directories).
+    /// for what was not tuned, of the run's MPICH series; a linker script
+    /// such as MPICH 5's lib/libmpi.so is followed to the library it names
+    /// (default: libmpich.so.12 as ldconfig knows it, else the usual library
+    /// directories).
     #[arg(long, value_name = "FILE")]
     pub mpich_lib: Option<PathBuf>,
 }

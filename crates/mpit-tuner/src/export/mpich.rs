@@ -1,4 +1,4 @@
-//! The MPICH collective selection table (MPICH 4.0-4.1, read by
+//! The MPICH collective selection table (MPICH 4.0, 4.1 and 5.0, read by
 //! `src/mpi/coll/src/csel.c` from `MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE`
 //! when `MPIR_CVAR_<COLL>_INTRA_ALGORITHM` is `auto`): nested JSON objects
 //! whose keys are conditions (`collective=allreduce`, `comm_type=intra`,
@@ -18,7 +18,7 @@
 //! every condition MPICH's own choice checks before it runs that algorithm
 //! ([`guarded_leaf`]).
 
-use super::{segments, Choice, Family, Learned};
+use super::{segments, Choice, Family, Format, Learned};
 use anyhow::{anyhow, bail, Context, Result};
 use serde::de::{MapAccess, Visitor};
 use serde::ser::SerializeMap;
@@ -110,7 +110,8 @@ fn size_key(c: Collective, hi: Option<u64>, size: i32) -> Option<String> {
 }
 
 /// A condition MPICH's CVAR path checks before it runs an algorithm (the
-/// `restrictions` of `src/mpi/coll/coll_algorithms.txt`, 4.0.2 and 4.1),
+/// `restrictions` of `src/mpi/coll/coll_algorithms.txt`, 4.0.2, 4.1 and
+/// 5.0.0),
 /// falling back to its own choice when it fails. The selection table's path
 /// checks nothing: a leaf runs whatever the call, so the table written must
 /// test each condition itself, as the library's own `generic.json` does.
@@ -135,14 +136,18 @@ enum Restriction {
     NotInPlace,
 }
 
-/// The restrictions of MPICH 4.0-4.1's algorithm `name` (a value name of
+/// The restrictions of MPICH 4.0-5.0's algorithm `name` (a value name of
 /// `MPIR_CVAR_<COLL>_INTRA_ALGORITHM`) of `c`, in the order the table tests
-/// them.
+/// them. The names 5.0 added are not 4.0's, and the names both have carry
+/// the same restrictions in both.
 fn restrictions(c: Collective, name: &str) -> &'static [Restriction] {
     use Collective as C;
     use Restriction::*;
     match (c, name) {
         (C::Allreduce | C::Reduce, "smp") => &[ParentComm, Commutative],
+        (C::Allreduce, "recursive_multiplying" | "ring" | "k_reduce_scatter_allgather") => {
+            &[Commutative]
+        }
         (C::Bcast | C::Barrier, "smp") => &[ParentComm],
         (C::Allreduce, "reduce_scatter_allgather") | (C::Reduce, "reduce_scatter_gather") => {
             &[BuiltinOp, CountGePof2]
@@ -154,6 +159,32 @@ fn restrictions(c: Collective, name: &str) -> &'static [Restriction] {
         (C::Alltoall, "brucks" | "pairwise" | "scattered") => &[NotInPlace],
         (C::Alltoall, "pairwise_sendrecv_replace") => &[InPlace],
         _ => &[],
+    }
+}
+
+/// The parameters MPICH's algorithm `name` of `c` takes (the `extra_params`
+/// of `coll_algorithms.txt`, 4.1 and 5.0), if any. Through the algorithm
+/// variable they come from variables of their own (`..._KVAL`, ...); in the
+/// selection table they are the leaf's own keys (`"k=2": {}`), and a leaf
+/// without them leaves them unset (`src/mpi/coll/src/csel_container.c`
+/// reads only the keys present). The value the tuned run used is not in its
+/// logs, so such an algorithm is not written.
+pub fn parameters(c: Collective, name: &str) -> Option<&'static str> {
+    use Collective as C;
+    match (c, name) {
+        (C::Barrier, "k_dissemination") | (C::Allgather | C::Alltoall, "k_brucks") => Some("k"),
+        (C::Allreduce, "recursive_multiplying") => Some("k"),
+        (C::Barrier | C::Allreduce, "recexch") | (C::Allreduce, "k_reduce_scatter_allgather") => {
+            Some("k, single_phase_recv")
+        }
+        (C::Allgather, "recexch_doubling" | "recexch_halving") => Some("k, single_phase_recv"),
+        (C::Bcast, "tree") => Some("tree_type, k, is_non_blocking"),
+        (C::Bcast, "pipelined_tree") => {
+            Some("tree_type, k, is_non_blocking, chunk_size, recv_pre_posted")
+        }
+        (C::Allreduce, "tree") => Some("tree_type, k, chunk_size, buffer_per_child"),
+        (C::Allreduce, "ccl") => Some("ccl"),
+        _ => None,
     }
 }
 
@@ -194,10 +225,33 @@ fn guarded_leaf(c: Collective, name: &str, size: i32, default: &Tree) -> Tree {
 }
 
 /// The intra-communicator subtree for one communicator size: per bin the
-/// algorithm kept, or the library's `default` subtree.
-fn by_size(c: Collective, size: i32, choices: &[Choice], default: &Tree) -> Tree {
-    let pick = |choice: Option<&Choice>| match choice {
-        Some(ch) if !ch.default => guarded_leaf(c, &ch.algorithm, size, default),
+/// algorithm kept, or the library's `default` subtree, also where the
+/// algorithm kept takes parameters ([`parameters`]; a line in `notes` says
+/// so).
+fn by_size(
+    c: Collective,
+    size: i32,
+    choices: &[Choice],
+    default: &Tree,
+    notes: &mut Vec<String>,
+) -> Tree {
+    let mut pick = |choice: Option<&Choice>| match choice {
+        Some(ch) if !ch.default => match parameters(c, &ch.algorithm) {
+            Some(params) => {
+                notes.push(format!(
+                    "{} `{}` on {size} ranks ({}): not written, the library's own choice is kept there: \
+                     in the selection table MPICH takes this algorithm's parameters ({params}) from the \
+                     table itself, and the values the run used are not in its logs; the pre-init \
+                     policy sets it through its algorithm variable, whose parameters MPICH reads from \
+                     their own variables",
+                    c.name(),
+                    ch.algorithm,
+                    tuner_core::collectives::bin_text(ch.lo, ch.hi),
+                ));
+                default.clone()
+            }
+            None => guarded_leaf(c, &ch.algorithm, size, default),
+        },
         _ => default.clone(),
     };
     let segs = segments(choices);
@@ -216,10 +270,12 @@ fn by_size(c: Collective, size: i32, choices: &[Choice], default: &Tree) -> Tree
     )
 }
 
-/// `table` (the library's default) with the choices of `learned` in place.
-/// Errors name the collective the table lacks.
-pub fn apply(table: &Tree, learned: &Learned) -> Result<Tree, String> {
+/// `table` (the library's default) with the choices of `learned` in place,
+/// and a note per choice left out ([`by_size`]). Errors name the
+/// collective the table lacks.
+pub fn apply(table: &Tree, learned: &Learned) -> Result<(Tree, Vec<String>), String> {
     let mut out = table.clone();
+    let mut notes = Vec::new();
     for c in vocab::collective::COLLECTIVES {
         let sizes = learned.tuned(c);
         if sizes.is_empty() {
@@ -240,13 +296,13 @@ pub fn apply(table: &Tree, learned: &Learned) -> Result<Tree, String> {
             new.push((format!("comm_size<{size}"), default.clone()));
             new.push((
                 format!("comm_size<={size}"),
-                by_size(c, size, list, &default),
+                by_size(c, size, list, &default, &mut notes),
             ));
         }
         new.push(("comm_size=any".into(), default));
         *intra = Tree(new);
     }
-    Ok(out)
+    Ok((out, notes))
 }
 
 /// The leaves `algorithm=...` of `tree`.
@@ -275,11 +331,12 @@ pub fn selection(learned: &Learned, lib: Option<&Path>) -> Result<String> {
     }
     let version = mpit::quirks::LibraryVersion::parse(&learned.version).version;
     if let Some(v) = version {
-        if !matches!((v.0, v.1), (4, 0 | 1)) {
+        if !matches!((v.0, v.1), (4, 0 | 1) | (5, 0)) {
             bail!(
-                "{} was made with MPICH {v}: the selection JSON is written for MPICH 4.0 and 4.1 only \
-                 (later versions name and arrange their algorithms differently, and reject a table \
-                 of 4.0's names); use the pre-init policy, or `mpit-tuner tune`'s settings",
+                "{} was made with MPICH {v}: the selection JSON is written for MPICH 4.0, 4.1 and 5.0 only \
+                 (other series name and arrange their algorithms differently, and the table written \
+                 is checked against what those three hold); use the pre-init policy, or \
+                 `mpit-tuner tune`'s settings",
                 learned.source
             );
         }
@@ -290,10 +347,11 @@ pub fn selection(learned: &Learned, lib: Option<&Path>) -> Result<String> {
             anyhow!("cannot find the MPICH library (libmpich.so.12) to read its default selection table from: name it with --mpich-lib")
         })?,
     };
+    let lib = through_linker_script(&lib)?;
     let bytes = std::fs::read(&lib).with_context(|| format!("cannot read {}", lib.display()))?;
     let table = default_table(&bytes).ok_or_else(|| {
         anyhow!(
-            "{} holds no MPICH collective selection table (MPICH 4.0 or 4.1's libmpich has one): is it an MPICH library?",
+            "{} holds no MPICH collective selection table (MPICH 4.0, 4.1 and 5.0's libmpich has one): is it an MPICH library?",
             lib.display()
         )
     })?;
@@ -305,18 +363,34 @@ pub fn selection(learned: &Learned, lib: Option<&Path>) -> Result<String> {
     })?;
     if let Some(v) = version {
         // As MPICH prints it: "4.1" for the first release of a series.
-        let v = match v {
+        let text = match v {
             mpit::quirks::Version(major, minor, 0) => format!("{major}.{minor}"),
             v => v.to_string(),
         };
-        if !contains(&bytes, v.as_bytes()) {
+        if !contains(&bytes, text.as_bytes()) {
+            if !holds_series(&bytes, v.0, v.1) {
+                bail!(
+                    "the run was made with MPICH {text}, and {} is not an MPICH {}.{} library: its table \
+                     would replace the run's library's whole table with another series' algorithms; \
+                     name the library the run used with --mpich-lib",
+                    lib.display(),
+                    v.0,
+                    v.1
+                );
+            }
             eprintln!(
-                "mpit-tuner: export: warning: the run was made with MPICH {v}, and {} does not look like MPICH {v}: the table written keeps that library's defaults",
+                "mpit-tuner: export: warning: the run was made with MPICH {text}, and {} does not look like MPICH {text}: the table written keeps that library's defaults",
                 lib.display()
             );
         }
     }
-    let tree = apply(&table, learned).map_err(anyhow::Error::msg)?;
+    let (tree, notes) = apply(&table, learned).map_err(anyhow::Error::msg)?;
+    for note in notes {
+        eprintln!(
+            "mpit-tuner: export: {}: {note}",
+            Format::MpichJson.file_name()
+        );
+    }
     let mut names = Vec::new();
     algorithms(&tree, &mut names);
     for name in names {
@@ -332,8 +406,69 @@ pub fn selection(learned: &Learned, lib: Option<&Path>) -> Result<String> {
     Ok(text)
 }
 
+/// The library a GNU ld script names, when `path` is one (MPICH 5's
+/// `lib/libmpi.so` is the text `INPUT(libmpi.so.12)`), else `path`: the
+/// first file of its `INPUT(...)` or `GROUP(...)`, next to the script when
+/// the name has no directory.
+fn through_linker_script(path: &Path) -> Result<PathBuf> {
+    let head = {
+        use std::io::Read;
+        let mut head = Vec::new();
+        std::fs::File::open(path)
+            .and_then(|f| f.take(4096).read_to_end(&mut head))
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        head
+    };
+    if head.starts_with(b"\x7fELF") || head.len() >= 4096 || head.contains(&0) {
+        return Ok(path.to_path_buf());
+    }
+    let text = String::from_utf8_lossy(&head);
+    let words: Vec<&str> = text
+        .split(|c: char| c.is_whitespace() || matches!(c, '(' | ')' | ','))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let named = words
+        .iter()
+        .position(|w| matches!(*w, "INPUT" | "GROUP"))
+        .and_then(|i| words[i + 1..].iter().find(|w| **w != "AS_NEEDED"));
+    let Some(name) = named else {
+        return Ok(path.to_path_buf());
+    };
+    let named = Path::new(name);
+    let lib = if named.is_absolute() {
+        named.to_path_buf()
+    } else {
+        path.parent().unwrap_or(Path::new(".")).join(named)
+    };
+    if !lib.is_file() {
+        bail!(
+            "{} is a linker script naming {}, which is not a file: name the library itself with --mpich-lib",
+            path.display(),
+            lib.display()
+        );
+    }
+    Ok(lib)
+}
+
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
     memchr::memmem::find(hay, needle).is_some()
+}
+
+/// Whether a library image holds a version string of MPICH's `major.minor`
+/// series as MPICH stores its own (`MPICH_VERSION`, a string of its own:
+/// `\05.0.2\0`, `\04.1\0`, `\04.1a1\0`): the series, then nothing or a
+/// short tail of a release (`.2`, `a1`, `rc3`).
+fn holds_series(bytes: &[u8], major: u32, minor: u32) -> bool {
+    let start = format!("\0{major}.{minor}");
+    memchr::memmem::find_iter(bytes, start.as_bytes()).any(|i| {
+        let rest = &bytes[i + start.len()..];
+        let tail = &rest[..memchr::memchr(0, rest).unwrap_or(rest.len())];
+        tail.is_empty()
+            || (tail.len() <= 6
+                && matches!(tail[0], b'.' | b'a' | b'b' | b'r')
+                && tail[1..].first().is_some_and(u8::is_ascii_alphanumeric)
+                && tail.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'.'))
+    })
 }
 
 /// The MPIR-level default table in a libmpich image: the NUL-terminated
@@ -415,7 +550,8 @@ mod tests {
             decision("c0.0", 4, "barrier", (0, Some(256)), "smp", 2, 50.0),
         ];
         let table: Tree = serde_json::from_str(TABLE).unwrap();
-        let out = apply(&table, &learned(Family::Mpich, &records)).unwrap();
+        let (out, notes) = apply(&table, &learned(Family::Mpich, &records)).unwrap();
+        assert!(notes.is_empty(), "{notes:?}");
         let default = table
             .get("collective=allreduce")
             .unwrap()
@@ -621,6 +757,122 @@ mod tests {
                 d.clone()
             )
         );
+    }
+
+    /// MPICH 5.0's algorithms that take parameters are not written (the
+    /// library's choice stays there, with a note naming them); the ones
+    /// that need a commutative operation are guarded like 4.0's.
+    #[test]
+    fn mpich5_algorithms_with_parameters_are_left_out_and_the_rest_guarded() {
+        let records = [
+            decision(
+                "c0.0",
+                4,
+                "allreduce",
+                (0, Some(256)),
+                "recursive_multiplying",
+                4,
+                50.0,
+            ),
+            decision("c0.0", 4, "allreduce", (256, Some(4096)), "ring", 8, 50.0),
+            decision("c0.0", 4, "allgather", (0, None), "k_brucks", 2, 50.0),
+        ];
+        let table: Tree = serde_json::from_str(TABLE).unwrap();
+        let (out, notes) = apply(&table, &learned(Family::Mpich, &records)).unwrap();
+        let default = |c: &str| {
+            table
+                .get(c)
+                .unwrap()
+                .get("comm_type=intra")
+                .unwrap()
+                .clone()
+        };
+        let sized = |c: &str| {
+            out.get(c)
+                .unwrap()
+                .get("comm_type=intra")
+                .unwrap()
+                .get("comm_size<=4")
+                .unwrap()
+                .clone()
+        };
+        let allreduce = sized("collective=allreduce");
+        assert_eq!(
+            allreduce.get("avg_msg_size<256"),
+            Some(&default("collective=allreduce"))
+        );
+        let ring = allreduce.get("avg_msg_size<4096").unwrap();
+        assert_eq!(
+            ring.get("is_commutative=yes"),
+            Some(&Tree::leaf("MPIR_Allreduce_intra_ring"))
+        );
+        assert_eq!(
+            ring.get("is_commutative=no"),
+            Some(&default("collective=allreduce"))
+        );
+        assert_eq!(
+            sized("collective=allgather").get("total_msg_size=any"),
+            Some(&default("collective=allgather"))
+        );
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert!(
+            notes[0].starts_with("allreduce `recursive_multiplying` on 4 ranks ([0 B, 256 B))")
+                && notes[0].contains("parameters (k)"),
+            "{notes:?}"
+        );
+        assert!(
+            notes[1].starts_with("allgather `k_brucks` on 4 ranks (>= 0 B)"),
+            "{notes:?}"
+        );
+        let mut names = Vec::new();
+        algorithms(&out, &mut names);
+        assert!(
+            !names
+                .iter()
+                .any(|n| n.contains("multiplying") || n.contains("k_brucks")),
+            "{names:?}"
+        );
+    }
+
+    #[test]
+    fn a_linker_script_is_followed_to_its_library() {
+        let dir = std::env::temp_dir().join(format!("mpit-export-ld-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let lib = dir.join("libmpi.so.12");
+        std::fs::write(&lib, b"\x7fELF...").unwrap();
+        let script = dir.join("libmpi.so");
+        std::fs::write(&script, "INPUT(libmpi.so.12)\n").unwrap();
+        assert_eq!(through_linker_script(&script).unwrap(), lib);
+        assert_eq!(through_linker_script(&lib).unwrap(), lib);
+        let absolute = dir.join("libabs.so");
+        std::fs::write(
+            &absolute,
+            format!("/* GNU ld script */\nGROUP ( {} )\n", lib.display()),
+        )
+        .unwrap();
+        assert_eq!(through_linker_script(&absolute).unwrap(), lib);
+        let dangling = dir.join("libgone.so");
+        std::fs::write(&dangling, "INPUT(libgone.so.1)\n").unwrap();
+        let err = through_linker_script(&dangling).unwrap_err().to_string();
+        assert!(
+            err.contains("linker script naming") && err.contains("libgone.so.1"),
+            "{err}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_library_series_is_read_from_its_version_string() {
+        let image = b"junk\0MPICH Version:\t%s\n\x005.0.2\0MPI 4.1\0".to_vec();
+        assert!(holds_series(&image, 5, 0));
+        assert!(!holds_series(&image, 4, 1), "within another string");
+        assert!(!holds_series(&image, 4, 0));
+        assert!(holds_series(b"x\x004.1\0", 4, 1));
+        assert!(holds_series(b"x\x004.1a1\0", 4, 1));
+        assert!(holds_series(b"x\x004.1rc3\0", 4, 1));
+        assert!(!holds_series(b"x\x004.10\0", 4, 1));
+        assert!(!holds_series(b"x\x005.0.2 build\0", 5, 0));
+        assert!(!holds_series(b"5.0.2\0", 5, 0), "no string starts there");
     }
 
     #[test]
