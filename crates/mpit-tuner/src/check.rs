@@ -53,7 +53,7 @@ collective of this library's table (`algorithms.mpich` on MPICH, \
 with the closest names and the full list: MPICH's from the variable's \
 description in value order, Open MPI's from its MPI_T enumeration); MPICH's \
 table is also checked on other libraries against the names known for \
-MPICH 4.0-4.1 and 5.0, and on an MPICH a name of the other series only is \
+MPICH 4.0, 4.1 and 5.0, and on an MPICH a name of another series only is \
 a `warning` (it is left out there); the table of another library is \
 otherwise not checked (`warning`). Under a launcher, rank 0 prints.
 

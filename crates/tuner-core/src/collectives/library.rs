@@ -74,7 +74,7 @@ impl policies::AlgorithmLookup for LibraryAlgorithms<'_> {
         })
     }
 
-    /// MPICH's names of `collective` in any version known here (4.0-4.1 or
+    /// MPICH's names of `collective` in any version known here (4.0, 4.1 or
     /// 5.0), for an MPICH table checked while another library runs.
     fn known(&self, library: &str, collective: Collective) -> Option<Vec<String>> {
         (library == Library::Mpich.name()).then(|| {
@@ -274,11 +274,12 @@ pub fn left_out(
     }
 }
 
-/// MPICH 4.0-4.1's algorithm names of `c`, in value order (0 is `auto`),
+/// MPICH 4.0's algorithm names of `c`, in value order (0 is `auto`),
 /// as the variable's description lists them (MPICH generates the values in
-/// that order). MPI_T gives no enumeration for these variables, and the
-/// description it returns has lost its line breaks, so the names are known
-/// here and checked against the description at load.
+/// that order from `src/mpi/coll/cvars.txt`). MPI_T gives no enumeration
+/// for these variables, and the description it returns has lost its line
+/// breaks, so the names are known here and checked against the description
+/// at load.
 pub fn mpich4_algorithms(c: Collective) -> &'static [&'static str] {
     {
         match c {
@@ -320,6 +321,52 @@ pub fn mpich4_algorithms(c: Collective) -> &'static [&'static str] {
     }
 }
 
+/// MPICH 4.1's algorithm names of `c`, in value order (0 is `auto`), as
+/// MPICH 4.1 and 4.1.2's `src/mpi/coll/cvars.txt` list them (the source of
+/// the values). Against 4.0: reduce and reduce_scatter_block are
+/// unchanged; barrier's `dissemination` became `k_dissemination` and
+/// `recexch` was added; bcast appends `pipelined_tree`, `tree`; allgather
+/// and alltoall insert `k_brucks` at 2; allreduce appends `tree`,
+/// `recexch`, `ring`, `k_reduce_scatter_allgather`. Not measured on a 4.1
+/// library here (there is none): the check against the variable's
+/// description at load holds it to what the library says.
+pub fn mpich41_algorithms(c: Collective) -> &'static [&'static str] {
+    match c {
+        Collective::Allreduce => &[
+            "auto",
+            "nb",
+            "smp",
+            "recursive_doubling",
+            "reduce_scatter_allgather",
+            "tree",
+            "recexch",
+            "ring",
+            "k_reduce_scatter_allgather",
+        ],
+        Collective::Bcast => &[
+            "auto",
+            "binomial",
+            "nb",
+            "smp",
+            "scatter_recursive_doubling_allgather",
+            "scatter_ring_allgather",
+            "pipelined_tree",
+            "tree",
+        ],
+        Collective::Allgather => &[
+            "auto",
+            "brucks",
+            "k_brucks",
+            "nb",
+            "recursive_doubling",
+            "ring",
+        ],
+        Collective::Alltoall => mpich5_algorithms(Collective::Alltoall),
+        Collective::Barrier => mpich5_algorithms(Collective::Barrier),
+        Collective::Reduce | Collective::ReduceScatterBlock => mpich4_algorithms(c),
+    }
+}
+
 /// MPICH 5.0's algorithm names of `c`, in value order (0 is `auto`).
 ///
 /// Measured on MPICH 5.0.2 (the registry wheel) by reading each
@@ -329,7 +376,7 @@ pub fn mpich4_algorithms(c: Collective) -> &'static [&'static str] {
 /// position: `examples/c/coll_witness.c` writes alltoall's
 /// `pairwise_sendrecv_replace` (5 here, 4 in 4.0) and the next call fails as
 /// only that algorithm makes it fail; a value past the list (7) aborts the
-/// process at the next call. Against 4.0-4.1: reduce and
+/// process at the next call. Against 4.0: reduce and
 /// reduce_scatter_block are unchanged; bcast appends `pipelined_tree`,
 /// `tree`; allreduce inserts `recursive_multiplying` at 4 (so
 /// `reduce_scatter_allgather` moves from 4 to 5) and appends five more;
@@ -393,11 +440,15 @@ pub fn mpich5_algorithms(c: Collective) -> &'static [&'static str] {
     }
 }
 
-/// The names of `c` in any MPICH series known here (4.0-4.1's, then what
-/// 5.0 adds), each once.
+/// The names of `c` in any MPICH series known here (4.0's, then what 4.1
+/// and 5.0 add), each once.
 pub fn mpich_any_series_algorithms(c: Collective) -> Vec<&'static str> {
     let mut names: Vec<&'static str> = Vec::new();
-    for n in mpich4_algorithms(c).iter().chain(mpich5_algorithms(c)) {
+    for n in mpich4_algorithms(c)
+        .iter()
+        .chain(mpich41_algorithms(c))
+        .chain(mpich5_algorithms(c))
+    {
         if !names.contains(n) {
             names.push(n);
         }
@@ -407,7 +458,7 @@ pub fn mpich_any_series_algorithms(c: Collective) -> Vec<&'static str> {
 
 /// The algorithm names of `c`, in value order, in the MPICH whose
 /// `MPI_Get_library_version` text is `version`: the table of its series
-/// where one was measured (4.0-4.1, 5.0), `None` for any other, since the
+/// where one is known (4.0, 4.1, 5.0), `None` for any other, since the
 /// lists change between series and a name at the wrong value would run
 /// another algorithm than the one reported.
 pub fn mpich_algorithms(version: LibraryVersion, c: Collective) -> Option<&'static [&'static str]> {
@@ -415,7 +466,8 @@ pub fn mpich_algorithms(version: LibraryVersion, c: Collective) -> Option<&'stat
         return None;
     }
     match version.major_minor()? {
-        (4, 0 | 1) => Some(mpich4_algorithms(c)),
+        (4, 0) => Some(mpich4_algorithms(c)),
+        (4, 1) => Some(mpich41_algorithms(c)),
         (5, 0) => Some(mpich5_algorithms(c)),
         _ => None,
     }
@@ -912,6 +964,54 @@ mod tests {
             mpich_algorithms(LibraryVersion::parse("Open MPI v5.0.11"), Collective::Bcast),
             None
         );
+    }
+
+    /// MPICH 4.1's lists (its `src/mpi/coll/cvars.txt`) differ from 4.0's
+    /// for five collectives and from 5.0's for allgather and allreduce; a
+    /// 4.1 description in 4.0's shape (line breaks lost) checks against
+    /// the 4.1 table only.
+    #[test]
+    fn mpich_4_1_has_its_own_table() {
+        let v41 = LibraryVersion::parse("MPICH Version:      4.1.2\nMPICH Release date: ...");
+        for c in COLLECTIVES {
+            assert_eq!(mpich_algorithms(v41, c), Some(mpich41_algorithms(c)));
+            let names = mpich41_algorithms(c);
+            assert_eq!(names[0], "auto", "{c:?}");
+            assert!(
+                names
+                    .iter()
+                    .all(|n| mpich_any_series_algorithms(c).contains(n)),
+                "{c:?}"
+            );
+        }
+        let allreduce_4_1 = "Variable to select allreduce algorithmauto - Internal algorithm selection (can be overridden with MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE)nb                       - Force nonblocking algorithmsmp                      - Force smp algorithmrecursive_doubling       - Force recursive doubling algorithmreduce_scatter_allgather - Force reduce scatter allgather algorithmtree                     - Force pipelined tree algorithmrecexch                  - Force generic transport recursive exchange algorithmring                     - Force ring algorithmk_reduce_scatter_allgather - Force reduce scatter allgather algorithm";
+        let c = Collective::Allreduce;
+        assert_eq!(
+            check_description(allreduce_4_1, mpich41_algorithms(c)),
+            Ok(())
+        );
+        assert!(check_description(allreduce_4_1, mpich4_algorithms(c)).is_err());
+        assert!(check_description(allreduce_4_1, mpich5_algorithms(c)).is_err());
+        for (c, same_as_4_0, same_as_5_0) in [
+            (Collective::Barrier, false, true),
+            (Collective::Bcast, false, true),
+            (Collective::Allgather, false, false),
+            (Collective::Alltoall, false, true),
+            (Collective::Allreduce, false, false),
+            (Collective::Reduce, true, true),
+            (Collective::ReduceScatterBlock, true, true),
+        ] {
+            assert_eq!(
+                mpich41_algorithms(c) == mpich4_algorithms(c),
+                same_as_4_0,
+                "{c:?}"
+            );
+            assert_eq!(
+                mpich41_algorithms(c) == mpich5_algorithms(c),
+                same_as_5_0,
+                "{c:?}"
+            );
+        }
     }
 
     #[test]

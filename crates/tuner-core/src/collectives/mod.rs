@@ -83,12 +83,13 @@ mod tuner;
 pub use bins::{bin_text, Bins};
 pub use exact::exact_datatype;
 pub use library::{
-    algorithm_cvar, algorithm_variable, algorithms, left_out, mpich4_algorithms, mpich5_algorithms,
-    mpich_algorithms, mpich_any_series_algorithms, mpich_cvar, mpich_fallback, mpich_fallback_name,
-    mvapich2_algorithms, mvapich2_cvar, mvapich2_left_out, mvapich2_named, open_mpi_left_out,
-    open_mpi_needs_commutative, open_mpi_unsuitable, openmpi_cvar, support, Collective,
-    LibraryAlgorithms, Support, Target, COLLECTIVES, MPICH_FALLBACK_CVAR, MVAPICH2_DEFAULT,
-    MVAPICH2_DEFAULT_NAME, OPENMPI_DYNAMIC_RULES_CVAR,
+    algorithm_cvar, algorithm_variable, algorithms, left_out, mpich41_algorithms,
+    mpich4_algorithms, mpich5_algorithms, mpich_algorithms, mpich_any_series_algorithms,
+    mpich_cvar, mpich_fallback, mpich_fallback_name, mvapich2_algorithms, mvapich2_cvar,
+    mvapich2_left_out, mvapich2_named, open_mpi_left_out, open_mpi_needs_commutative,
+    open_mpi_unsuitable, openmpi_cvar, support, Collective, LibraryAlgorithms, Support, Target,
+    COLLECTIVES, MPICH_FALLBACK_CVAR, MVAPICH2_DEFAULT, MVAPICH2_DEFAULT_NAME,
+    OPENMPI_DYNAMIC_RULES_CVAR,
 };
 pub use mpi::{AlgorithmVar, RealMpi, Sequence, TuningComm, TuningMpi};
 pub use search::{Agreed, Event, Params, Search, State, Why};
