@@ -101,6 +101,13 @@ impl MpiT {
         ffi::library_version(ffi::api()?)
     }
 
+    /// The path of the MPI library loaded in this process (the object that
+    /// defines `MPI_Get_library_version`, as the dynamic loader names it),
+    /// or `None` when the loader cannot say.
+    pub fn library_file(&self) -> Option<std::path::PathBuf> {
+        ffi::library_file(ffi::api().ok()?)
+    }
+
     /// Which family the library in this process belongs to, from its version
     /// string (an MPICH-ABI build also runs MVAPICH2 and Intel MPI).
     pub fn library(&self) -> Library {

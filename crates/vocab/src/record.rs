@@ -272,6 +272,11 @@ pub struct Header {
     pub library: LibraryFamily,
     /// `MPI_Get_library_version`, or empty when the library would not say.
     pub library_version: String,
+    /// The MPI library's file as this rank's dynamic loader named it
+    /// (`/usr/lib/x86_64-linux-gnu/libmpich.so.12`); empty when it could not
+    /// say, and in logs written before it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub library_file: String,
     /// The thread level MPI_T gave the tool (`MPI_THREAD_*` without prefix).
     pub mpi_t_thread_level: String,
     /// Whether the application may call MPI from several threads at once

@@ -35,6 +35,33 @@ pub(crate) fn library_version(api: &Api) -> Result<String> {
     Ok(string_from(&buf).trim_end().to_string())
 }
 
+/// The file of the loaded object that defines `MPI_Get_library_version`
+/// (the MPI library itself: the preload library does not export it), as
+/// the dynamic loader knows it, or `None` when it cannot say.
+pub(crate) fn library_file(api: &Api) -> Option<std::path::PathBuf> {
+    let function = func!(api, MPI_Get_library_version).ok()?;
+    let mut info = std::mem::MaybeUninit::<libc::Dl_info>::zeroed();
+    // SAFETY: dladdr only reads the loader's tables for an address (here a
+    // function of a loaded object) and fills the Dl_info it is given,
+    // zeroed and large enough; it returns 0 when the address is in no object.
+    let found = unsafe { libc::dladdr(function as *const libc::c_void, info.as_mut_ptr()) };
+    if found == 0 {
+        return None;
+    }
+    // SAFETY: dladdr returned nonzero, so it filled `info`.
+    let info = unsafe { info.assume_init() };
+    if info.dli_fname.is_null() {
+        return None;
+    }
+    // SAFETY: a non-null dli_fname is the NUL-terminated path of an object
+    // that stays loaded (the MPI library is never unloaded); it is copied
+    // at once.
+    let name = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) };
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::path::PathBuf::from(std::ffi::OsStr::from_bytes(name.to_bytes()));
+    (!path.as_os_str().is_empty()).then_some(path)
+}
+
 /// Rank and size of a communicator (PMPI, so that tools see no extra calls).
 pub(crate) fn comm_rank_size(api: &Api, comm: Comm) -> Result<(i32, i32)> {
     let (mut rank, mut size) = (0, 0);

@@ -368,6 +368,7 @@ mod tests {
             pid: 1,
             library: record::LibraryFamily::OpenMpi,
             library_version: String::new(),
+            library_file: String::new(),
             mpi_t_thread_level: "MULTIPLE".into(),
             concurrent_callers: false,
             start_unix: 0.0,

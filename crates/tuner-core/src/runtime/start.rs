@@ -582,6 +582,10 @@ fn header(
         pid: info.pid,
         library: info.version.library.into(),
         library_version: info.library_version.clone(),
+        library_file: mpit
+            .library_file()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default(),
         mpi_t_thread_level: serde_name(mpit.provided()),
         concurrent_callers: crate::sample::toolmetrics::concurrent_callers(),
         start_unix: info.start_unix,
