@@ -179,7 +179,7 @@ pub fn run(args: &TuneArgs) -> Result<ExitCode> {
             first.exit_status.map_or(1, |c| (c & 0xff) as u8).max(1),
         ));
     }
-    let (library, version, variables) = read_variables(&first.dir)?;
+    let (library, version, library_file, variables) = read_variables(&first.dir)?;
     if first.measured.is_empty() {
         eprintln!(
             "mpit-tuner tune: the run with the library's defaults measured no collective: a collective is measured in windows of 8 calls after 2 warm-up calls, on communicators of 2 ranks or more; nothing to tune (logs in {})",
@@ -322,7 +322,12 @@ pub fn run(args: &TuneArgs) -> Result<ExitCode> {
     std::fs::write(&path, env).with_context(|| format!("cannot write {}", path.display()))?;
     println!("results: {}", dir.join("tune.json").display());
     println!("settings: {}", path.display());
-    export_choices(&json.choices, &variables, &library, &version, &dir);
+    export_choices(
+        &json.choices,
+        &variables,
+        (&library, &version, &library_file),
+        &dir,
+    );
     Ok(ExitCode::SUCCESS)
 }
 
@@ -397,8 +402,7 @@ fn combine(runs: &[RunResult]) -> Vec<RunResult> {
 fn export_choices(
     choices: &[Choice],
     variables: &BTreeMap<&'static str, Variable>,
-    library: &LibraryFamily,
-    version: &str,
+    (library, version, library_file): (&LibraryFamily, &str, &str),
     dir: &Path,
 ) {
     let Some(family) = crate::export::Family::of(library) else {
@@ -411,6 +415,7 @@ fn export_choices(
         family,
         version: version.lines().next().unwrap_or("").trim().to_string(),
         source: dir.display().to_string(),
+        library_file: (!library_file.is_empty()).then(|| PathBuf::from(library_file)),
         choices: BTreeMap::new(),
         notes: Vec::new(),
     };
@@ -604,9 +609,16 @@ fn read_measured(dir: &Path) -> Result<Measured> {
     Ok(out)
 }
 
-/// The library and each collective's variable, from rank 0 of the
-/// default run.
-fn read_variables(dir: &Path) -> Result<(LibraryFamily, String, BTreeMap<&'static str, Variable>)> {
+/// The library (family, version, file) and each collective's variable,
+/// from rank 0 of the default run.
+type LibraryAndVariables = (
+    LibraryFamily,
+    String,
+    String,
+    BTreeMap<&'static str, Variable>,
+);
+
+fn read_variables(dir: &Path) -> Result<LibraryAndVariables> {
     let files = vocab::read::rank_files(dir).with_context(|| format!("{}", dir.display()))?;
     let Some(first) = files.first() else {
         bail!("{}: no rank log: did the tuner start?", dir.display());
@@ -614,6 +626,7 @@ fn read_variables(dir: &Path) -> Result<(LibraryFamily, String, BTreeMap<&'stati
     // Nameless until the header says.
     let mut library = LibraryFamily::Other(String::new());
     let mut version = String::new();
+    let mut library_file = String::new();
     let mut vars = BTreeMap::new();
     let mut why_off = None;
     for (_, record) in first.records()?.flatten() {
@@ -621,6 +634,7 @@ fn read_variables(dir: &Path) -> Result<(LibraryFamily, String, BTreeMap<&'stati
             Record::Header(h) => {
                 library = h.library.clone();
                 version = h.library_version.clone();
+                library_file = h.library_file.clone();
             }
             Record::Collective(r) if r.event == CollectiveEvent::Algorithms => {
                 let Some(c) = r.collective.as_deref().and_then(Collective::parse) else {
@@ -653,7 +667,7 @@ fn read_variables(dir: &Path) -> Result<(LibraryFamily, String, BTreeMap<&'stati
             why_off.map_or_else(String::new, |w| format!(": {w}"))
         );
     }
-    Ok((library, version, vars))
+    Ok((library, version, library_file, vars))
 }
 
 /// The best algorithm per key.

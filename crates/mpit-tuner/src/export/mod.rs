@@ -34,7 +34,7 @@ Formats (default: all that apply to the run's library):
                  MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE=FILE. Runs made on MPICH 4.0,
                  4.1 and 5.0 only. The file replaces MPICH's whole table: the collectives
                  and sizes not tuned keep the library's own choices, read from the MPICH
-                 library (--mpich-lib; one of the run's series).
+                 library the run loaded (or --mpich-lib; one of the run's series).
   policy         A pre-init policy (collectives-pre-init.toml) setting one algorithm per
                  collective before MPI_Init, with the same settings as environment
                  variables in its comments. One setting holds for every size: where the
@@ -57,8 +57,9 @@ pub struct Args {
     /// The MPICH library whose default selection table the MPICH JSON keeps
     /// for what was not tuned, of the run's MPICH series; a linker script
     /// such as MPICH 5's lib/libmpi.so is followed to the library it names
-    /// (default: libmpich.so.12 as ldconfig knows it, else the usual library
-    /// directories).
+    /// (default: the library the run loaded, as its logs name it, when this
+    /// machine has that file; else libmpich.so.12 as ldconfig knows it, else
+    /// the usual library directories).
     #[arg(long, value_name = "FILE")]
     pub mpich_lib: Option<PathBuf>,
 }
@@ -170,6 +171,9 @@ pub struct Learned {
     pub version: String,
     /// The run directory.
     pub source: String,
+    /// The MPI library's file the run's rank 0 named (its header's
+    /// `library_file`), if any.
+    pub library_file: Option<PathBuf>,
     /// The choices.
     pub choices: BTreeMap<(Collective, i32), Vec<Choice>>,
     /// Decisions left out, and why (told on standard error and in the
@@ -273,6 +277,7 @@ impl Learned {
             family,
             version: version.to_string(),
             source: source.to_string(),
+            library_file: None,
             choices,
             notes,
         })
@@ -500,8 +505,15 @@ fn learned_from_run(run: &Run) -> Result<Learned> {
         .ranks
         .iter()
         .flat_map(|log| log.collectives.iter().map(move |r| (log.rank, r)));
-    let learned = Learned::from_records(family, &first_line, &dir.to_string(), records)
+    let mut learned = Learned::from_records(family, &first_line, &dir.to_string(), records)
         .map_err(anyhow::Error::msg)?;
+    learned.library_file = run
+        .ranks
+        .iter()
+        .filter_map(|log| log.header.as_ref())
+        .map(|h| h.library_file.as_str())
+        .find(|f| !f.is_empty())
+        .map(PathBuf::from);
     if learned.choices.is_empty() {
         // Why: the records that say tuning was off or stopped or left
         // something out, after the searches that began and did not end; or,

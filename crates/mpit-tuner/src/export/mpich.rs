@@ -341,7 +341,10 @@ pub fn selection(learned: &Learned, lib: Option<&Path>) -> Result<String> {
             );
         }
     }
-    let lib = match lib {
+    // --mpich-lib, else the library the run loaded (its header's
+    // `library_file`) when this machine has it, else the one ldconfig knows.
+    let run_file = learned.library_file.as_deref().filter(|p| p.is_file());
+    let lib = match lib.or(run_file) {
         Some(p) => p.to_path_buf(),
         None => find_libmpich().ok_or_else(|| {
             anyhow!("cannot find the MPICH library (libmpich.so.12) to read its default selection table from: name it with --mpich-lib")
@@ -372,10 +375,16 @@ pub fn selection(learned: &Learned, lib: Option<&Path>) -> Result<String> {
                 bail!(
                     "the run was made with MPICH {text}, and {} is not an MPICH {}.{} library: its table \
                      would replace the run's library's whole table with another series' algorithms; \
-                     name the library the run used with --mpich-lib",
+                     name the library the run used with --mpich-lib{}",
                     lib.display(),
                     v.0,
-                    v.1
+                    v.1,
+                    match &learned.library_file {
+                        Some(f) if run_file.is_none() => {
+                            format!(" (the run loaded {}, which is not on this machine)", f.display())
+                        }
+                        _ => String::new(),
+                    }
                 );
             }
             eprintln!(
