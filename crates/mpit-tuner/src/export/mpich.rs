@@ -169,7 +169,7 @@ fn restrictions(c: Collective, name: &str) -> &'static [Restriction] {
 /// without them leaves them unset (`src/mpi/coll/src/csel_container.c`
 /// reads only the keys present). The value the tuned run used is not in its
 /// logs, so such an algorithm is not written.
-pub fn parameters(c: Collective, name: &str) -> Option<&'static str> {
+fn parameters(c: Collective, name: &str) -> Option<&'static str> {
     use Collective as C;
     match (c, name) {
         (C::Barrier, "k_dissemination") | (C::Allgather | C::Alltoall, "k_brucks") => Some("k"),
@@ -329,9 +329,11 @@ pub fn selection(learned: &Learned, lib: Option<&Path>) -> Result<String> {
             learned.family.algorithms_text()
         );
     }
-    let version = mpit::quirks::LibraryVersion::parse(&learned.version).version;
+    let parsed = mpit::quirks::LibraryVersion::parse(&learned.version);
+    let version = parsed.version;
     if let Some(v) = version {
-        if !matches!((v.0, v.1), (4, 0 | 1) | (5, 0)) {
+        // The series whose algorithm names the tuner knows.
+        if tuner_core::collectives::mpich_algorithms(parsed, Collective::Allreduce).is_none() {
             bail!(
                 "{} was made with MPICH {v}: the selection JSON is written for MPICH 4.0, 4.1 and 5.0 only \
                  (other series name and arrange their algorithms differently, and the table written \

@@ -343,16 +343,6 @@ pub fn mpich41_algorithms(c: Collective) -> &'static [&'static str] {
             "ring",
             "k_reduce_scatter_allgather",
         ],
-        Collective::Bcast => &[
-            "auto",
-            "binomial",
-            "nb",
-            "smp",
-            "scatter_recursive_doubling_allgather",
-            "scatter_ring_allgather",
-            "pipelined_tree",
-            "tree",
-        ],
         Collective::Allgather => &[
             "auto",
             "brucks",
@@ -361,8 +351,7 @@ pub fn mpich41_algorithms(c: Collective) -> &'static [&'static str] {
             "recursive_doubling",
             "ring",
         ],
-        Collective::Alltoall => mpich5_algorithms(Collective::Alltoall),
-        Collective::Barrier => mpich5_algorithms(Collective::Barrier),
+        Collective::Bcast | Collective::Alltoall | Collective::Barrier => mpich5_algorithms(c),
         Collective::Reduce | Collective::ReduceScatterBlock => mpich4_algorithms(c),
     }
 }
