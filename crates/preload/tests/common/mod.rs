@@ -330,8 +330,27 @@ impl RankLog {
 /// Reads a JSON Lines file: every line must be one complete JSON object with
 /// a string `"type"`.
 pub fn read_jsonl(path: &Path) -> Vec<Value> {
-    let text = std::fs::read_to_string(path)
+    read_jsonl_ending(path, false)
+}
+
+/// Reads a JSON Lines file as [`read_jsonl`] does; with `killed`, the file
+/// of a process that may have been killed in the middle of a `write`
+/// (Linux stops such a write at a page boundary), whose last line may be
+/// cut: a last line without its newline is left out (and printed), every
+/// other line must be whole.
+pub fn read_jsonl_ending(path: &Path, killed: bool) -> Vec<Value> {
+    let mut text = std::fs::read_to_string(path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    if killed && !text.is_empty() && !text.ends_with('\n') {
+        let end = text.rfind('\n').map_or(0, |i| i + 1);
+        eprintln!(
+            "{}: a cut last line left out ({} bytes): {:?}",
+            path.display(),
+            text.len() - end,
+            &text[end..]
+        );
+        text.truncate(end);
+    }
     assert!(
         text.is_empty() || text.ends_with('\n'),
         "{}: the last line is not complete: {:?}",
@@ -364,6 +383,14 @@ pub fn read_jsonl(path: &Path) -> Vec<Value> {
 /// lines start with `{"writer":N,`. Every rank `0..ranks` must have its
 /// records in exactly one file, and no other rank any.
 pub fn read_run_dir(dir: &Path, ranks: u32) -> Vec<RankLog> {
+    read_run_dir_killed(dir, ranks, |_| false)
+}
+
+/// Reads a run directory as [`read_run_dir`] does, where the ranks for
+/// which `killed` holds may have been killed in the middle of a write (the
+/// other ranks of a job that called `MPI_Abort`): their file's last line
+/// may be cut ([`read_jsonl_ending`]). One file a rank only.
+pub fn read_run_dir_killed(dir: &Path, ranks: u32, killed: impl Fn(u32) -> bool) -> Vec<RankLog> {
     let names: BTreeSet<String> = std::fs::read_dir(dir)
         .unwrap_or_else(|e| panic!("no run directory {}: {e}", dir.display()))
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -378,10 +405,15 @@ pub fn read_run_dir(dir: &Path, ranks: u32) -> Vec<RankLog> {
         {
             found.entry(rank).or_default().push(RankLog {
                 rank,
-                records: read_jsonl(&path),
+                records: read_jsonl_ending(&path, killed(rank)),
                 path,
             });
         } else if name.starts_with("node-") {
+            assert!(
+                (0..ranks).all(|r| !killed(r)),
+                "{}: killed ranks are read from rank files only",
+                path.display()
+            );
             for (rank, records) in read_node_log(&path) {
                 found.entry(rank).or_default().push(RankLog {
                     rank,

@@ -6,8 +6,14 @@
 //! [`vocab::record`] (versioned by [`FORMAT_VERSION`]; `mpit-tuner schema`
 //! prints it): this writer takes nothing else. Lines are only ever written
 //! whole: the buffer holds complete lines and is written with a single
-//! `write` call, so a file is valid JSON Lines at every moment, even after
-//! `MPI_Abort` or a kill.
+//! `write` call, so a file is valid JSON Lines at every moment, also after
+//! `MPI_Abort` (the aborting rank writes its last lines and then
+//! [`LogWriter::seal`]s its log). Only a process killed in the middle of a
+//! `write` (the other ranks of an aborted job, which the launcher kills)
+//! can have that write cut short: Linux stops a write to a regular file at
+//! a page boundary when a fatal signal is pending, so the file's last line
+//! is then incomplete. Readers tell that line apart
+//! ([`vocab::Damaged::truncated`]) and keep every line before it.
 //!
 //! A node's log is opened with `O_APPEND` by every rank of the node: each
 //! flush is one `write` at the file's end, which the kernel does not
@@ -93,6 +99,9 @@ impl LogWriter {
     /// Appends one record (one line) to the buffer; flushes when the flush
     /// period has passed or the buffer is large.
     pub fn record(&mut self, record: &Record<'_>) {
+        if self.file.is_none() || self.failed {
+            return;
+        }
         let start = self.buf.len();
         if let Some(tag) = &self.tag {
             // Each write to a shared file starts on a new line.
@@ -133,6 +142,15 @@ impl LogWriter {
         self.buf.clear();
     }
 
+    /// Writes the buffer out and closes the log: later records are
+    /// dropped. After `MPI_Abort` the process is about to be killed, and a
+    /// kill during a write would cut the file's last line; a sealed log
+    /// stays whole.
+    pub fn seal(&mut self) {
+        self.flush();
+        self.file = None;
+    }
+
     /// Whether a write failed (the log stopped there).
     pub fn failed(&self) -> bool {
         self.failed
@@ -148,6 +166,37 @@ impl Drop for LogWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A sealed log holds what was recorded before the seal, whole, and
+    /// nothing after it.
+    #[test]
+    fn a_sealed_log_keeps_its_lines_and_drops_later_ones() {
+        let dir = std::env::temp_dir().join(format!("tuner-seal-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(rank_file_name(0));
+        let warning = |m: &str| {
+            Record::Warning(vocab::record::Warning {
+                t: 1.0,
+                message: m.into(),
+                abort: false,
+            })
+        };
+        let mut log = LogWriter::create(&path, Duration::MAX).unwrap();
+        log.record(&warning("before"));
+        log.seal();
+        log.record(&warning("after"));
+        log.flush();
+        drop(log);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.ends_with('\n'), "{text:?}");
+        assert_eq!(text.lines().count(), 1, "{text:?}");
+        assert!(
+            text.contains("before") && !text.contains("after"),
+            "{text:?}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     /// Two ranks appending to one node log: each reads back its own
     /// records whole, through the one reader.

@@ -179,14 +179,16 @@ fn refresh(
 }
 
 /// A flush request (from the `MPI_Abort` wrapper): the abort is recorded,
-/// the log written out, and only then the request counted as answered, so
-/// the wrapper never lets the abort go ahead of the record.
+/// the log written out and sealed (the process is about to be killed, and
+/// a kill in the middle of a later write would cut its last line), and
+/// only then the request counted as answered, so the wrapper never lets
+/// the abort go ahead of the record.
 fn answer_flush(shared: &Shared, log: &mut LogWriter, start: Instant) {
     if shared.flush.swap(false, AcqRel) {
         log.record(&Record::Warning(record::Warning::abort(
             start.elapsed().as_secs_f64(),
         )));
-        log.flush();
+        log.seal();
         shared.flushed.fetch_add(1, Release);
     }
 }
