@@ -648,7 +648,8 @@ fn headers_are_on_disk_when_mpi_init_returns() {
         std::fs::read_to_string(&err).unwrap_or_default()
     );
     for path in &logs {
-        let records = read_jsonl(path);
+        // Killed: a flush of a full buffer in progress may be cut.
+        let records = read_jsonl_ending(path, true);
         assert_eq!(records[0]["type"], "header", "{}", path.display());
         assert!(
             records.iter().all(|r| r["type"] != "close"),
@@ -661,7 +662,9 @@ fn headers_are_on_disk_when_mpi_init_returns() {
 /// The per-node layout after `kill -9` of a rank in the middle of its
 /// run: what every rank wrote before stays readable in the node's log
 /// (every line a whole record of its writer, but at most one line of the
-/// killed rank, cut short by the kill), each rank's header first.
+/// killed rank, cut short by the kill), each rank's header first. The
+/// other ranks are stopped first and killed while stopped, so that only
+/// the victim can be killed in the middle of a write.
 #[test]
 fn node_log_stays_readable_after_kill_9() {
     let tmp = tempdir();
@@ -695,11 +698,30 @@ fn node_log_stays_readable_after_kill_9() {
         },
         || sampled(&dir).is_some(),
     );
-    // Rank 1, which may be writing at this moment, goes first.
-    let victim = node_log_of(&dir)
-        .and_then(|p| read_node_log_lenient(&p).0.get(&1)?.first().cloned())
-        .and_then(|h| h["pid"].as_u64());
+    // Rank 1, which may be writing at this moment, goes first. The other
+    // ranks are stopped before it (a stop lets a write in progress end:
+    // only a fatal signal cuts one short) and killed while stopped, so
+    // that no write of theirs is cut by the kills that end the job: a cut
+    // line of theirs would be this test's own doing, not the writer's.
+    let pids: std::collections::BTreeMap<u32, u64> = node_log_of(&dir)
+        .map(|p| read_node_log_lenient(&p).0)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|(rank, records)| Some((*rank, records.first()?["pid"].as_u64()?)))
+        .collect();
+    let others: Vec<u64> = pids
+        .iter()
+        .filter(|(rank, _)| **rank != 1)
+        .map(|(_, pid)| *pid)
+        .collect();
+    let stopped = others.iter().all(|pid| stop(*pid));
+    let victim = pids.get(&1).copied();
     if let Some(pid) = victim {
+        let _ = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
+    for pid in &others {
         let _ = Command::new("kill")
             .args(["-KILL", &pid.to_string()])
             .status();
@@ -710,11 +732,15 @@ fn node_log_stays_readable_after_kill_9() {
     let _ = child.kill();
     let _ = child.wait();
     assert!(
-        watched == mpit_testkit::Watched::Ready && victim.is_some(),
-        "{watched:?}: not every rank sampling in one node log within 60 s in {}; the job \
-         said:\n{}",
+        watched == mpit_testkit::Watched::Ready && victim.is_some() && pids.len() == RANKS as usize,
+        "{watched:?}: not every rank sampling in one node log within 60 s in {} (pids by \
+         rank: {pids:?}); the job said:\n{}",
         dir.display(),
         std::fs::read_to_string(&err).unwrap_or_default()
+    );
+    assert!(
+        stopped,
+        "ranks {others:?} did not stop within 60 s of SIGSTOP"
     );
     let path = node_log_of(&dir).expect("the node's log");
     let names: Vec<String> = std::fs::read_dir(&dir)
@@ -741,6 +767,37 @@ fn node_log_stays_readable_after_kill_9() {
         cut.iter().all(|(writer, _)| *writer == Some(1)) && cut.len() <= 1,
         "only the killed rank may leave a line cut short: {cut:?}"
     );
+}
+
+/// Stops process `pid` (SIGSTOP) and waits until every thread of it is
+/// stopped, at most 60 s; whether it did. A thread in the middle of a
+/// `write` to a file ends the write first.
+fn stop(pid: u64) -> bool {
+    let sent = Command::new("kill")
+        .args(["-STOP", &pid.to_string()])
+        .status()
+        .is_ok_and(|s| s.success());
+    let task = PathBuf::from(format!("/proc/{pid}/task"));
+    let all_stopped = || {
+        std::fs::read_dir(&task).is_ok_and(|threads| {
+            threads.filter_map(|t| t.ok()).all(|t| {
+                // The state follows the command's parentheses in `stat`.
+                std::fs::read_to_string(t.path().join("stat")).is_ok_and(|stat| {
+                    stat.rsplit_once(')')
+                        .and_then(|(_, rest)| rest.split_whitespace().next())
+                        .is_some_and(|state| state == "T" || state == "t")
+                })
+            })
+        })
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while sent && !all_stopped() {
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    sent
 }
 
 /// The node log in a run directory, if there is one.
