@@ -716,12 +716,7 @@ fn node_log_stays_readable_after_kill_9() {
         .collect();
     let stopped = others.iter().all(|pid| stop(*pid));
     let victim = pids.get(&1).copied();
-    if let Some(pid) = victim {
-        let _ = Command::new("kill")
-            .args(["-KILL", &pid.to_string()])
-            .status();
-    }
-    for pid in &others {
+    for pid in victim.iter().chain(&others) {
         let _ = Command::new("kill")
             .args(["-KILL", &pid.to_string()])
             .status();
