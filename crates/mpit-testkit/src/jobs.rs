@@ -421,6 +421,39 @@ pub fn spawn_watched(
     }
 }
 
+/// Kills a job started with [`mpiexec`] (or a [`crate::cluster`] launch)
+/// and everything it started: `pids` first (processes the caller knows,
+/// such as the ranks' pids read from their log headers, which a launcher
+/// may have put in a process group of their own), then the process group
+/// that `timeout` (the job's first process) leads, then the child itself,
+/// which is reaped. Only this job's processes are signalled: the group is
+/// killed only when the child leads one (never the group of the tests),
+/// and no process is looked up by name, so jobs of other test binaries
+/// running at the same time live on.
+pub fn kill_job(child: &mut std::process::Child, pids: &[u64]) {
+    for pid in pids {
+        let _ = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
+    let leader = child.id();
+    if process_group_of(leader) == Some(leader) {
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{leader}")])
+            .status();
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// The process group of process `pid`, from `/proc/PID/stat` (the fifth
+/// field; the command's name, in parentheses, may hold spaces).
+fn process_group_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().nth(2)?.parse().ok()
+}
+
 /// Re-launches the current test binary on `ranks` ranks, running only the
 /// test `name` (its full path within the binary) in each.
 pub fn run_self(name: &str, ranks: u32) -> Job {
@@ -597,5 +630,53 @@ mod tests {
         child.kill().unwrap();
         child.wait().unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn kill_job_kills_the_jobs_group_and_nothing_else() {
+        // Two jobs as `mpiexec` starts them (`timeout` leading a group of
+        // its own), each with a grandchild; killing one leaves the other.
+        let job = || {
+            Command::new("timeout")
+                .args(["60", "sh", "-c", "sleep 60 & echo $!; wait"])
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        };
+        let grandchild = |child: &mut std::process::Child| -> u32 {
+            use std::io::BufRead;
+            let mut line = String::new();
+            std::io::BufReader::new(child.stdout.take().unwrap())
+                .read_line(&mut line)
+                .unwrap();
+            line.trim().parse().unwrap()
+        };
+        let alive = |pid: u32| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+                // A killed process not yet reaped by its parent is a zombie.
+                stat.rsplit_once(')')
+                    .and_then(|(_, rest)| rest.split_whitespace().next())
+                    .is_some_and(|state| state != "Z")
+            })
+        };
+        let (mut first, mut second) = (job(), job());
+        let (sleeper, other) = (grandchild(&mut first), grandchild(&mut second));
+        assert_eq!(process_group_of(first.id()), Some(first.id()));
+        assert_ne!(process_group_of(std::process::id()), Some(first.id()));
+        kill_job(&mut first, &[]);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while alive(sleeper) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(
+            !alive(sleeper),
+            "the killed job's grandchild {sleeper} lives on"
+        );
+        assert!(
+            alive(other),
+            "the other job's grandchild {other} was killed"
+        );
+        assert!(second.try_wait().unwrap().is_none(), "the other job ended");
+        kill_job(&mut second, &[]);
     }
 }

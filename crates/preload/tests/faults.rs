@@ -634,12 +634,17 @@ fn headers_are_on_disk_when_mpi_init_returns() {
                 .all(|p| std::fs::metadata(p).is_ok_and(|m| m.len() > 0))
         },
     );
-    // The whole process group of the launcher goes (timeout's child).
-    let _ = Command::new("pkill")
-        .args(["-KILL", "-f", "traffic allreduces=100000000"])
-        .status();
-    let _ = child.kill();
-    let _ = child.wait();
+    // The ranks (their pids from the headers on disk, read leniently: the
+    // job still runs), then the launcher and what it started.
+    let pids: Vec<u64> = logs
+        .iter()
+        .filter_map(|p| {
+            let text = std::fs::read_to_string(p).ok()?;
+            let header: serde_json::Value = serde_json::from_str(text.lines().next()?).ok()?;
+            header["pid"].as_u64()
+        })
+        .collect();
+    mpit_testkit::kill_job(&mut child, &pids);
     assert!(
         watched == mpit_testkit::Watched::Ready,
         "{watched:?}: not every rank's header on disk within 60 s of MPI_Init in {}; the job \
@@ -716,16 +721,8 @@ fn node_log_stays_readable_after_kill_9() {
         .collect();
     let stopped = others.iter().all(|pid| stop(*pid));
     let victim = pids.get(&1).copied();
-    for pid in victim.iter().chain(&others) {
-        let _ = Command::new("kill")
-            .args(["-KILL", &pid.to_string()])
-            .status();
-    }
-    let _ = Command::new("pkill")
-        .args(["-KILL", "-f", "traffic allreduces=100000000"])
-        .status();
-    let _ = child.kill();
-    let _ = child.wait();
+    let order: Vec<u64> = victim.iter().chain(&others).copied().collect();
+    mpit_testkit::kill_job(&mut child, &order);
     assert!(
         watched == mpit_testkit::Watched::Ready && victim.is_some() && pids.len() == RANKS as usize,
         "{watched:?}: not every rank sampling in one node log within 60 s in {} (pids by \
