@@ -4,7 +4,8 @@
 # libclang for bindgen, gfortran for the Fortran example, patchelf for the
 # relinking test, a font for the PNG plots of `mpit-tuner report`, tmux
 # for the test of the full-screen `mpit-tuner watch`, iproute2 for the
-# emulated cluster of scripts/cluster.sh; then MPICH 5 and Open
+# emulated cluster of scripts/cluster.sh, valgrind for the instruction
+# counts of benches/hot-path-instructions.sh; then MPICH 5 and Open
 # MPI 5 from the Python package registry into a cached virtual environment
 # (scripts/mpi-wheels.sh; python3-venv for that); then MVAPICH2 2.3.7 from
 # the vendored tarball beside the repository, built once into the cache
@@ -17,7 +18,7 @@ set -euo pipefail
 
 need=()
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-for pkg in libmpich-dev mpich libopenmpi-dev openmpi-bin libclang-dev clang gfortran patchelf pkg-config make binutils procps fonts-dejavu-core tmux iproute2 python3 python3-venv; do
+for pkg in libmpich-dev mpich libopenmpi-dev openmpi-bin libclang-dev clang gfortran patchelf pkg-config make binutils procps fonts-dejavu-core tmux iproute2 python3 python3-venv valgrind; do
   have_pkg "$pkg" || need+=("$pkg")
 done
 mv2_tarball="${MPIT_MV2_TARBALL:-$(dirname "$0")/../../shared/vendor/mvapich2-2.3.7-1.tar.xz}"

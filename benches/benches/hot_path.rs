@@ -26,6 +26,12 @@
 //! check and the int64's is tuned. Where the library does not take algorithm changes at run time
 //! (Open MPI), tuning does not start and the bench says so.
 //!
+//! `HOT_PATH_COUNT=N` (benches/hot-path-instructions.sh runs it under
+//! callgrind) skips criterion: one tuned case (`HOT_PATH_CASE`) runs N
+//! calls direct, with tuning on in steady state and with tuning off, each
+//! loop in a function of its own for callgrind to collect, with windows of
+//! `HOT_PATH_WINDOW` calls (see [`counted`]).
+//!
 //! Adding a case: write a [`Case`] in [`cases`] with the MPI functions it
 //! calls (`symbols`), a wrapped and a direct closure doing the same calls.
 //! A case whose functions the interposer does not (yet) wrap still runs,
@@ -411,7 +417,115 @@ fn tuned_allreduces(c: &mut Criterion, k: Consts, mode: &str) -> Vec<(&'static s
     out
 }
 
-/// The `collective` decisions in the run directory's logs, as text.
+/// `HOT_PATH_COUNT=N HOT_PATH_CASE=NAME` (benches/hot-path-instructions.sh
+/// runs it under callgrind): no criterion; the tuned case NAME, after the
+/// same 20,000 calls as [`tuned_allreduces`] (the search ends), runs N
+/// calls in each of the `counted_*` loops, the only code callgrind collects
+/// (`--collect-atstart=no --toggle-collect='*counted_*'`): the
+/// instructions per call of the library's function, of the wrapper with
+/// tuning on in steady state, and of the wrapper with tuning off (each
+/// loop's `black_box` of its own number keeps the compiler from merging
+/// the three identical functions into one name). A count
+/// of instructions does not move with the machine's load, which timing
+/// 8-byte calls of tens of nanoseconds does (BENCHMARKS.md).
+fn counted(k: Consts, n: u64, name: &str, window: u64) {
+    let Some(mut case) = cases(k).into_iter().find(|c| c.name == name) else {
+        let names: Vec<&str> = cases(k).iter().map(|c| c.name).collect();
+        panic!("HOT_PATH_CASE={name}: no such case (cases: {names:?})");
+    };
+    println!(
+        "hot_path: counting {name}, {n} calls a loop; collective tuning {}",
+        if collectives::on() {
+            "on"
+        } else {
+            "off (did not start)"
+        }
+    );
+    // Until the search has ended (settling, the default's window, the
+    // candidate's) and no event came for `still` calls (a search that ends
+    // in a tie, as this bench's margin makes every one, is searched once
+    // more at the first check point, 64 windows later: `still` is two
+    // such distances), or 200,000 calls without any search
+    // (a call the mode does not tune). This thread takes the tuner's
+    // events (the helper thread, at `MPIT_TUNER_INTERVAL=1h`, does not)
+    // and prints them.
+    let still = 50_000.max(2 * 64 * window);
+    let (mut warm, mut events, mut decided, mut since) = (0u64, 0usize, false, 0u64);
+    loop {
+        for _ in 0..window.max(1_000) {
+            (case.wrapped)();
+        }
+        warm += window.max(1_000);
+        since += window.max(1_000);
+        let (new, decisions) = tuning_events();
+        if new > 0 {
+            since = 0;
+        }
+        events += new;
+        decided |= decisions > 0;
+        if !collectives::on() || (decided && since >= still) || (events == 0 && warm >= 200_000) {
+            break;
+        }
+        assert!(warm < 20_000_000, "no steady state after {warm} calls");
+    }
+    println!("hot_path: counting after {warm} calls ({events} tuning events before)");
+    counted_direct(&mut case.direct, n);
+    counted_tuning_on(&mut case.wrapped, n);
+    if tuning_events().0 == 0 {
+        println!("hot_path: no tuning event during the counted loops (steady state)");
+    }
+    for m in collectives::stop() {
+        println!("hot_path: stopping collective tuning: {m}");
+    }
+    counted_tuning_off(&mut case.wrapped, n);
+}
+
+/// Prints the tuner's events taken since the last call; how many there
+/// were, and how many of them are decisions.
+fn tuning_events() -> (usize, usize) {
+    let (mut events, mut decisions) = (0, 0);
+    for e in collectives::events() {
+        events += 1;
+        println!("hot_path: tuning event at {:.3} s: {:?}", e.t, e.what);
+        if matches!(
+            e.what,
+            collectives::What::Search(collectives::Event::Decision { .. })
+        ) {
+            decisions += 1;
+        }
+    }
+    (events, decisions)
+}
+
+/// `n` calls of the library's own function (see [`counted`]).
+#[inline(never)]
+fn counted_direct(f: &mut dyn FnMut(), n: u64) {
+    black_box(0);
+    for _ in 0..n {
+        f();
+    }
+}
+
+/// `n` calls of the wrapper, collective tuning on (see [`counted`]).
+#[inline(never)]
+fn counted_tuning_on(f: &mut dyn FnMut(), n: u64) {
+    black_box(1);
+    for _ in 0..n {
+        f();
+    }
+}
+
+/// `n` calls of the wrapper, collective tuning stopped (see [`counted`]).
+#[inline(never)]
+fn counted_tuning_off(f: &mut dyn FnMut(), n: u64) {
+    black_box(2);
+    for _ in 0..n {
+        f();
+    }
+}
+
+/// The `collective` decisions and rechecks (a new search after the time
+/// per call drifted) in the run directory's logs, as text, at their time.
 fn decisions(run: &std::path::Path) -> Vec<String> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir(run).into_iter().flatten().flatten() {
@@ -420,13 +534,25 @@ fn decisions(run: &std::path::Path) -> Vec<String> {
             let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
                 continue;
             };
-            if v["type"] == "collective" && v["event"] == "decision" {
+            if v["type"] != "collective" {
+                continue;
+            }
+            let what = format!(
+                "{} {}",
+                v["comm"].as_str().unwrap_or("?"),
+                v["collective"].as_str().unwrap_or("?")
+            );
+            let t = v["t"].as_f64().unwrap_or(f64::NAN);
+            if v["event"] == "decision" {
                 out.push(format!(
-                    "{} {} kept {} ({:.3} us per call)",
-                    v["comm"].as_str().unwrap_or("?"),
-                    v["collective"].as_str().unwrap_or("?"),
+                    "{what} kept {} ({:.3} us per call) at {t:.3} s",
                     v["algorithm"].as_str().unwrap_or("?"),
                     v["time_us"].as_f64().unwrap_or(f64::NAN)
+                ));
+            } else if v["event"] == "recheck" {
+                out.push(format!(
+                    "{what} searched again at {t:.3} s: {}",
+                    v["message"].as_str().unwrap_or("?")
                 ));
             }
         }
@@ -439,7 +565,23 @@ fn main() {
     // directory, with collective tuning of MPI_Allreduce on.
     let dir = tempfile::tempdir().expect("a temporary directory");
     let policy = dir.path().join("tuning.toml");
-    std::fs::write(&policy, TUNING).expect("writing the policy file");
+    // Counting (`HOT_PATH_COUNT`): windows of `HOT_PATH_WINDOW` calls, not
+    // sized by time, which callgrind slows down about 50 times.
+    let count = std::env::var("HOT_PATH_COUNT")
+        .ok()
+        .map(|n| n.parse::<u64>().expect("HOT_PATH_COUNT: a number of calls"));
+    let window: u64 = std::env::var("HOT_PATH_WINDOW").map_or(64, |w| {
+        w.parse().expect("HOT_PATH_WINDOW: calls per window")
+    });
+    let tuning = match count {
+        Some(_) if TUNING.contains("window = 64\n") => TUNING.replace(
+            "window = 64\n",
+            &format!("window = {window}\nwindow_time = \"0\"\nmin_window_time = \"0\"\n"),
+        ),
+        Some(_) => panic!("the bench's policy sets no `window = 64` to replace"),
+        None => TUNING.to_string(),
+    };
+    std::fs::write(&policy, tuning).expect("writing the policy file");
     std::env::set_var("MPIT_TUNER_DIR", dir.path().join("run"));
     std::env::set_var("MPIT_TUNER_QUIET", "1");
     std::env::set_var("MPIT_TUNER_POLICY", &policy);
@@ -450,6 +592,17 @@ fn main() {
     // SAFETY: MPI_Init with no arguments, once, before any other MPI call.
     ok(unsafe { MPI_Init(std::ptr::null_mut(), std::ptr::null_mut()) });
     let k = Consts::read();
+    if let Some(n) = count {
+        let name = std::env::var("HOT_PATH_CASE").unwrap_or_else(|_| TUNED_CASES[1].into());
+        counted(k, n, &name, window);
+        // SAFETY: every MPI object this bench created is freed; once.
+        ok(unsafe { MPI_Finalize() });
+        let run = dir.path().join("run");
+        for d in decisions(&run) {
+            println!("hot_path: collective tuning decided: {d}");
+        }
+        return;
+    }
 
     let mut c = Criterion::default().configure_from_args();
     let tuned = tuned_allreduces(&mut c, k, &mode);
