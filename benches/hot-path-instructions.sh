@@ -11,9 +11,10 @@
 # the library's function (direct), of the wrapper with tuning on (steady
 # state) and of the wrapper after tuning stopped (off), each loop the only
 # code collected. Prints a markdown table of instructions per call and
-# their differences and ratios. The count is the same from run to run
-# when no tuning event comes while counting (the last column says how
-# many came: callgrind's slowdown can make a check point see a drift).
+# their differences and ratios. The count moves by a few instructions per
+# call from run to run at most when no tuning event comes while counting
+# (the last column says how many came: callgrind's slowdown can make a
+# check point see a drift).
 #
 #   bash benches/hot-path-instructions.sh                    # both cases, windows of 256 and 4096 calls
 #   bash benches/hot-path-instructions.sh --calls 100000 --windows 256 --mode all
