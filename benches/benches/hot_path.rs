@@ -418,9 +418,10 @@ fn tuned_allreduces(c: &mut Criterion, k: Consts, mode: &str) -> Vec<(&'static s
 }
 
 /// `HOT_PATH_COUNT=N HOT_PATH_CASE=NAME` (benches/hot-path-instructions.sh
-/// runs it under callgrind): no criterion; the tuned case NAME, after the
-/// same 20,000 calls as [`tuned_allreduces`] (the search ends), runs N
-/// calls in each of the `counted_*` loops, the only code callgrind collects
+/// runs it under callgrind): no criterion; the tuned case NAME, once its
+/// search has ended and no tuning event came for 128 windows (or none
+/// came in 200,000 calls: a call the mode does not tune), runs N calls in
+/// each of the `counted_*` loops, the only code callgrind collects
 /// (`--collect-atstart=no --toggle-collect='*counted_*'`): the
 /// instructions per call of the library's function, of the wrapper with
 /// tuning on in steady state, and of the wrapper with tuning off (each

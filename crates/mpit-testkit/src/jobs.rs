@@ -446,12 +446,22 @@ pub fn kill_job(child: &mut std::process::Child, pids: &[u64]) {
     let _ = child.wait();
 }
 
-/// The process group of process `pid`, from `/proc/PID/stat` (the fifth
-/// field; the command's name, in parentheses, may hold spaces).
+/// Field `n` after the command's name of a `stat` file of `/proc`
+/// (`/proc/PID/stat`, `/proc/PID/task/TID/stat`): 0 is the state (`R`,
+/// `S`, `T`, `Z`, ...), 2 the process group. The name, in parentheses,
+/// may hold spaces and parentheses, so the fields start after the last
+/// `)`. `None` when the file is gone (the process ended).
+pub fn proc_stat_field(stat: impl AsRef<std::path::Path>, n: usize) -> Option<String> {
+    let text = std::fs::read_to_string(stat).ok()?;
+    let (_, rest) = text.rsplit_once(')')?;
+    rest.split_whitespace().nth(n).map(str::to_string)
+}
+
+/// The process group of process `pid`.
 fn process_group_of(pid: u32) -> Option<u32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let (_, rest) = stat.rsplit_once(')')?;
-    rest.split_whitespace().nth(2)?.parse().ok()
+    proc_stat_field(format!("/proc/{pid}/stat"), 2)?
+        .parse()
+        .ok()
 }
 
 /// Re-launches the current test binary on `ranks` ranks, running only the
@@ -651,14 +661,9 @@ mod tests {
                 .unwrap();
             line.trim().parse().unwrap()
         };
-        let alive = |pid: u32| {
-            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-                // A killed process not yet reaped by its parent is a zombie.
-                stat.rsplit_once(')')
-                    .and_then(|(_, rest)| rest.split_whitespace().next())
-                    .is_some_and(|state| state != "Z")
-            })
-        };
+        // A killed process not yet reaped by its parent is a zombie.
+        let alive =
+            |pid: u32| proc_stat_field(format!("/proc/{pid}/stat"), 0).is_some_and(|s| s != "Z");
         let (mut first, mut second) = (job(), job());
         let (sleeper, other) = (grandchild(&mut first), grandchild(&mut second));
         assert_eq!(process_group_of(first.id()), Some(first.id()));

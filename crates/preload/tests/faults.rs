@@ -773,12 +773,8 @@ fn stop(pid: u64) -> bool {
     let all_stopped = || {
         std::fs::read_dir(&task).is_ok_and(|threads| {
             threads.filter_map(|t| t.ok()).all(|t| {
-                // The state follows the command's parentheses in `stat`.
-                std::fs::read_to_string(t.path().join("stat")).is_ok_and(|stat| {
-                    stat.rsplit_once(')')
-                        .and_then(|(_, rest)| rest.split_whitespace().next())
-                        .is_some_and(|state| state == "T" || state == "t")
-                })
+                mpit_testkit::proc_stat_field(t.path().join("stat"), 0)
+                    .is_some_and(|state| state == "T" || state == "t")
             })
         })
     };
