@@ -504,9 +504,15 @@ fn try_bytes(count: c_int, datatype: MPI_Datatype) -> Option<u64> {
     if count <= 0 {
         return Some(0);
     }
-    // A predefined datatype's size was asked once after init; a derived
-    // one's is asked now.
-    let size = match sizes::of(mpit::datatype_bits(datatype)) {
+    sized(count, datatype, sizes::of(mpit::datatype_bits(datatype)))
+}
+
+/// [`try_bytes`] of a non-empty message whose datatype's size, if it is a
+/// predefined one, is `known`: a predefined datatype's size was asked once
+/// after init; a derived one's is asked now.
+#[inline]
+fn sized(count: c_int, datatype: MPI_Datatype, known: Option<u32>) -> Option<u64> {
+    let size = match known {
         Some(size) => size,
         None => match type_size(datatype) {
             Ok(size) => size,
@@ -603,26 +609,35 @@ counted_call! {
 /// application's, or (Open MPI) the candidate communicator the tuner made
 /// over the same group. A failure there goes to the application's error
 /// handler on its own communicator, as if the call had failed on it.
+///
+/// `message` is the call's count and datatype (one rank's contribution;
+/// `None`: no message, a barrier), `op` a reduction's operation, whose
+/// datatype is the message's. With tuning on, one lookup of the datatype
+/// gives both its size (the size bin and the counters) and its class
+/// (mode `safe`).
 #[inline]
 fn tuned(
     family: Option<Family>,
     collective: Collective,
     comm: MPI_Comm,
-    reduction: Option<(MPI_Op, MPI_Datatype)>,
-    bytes: impl FnOnce() -> Option<u64>,
+    op: Option<MPI_Op>,
+    message: Option<(c_int, MPI_Datatype)>,
     call: impl FnOnce(MPI_Comm) -> c_int,
 ) -> c_int {
-    let untuned = !collectives::on()
-        || reduction.is_some_and(|(op, datatype)| {
-            collectives::exact_only() && !exact(collective, op, datatype)
-        });
-    if untuned {
-        return match family {
-            Some(family) => counted(family, || bytes().unwrap_or(0), || call(comm)),
-            None => call(comm),
-        };
+    if !collectives::on() {
+        return untuned(family, message, None, || call(comm));
     }
-    let sized = bytes();
+    let tables = sizes::tables();
+    let found = match message {
+        Some((_, datatype)) => tables.and_then(|t| t.find(mpit::datatype_bits(datatype))),
+        None => None,
+    };
+    if let (Some(op), Some((_, datatype))) = (op, message) {
+        if collectives::exact_only() && !exact(collective, op, datatype, tables, found) {
+            return untuned(family, message, Some(found), || call(comm));
+        }
+    }
+    let sized = message_bytes(message, found);
     let bytes = sized.unwrap_or(0);
     let ticket = catch_unwind(AssertUnwindSafe(|| {
         collectives::before(collective, Comm::from_raw(comm), sized)
@@ -646,7 +661,7 @@ fn tuned(
     let start = (wants || timing != Timing::No).then(std::time::Instant::now);
     let on = ticket
         .on()
-        .filter(|_| !ticket.commutative_only() || reduction.is_some_and(|(op, _)| commutative(op)));
+        .filter(|_| !ticket.commutative_only() || op.is_some_and(commutative));
     let rc = call(on.map_or(comm, Comm::into_raw));
     if on.is_some() && rc != success() {
         failed_on_candidate(collective, comm, rc);
@@ -663,23 +678,65 @@ fn tuned(
     rc
 }
 
+/// A call of [`tuned`] that the tuner does not take: counted only.
+/// `found`: the datatype's lookup, if done already (`Some(None)`: not a
+/// predefined one).
+#[inline(always)]
+fn untuned(
+    family: Option<Family>,
+    message: Option<(c_int, MPI_Datatype)>,
+    found: Option<Option<sizes::Found>>,
+    call: impl FnOnce() -> c_int,
+) -> c_int {
+    let bytes = || match found {
+        Some(found) => message_bytes(message, found).unwrap_or(0),
+        None => message.map_or(0, |(count, datatype)| bytes(count, datatype)),
+    };
+    match family {
+        Some(family) => counted(family, bytes, call),
+        None => call(),
+    }
+}
+
+/// [`try_bytes`] of a tuned call's message (`None`: none, 0 bytes), its
+/// datatype looked up already (`found`).
+#[inline(always)]
+fn message_bytes(
+    message: Option<(c_int, MPI_Datatype)>,
+    found: Option<sizes::Found>,
+) -> Option<u64> {
+    match message {
+        Some((count, _)) if count <= 0 => Some(0),
+        Some((count, datatype)) => sized(count, datatype, found.and_then(sizes::Found::size)),
+        None => Some(0),
+    }
+}
+
 /// Mode `safe`: whether a reduction of `datatype` with `op` gives the same
 /// bits whatever the algorithm (`tuner_core::collectives::exact_datatype`:
 /// integer, logical and byte basic types only, with a predefined
 /// operation). The operation first (a user-defined one is never exact;
 /// MPICH 4 and Open MPI refuse predefined operations on derived
 /// datatypes, so a derived datatype gets further only in a library that
-/// takes them); then a predefined datatype's class, looked up with its
-/// size, or a derived one taken apart at the call ([`exact_derived`]). The answer
+/// takes them); then a predefined datatype's class (`found`, looked up
+/// with its size), or a derived one taken apart at the call
+/// ([`exact_derived`]). The answer
 /// follows from the type signature and the operation, which the standard
 /// requires to match on every rank of the call, so every rank hands the
-/// tuner the same calls. Out of line: mode `all` and the tuner off never
-/// call it, and the wrapper it would be inlined into stays small.
-#[inline(never)]
-fn exact(collective: Collective, op: MPI_Op, datatype: MPI_Datatype) -> bool {
-    sizes::exact_op(mpit::op_bits(op))
-        && match sizes::exact(mpit::datatype_bits(datatype)) {
-            Some(exact) => exact,
+/// tuner the same calls. Inlined (a scan of at most 16 handles and a flag
+/// of the lookup the call made anyway); a derived datatype's decoding is
+/// out of line.
+#[inline(always)]
+fn exact(
+    collective: Collective,
+    op: MPI_Op,
+    datatype: MPI_Datatype,
+    tables: Option<&sizes::Tables>,
+    found: Option<sizes::Found>,
+) -> bool {
+    tables.is_some_and(|t| t.exact_op(mpit::op_bits(op)))
+        && match found {
+            Some(found) => found.exact(),
             None => exact_derived(collective, datatype),
         }
 }
@@ -759,11 +816,11 @@ fn failed_on_candidate(collective: Collective, comm: MPI_Comm, rc: c_int) {
 /// The wrapper of a tuned collective: `$comm`, one of its arguments, is
 /// bound again in the call's closure to the communicator `tuned` gives it.
 macro_rules! tuned_call {
-    ($($sym:ident => $name:literal ( $($arg:ident : $ty:ty),* ) as $family:ident tune $coll:ident on $comm:ident op $op:expr, bytes $bytes:expr;)+) => {$(
+    ($($sym:ident => $name:literal ( $($arg:ident : $ty:ty),* ) as $family:ident tune $coll:ident on $comm:ident op $op:expr, message $message:expr;)+) => {$(
         #[no_mangle]
         pub unsafe extern "C" fn $sym($($arg: $ty),*) -> c_int {
             let real = real!($name, unsafe extern "C" fn($($ty),*) -> c_int);
-            tuned(Some(Family::$family), Collective::$coll, $comm, $op, || $bytes, |$comm: MPI_Comm| {
+            tuned(Some(Family::$family), Collective::$coll, $comm, $op, $message, |$comm: MPI_Comm| {
                 // SAFETY: the application's own arguments, passed through
                 // (the communicator, or one the tuner made over its group).
                 unsafe { real($($arg),*) }
@@ -774,19 +831,19 @@ macro_rules! tuned_call {
 
 tuned_call! {
     MPI_Allreduce => c"MPI_Allreduce"(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm)
-        as Allreduce tune Allreduce on comm op Some((op, datatype)), bytes try_bytes(count, datatype);
+        as Allreduce tune Allreduce on comm op Some(op), message Some((count, datatype));
     MPI_Reduce => c"MPI_Reduce"(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm)
-        as Reduce tune Reduce on comm op Some((op, datatype)), bytes try_bytes(count, datatype);
+        as Reduce tune Reduce on comm op Some(op), message Some((count, datatype));
     MPI_Bcast => c"MPI_Bcast"(buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm)
-        as Bcast tune Bcast on comm op None, bytes try_bytes(count, datatype);
+        as Bcast tune Bcast on comm op None, message Some((count, datatype));
     MPI_Barrier => c"MPI_Barrier"(comm: MPI_Comm)
-        as Barrier tune Barrier on comm op None, bytes Some(0);
+        as Barrier tune Barrier on comm op None, message None;
     MPI_Allgather => c"MPI_Allgather"(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
         recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm)
-        as Allgather tune Allgather on comm op None, bytes try_bytes(recvcount, recvtype);
+        as Allgather tune Allgather on comm op None, message Some((recvcount, recvtype));
     MPI_Alltoall => c"MPI_Alltoall"(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
         recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm)
-        as Alltoall tune Alltoall on comm op None, bytes try_bytes(recvcount, recvtype);
+        as Alltoall tune Alltoall on comm op None, message Some((recvcount, recvtype));
 }
 
 /// Not counted (no family of its own in the tool's metrics), tuned.
@@ -814,8 +871,8 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_block(
         None,
         Collective::ReduceScatterBlock,
         comm,
-        Some((op, datatype)),
-        || try_bytes(recvcount, datatype),
+        Some(op),
+        Some((recvcount, datatype)),
         |comm| {
             // SAFETY: the application's own arguments, passed through (the
             // communicator, or one the tuner made over its group).

@@ -108,9 +108,17 @@ impl Sizes {
     /// the library sized it.
     #[inline(always)]
     pub(crate) fn get(&self, bits: u64) -> Option<u32> {
-        self.slot(bits)
-            .map(|i| self.sizes[i])
-            .filter(|&s| s != UNSIZED)
+        self.find(bits)?.size()
+    }
+
+    /// The size and class of the predefined datatype `bits`, from one
+    /// probe of the table (`None`: not a predefined datatype).
+    #[inline(always)]
+    pub(crate) fn find(&self, bits: u64) -> Option<Found> {
+        self.slot(bits).map(|i| Found {
+            size: self.sizes[i],
+            exact: self.exact[i],
+        })
     }
 
     /// Whether the datatype `bits` is exact (see the module), if it is one
@@ -118,6 +126,28 @@ impl Sizes {
     #[inline(always)]
     pub(crate) fn exact(&self, bits: u64) -> Option<bool> {
         self.slot(bits).map(|i| self.exact[i])
+    }
+}
+
+/// What the table keeps of a predefined datatype.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Found {
+    size: u32,
+    exact: bool,
+}
+
+impl Found {
+    /// Its size, unless the library would not give it.
+    #[inline(always)]
+    pub(crate) fn size(self) -> Option<u32> {
+        (self.size != UNSIZED).then_some(self.size)
+    }
+
+    /// Whether a reduction of it with a predefined operation gives the
+    /// same bits whatever the algorithm.
+    #[inline(always)]
+    pub(crate) fn exact(self) -> bool {
+        self.exact
     }
 }
 
@@ -152,34 +182,53 @@ impl Ops {
     }
 }
 
-static SIZES: OnceLock<Sizes> = OnceLock::new();
-static OPS: OnceLock<Ops> = OnceLock::new();
+/// Both tables, behind one `OnceLock`: a reduction's wrapper, which needs
+/// both, loads it once ([`tables`]).
+pub(crate) struct Tables {
+    sizes: Sizes,
+    ops: Ops,
+}
+
+impl Tables {
+    /// The size and class of the predefined datatype `bits`
+    /// ([`Sizes::find`]).
+    #[inline(always)]
+    pub(crate) fn find(&self, bits: u64) -> Option<Found> {
+        self.sizes.find(bits)
+    }
+
+    /// Whether `bits` is a predefined reduction operation.
+    #[inline(always)]
+    pub(crate) fn exact_op(&self, bits: u64) -> bool {
+        self.ops.contains(bits)
+    }
+}
+
+static TABLES: OnceLock<Tables> = OnceLock::new();
 
 /// Publishes the tables (once per process; a second call changes nothing).
 pub(crate) fn install(sizes: Sizes, ops: Ops) {
-    let _ = SIZES.set(sizes);
-    let _ = OPS.set(ops);
+    let _ = TABLES.set(Tables { sizes, ops });
 }
 
 /// The size of a predefined datatype, or `None` (a derived datatype, or
 /// before the table is built): the caller asks the library.
 #[inline(always)]
 pub(crate) fn of(bits: u64) -> Option<u32> {
-    SIZES.get()?.get(bits)
+    TABLES.get()?.sizes.get(bits)
+}
+
+/// The tables, once kept (after `MPI_Init`, when the tuner runs).
+#[inline(always)]
+pub(crate) fn tables() -> Option<&'static Tables> {
+    TABLES.get()
 }
 
 /// Whether a predefined datatype is exact; `None` for a derived datatype
 /// (or before the table is built): the caller decodes it.
 #[inline(always)]
 pub(crate) fn exact(bits: u64) -> Option<bool> {
-    SIZES.get()?.exact(bits)
-}
-
-/// Whether `bits` is one of the predefined operations kept (false for a
-/// user-defined one, and before the table is built).
-#[inline(always)]
-pub(crate) fn exact_op(bits: u64) -> bool {
-    OPS.get().is_some_and(|ops| ops.contains(bits))
+    TABLES.get()?.sizes.exact(bits)
 }
 
 #[cfg(test)]

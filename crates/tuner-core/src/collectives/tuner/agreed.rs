@@ -193,7 +193,7 @@ impl<M: TuningMpi> Tuner<M> {
             seq.fail_local(format!("setting `{name}`: {e}"));
         }
         let private = self.mpi.create_private(&mut seq, comm);
-        if let Err(e) = switch.var.put(switch.target.candidates[0].1) {
+        if let Err(e) = switch.var.put(switch.default) {
             seq.fail_local(format!("writing the default back: {e}"));
         }
         if let Some(Err(e)) = by.rules.as_ref().map(|r| r.put(0)) {

@@ -10,9 +10,11 @@ pub type Ticket = TunedCall<'static, RealMpi>;
 type Counted<'t, M> = (AtomicRefMut<'t, CommState<M>>, &'t Entry<M>, usize, Comm);
 
 /// A tuned call in progress on a tuner that lives for `'t` ([`Ticket`]:
-/// the process's).
+/// the process's). It holds the tuner and the collective's switch, so
+/// that [`after`] finds them without looking them up again.
 pub struct TunedCall<'t, M: TuningMpi> {
-    collective: Collective,
+    tuner: &'t Tuner<M>,
+    switch: &'t Switch<M::Var>,
     /// `None`: nothing to count after the call.
     state: Option<Counted<'t, M>>,
     timed: bool,
@@ -28,13 +30,14 @@ pub struct TunedCall<'t, M: TuningMpi> {
     commutative_only: bool,
 }
 
-impl<M: TuningMpi> TunedCall<'_, M> {
+impl<'t, M: TuningMpi> TunedCall<'t, M> {
     /// A call that runs untimed and is not counted after (the default
     /// without a search, or a quiet call of a decided one).
     #[inline(always)]
-    fn uncounted(collective: Collective) -> Self {
+    fn uncounted(tuner: &'t Tuner<M>, switch: &'t Switch<M::Var>) -> Self {
         TunedCall {
-            collective,
+            tuner,
+            switch,
             state: None,
             timed: false,
             switched: false,
@@ -101,8 +104,7 @@ pub fn before(collective: Collective, comm: Comm, bytes: Option<u64>) -> Option<
 /// candidate of an 8-byte allreduce look 15% slower than it is.)
 #[inline(always)]
 pub fn after(ticket: Ticket, ns: Option<u64>) {
-    let Some(t) = TUNER.get() else { return };
-    t.after(ticket, ns);
+    ticket.tuner.after(ticket, ns);
 }
 
 /// A call the tuner ran on a candidate communicator ([`ByComms`]) failed
@@ -159,12 +161,11 @@ impl<M: TuningMpi> Tuner<M> {
         if overlapping && !self.stop.swap(true, AcqRel) {
             self.tell(Some(collective), What::Concurrent);
         }
-        let default = switch.target.candidates[0].1;
-        let Some(i) = self.entry(comm) else {
+        let default = switch.default;
+        let Some(entry) = self.entry(comm) else {
             self.set(switch, default);
-            return Some(TunedCall::uncounted(collective));
+            return Some(TunedCall::uncounted(self, switch));
         };
-        let entry = &self.entries[i];
         let bin = match bytes {
             Some(bytes) => self.bins.of(bytes),
             None => self.unsized_call(entry, collective),
@@ -177,7 +178,7 @@ impl<M: TuningMpi> Tuner<M> {
             entry.quiet[k].store(quiet - 1, Relaxed);
             let c = (quiet >> 32) as usize;
             if self.by_comms.is_some() {
-                let mut ticket = TunedCall::uncounted(collective);
+                let mut ticket = TunedCall::uncounted(self, switch);
                 ticket.on = entry
                     .dups
                     .get(collective as usize * self.stride + c)
@@ -186,15 +187,19 @@ impl<M: TuningMpi> Tuner<M> {
                     switch.commutative_only.checked_shr(c as u32).unwrap_or(0) & 1 != 0;
                 return Some(ticket);
             }
-            let value = switch.target.candidates.get(c).map_or(default, |c| c.1);
+            // Candidate 0, the default, without reading the candidates.
+            let value = match c {
+                0 => default,
+                c => switch.target.candidates.get(c).map_or(default, |c| c.1),
+            };
             self.set(switch, value);
-            return Some(TunedCall::uncounted(collective));
+            return Some(TunedCall::uncounted(self, switch));
         }
         let Ok(mut st) = entry.state.try_borrow_mut() else {
             // Another thread holds this communicator: erroneous, and the
             // algorithm cannot be chosen consistently any more.
             self.stop.store(true, Release);
-            return Some(TunedCall::uncounted(collective));
+            return Some(TunedCall::uncounted(self, switch));
         };
         Self::settle(entry, &mut st, k);
         let choice = st.searches[k].choice();
@@ -207,7 +212,8 @@ impl<M: TuningMpi> Tuner<M> {
         };
         let timed = st.searches[k].wants_time();
         Some(TunedCall {
-            collective,
+            tuner: self,
+            switch,
             state: Some((st, entry, k, comm)),
             timed,
             switched: value != default && self.by_comms.is_none(),
@@ -225,11 +231,10 @@ impl<M: TuningMpi> Tuner<M> {
     #[inline(always)]
     pub(crate) fn after(&self, ticket: TunedCall<'_, M>, ns: Option<u64>) {
         let mut ns = ns;
-        if let Some(switch) = self.switches[ticket.collective as usize].as_ref() {
-            self.set(switch, switch.target.candidates[0].1);
-            if let (true, Some(n)) = (ticket.switched, ns.as_mut()) {
-                *n = n.saturating_add(switch.switch_ns);
-            }
+        let switch = ticket.switch;
+        self.set(switch, switch.default);
+        if let (true, Some(n)) = (ticket.switched, ns.as_mut()) {
+            *n = n.saturating_add(switch.switch_ns);
         }
         if let Some((mut st, entry, k, comm)) = ticket.state {
             if let Some(mine) = st.searches[k].count(ns) {

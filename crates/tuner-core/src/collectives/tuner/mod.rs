@@ -80,6 +80,9 @@ const FREE: u64 = 0;
 /// A switchable collective in this process.
 struct Switch<V: AlgorithmVar> {
     target: Target,
+    /// The library's default value (`target`'s candidate 0), kept here
+    /// for the calls.
+    default: i64,
     var: Written<V>,
     /// What a timed call that ran another value than the default is
     /// charged (ns): two writes of its variable and two of the fallback
@@ -416,14 +419,16 @@ impl<M: TuningMpi> Tuner<M> {
     }
 
     /// The entry of `bits`, claimed if new. `None` when the table is full.
+    /// (The entries in use are searched as one slice: one bounds check,
+    /// not one per entry.)
     #[inline]
-    fn entry(&self, comm: Comm) -> Option<usize> {
+    fn entry(&self, comm: Comm) -> Option<&Entry<M>> {
         let bits = comm.to_bits();
-        let high = self.high.load(Acquire);
-        if let Some(i) = (0..high).find(|&i| self.entries[i].bits.load(Acquire) == bits) {
-            return Some(i);
-        }
-        self.claim(comm)
+        let high = self.high.load(Acquire).min(self.entries.len());
+        let found = self.entries[..high]
+            .iter()
+            .find(|e| e.bits.load(Acquire) == bits);
+        found.or_else(|| self.claim(comm).map(|i| &self.entries[i]))
     }
 
     /// Claims a free entry for a new communicator. Intercommunicators are
@@ -479,7 +484,7 @@ impl<M: TuningMpi> Tuner<M> {
     #[inline(never)]
     fn write(&self, switch: &Switch<M::Var>, value: i64) {
         let collective = switch.target.collective;
-        let switched = value != switch.target.candidates[0].1;
+        let switched = value != switch.default;
         let fallback = self.fallback.as_ref();
         if let (Some(f), true) = (fallback, switched) {
             self.put(&f.var, f.silent, collective);

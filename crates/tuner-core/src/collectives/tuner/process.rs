@@ -112,6 +112,7 @@ impl<M: TuningMpi> Tuner<M> {
             };
             switches[i] = Some(Switch {
                 var: Written::new(cvar, target.candidates[0].1),
+                default: target.candidates[0].1,
                 switch_ns: 2 * (write_ns + fallback_ns),
                 target,
                 pin: AtomicU64::new(0),
@@ -323,7 +324,7 @@ impl<M: TuningMpi> Tuner<M> {
             }
         };
         for s in self.switches.iter().flatten() {
-            restore(&s.var, s.target.candidates[0].1, "the default");
+            restore(&s.var, s.default, "the default");
         }
         if let Some(f) = &self.fallback {
             restore(&f.var, f.user, "the application's value");
