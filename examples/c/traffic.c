@@ -2,7 +2,7 @@
  * traffic: a program with known MPI traffic, for checking what a tool
  * counts.
  *
- *   traffic [allreduces=N] [sends=M] [bytes=B] [evenodd] [smallreduce] [unexpected=U] [threads=T]
+ *   traffic [allreduces=N] [sends=M] [bytes=B] [evenodd] [smallreduce] [unexpected=U] [posted=P] [queued_ms=Q] [threads=T]
  *
  * Every rank calls MPI_Allreduce N times on one double (8 bytes) and sends
  * M messages of B bytes (default 64 KiB) to the next rank in a ring with
@@ -13,8 +13,12 @@
  * With `smallreduce`, each rank does nothing but 8-byte allreduces
  * (N of them, and one more for the total), which dominate its time in MPI.
  * With `unexpected=U`, every rank but 0 first sends U small messages to rank
- * 0, which waits 300 ms, probes (taking them in unmatched) and waits 200 ms
- * more before receiving them: they queue as unexpected.
+ * 0, which waits 300 ms, probes (taking them in unmatched) and waits Q ms
+ * (default 200) more before receiving them: they queue as unexpected.
+ * With `posted=P` as well, rank 0 first posts P receives from every other
+ * rank (another tag), which those ranks match only after rank 0 received
+ * the unexpected messages: for those 300 + Q ms the receives queue as
+ * posted.
  * With `threads=T` (T > 1), MPI is initialised with MPI_THREAD_MULTIPLE and
  * the allreduce part runs in T threads at once, each on its own duplicate
  * of MPI_COMM_WORLD: every rank makes T * N allreduces, concurrently.
@@ -50,7 +54,7 @@ int main(int argc, char **argv)
 {
     long allreduces = 1000, sends = 500, bytes = 65536;
     int evenodd = 0, smallreduce = 0;
-    long unexpected = 0, threads = 1;
+    long unexpected = 0, posted = 0, queued_ms = 200, threads = 1;
     for (int i = 1; i < argc; i++) {
         if (strncmp(argv[i], "allreduces=", 11) == 0)
             allreduces = atol(argv[i] + 11);
@@ -64,15 +68,20 @@ int main(int argc, char **argv)
             smallreduce = 1;
         else if (strncmp(argv[i], "unexpected=", 11) == 0)
             unexpected = atol(argv[i] + 11);
+        else if (strncmp(argv[i], "posted=", 7) == 0)
+            posted = atol(argv[i] + 7);
+        else if (strncmp(argv[i], "queued_ms=", 10) == 0)
+            queued_ms = atol(argv[i] + 10);
         else if (strncmp(argv[i], "threads=", 8) == 0)
             threads = atol(argv[i] + 8);
         else {
-            fprintf(stderr, "usage: traffic [allreduces=N] [sends=M] [bytes=B] [evenodd] [smallreduce] [unexpected=U] [threads=T]\n");
+            fprintf(stderr, "usage: traffic [allreduces=N] [sends=M] [bytes=B] [evenodd] [smallreduce] [unexpected=U] [posted=P] [queued_ms=Q] [threads=T]\n");
             return 2;
         }
     }
     if (allreduces < 0 || sends < 0 || bytes < 0 || bytes > (1L << 26) || unexpected < 0 ||
-        unexpected > 100000 || threads < 1 || threads > 64 ||
+        unexpected > 100000 || posted < 0 || posted > 100000 || (posted > 0 && unexpected == 0) ||
+        queued_ms < 0 || queued_ms > 60000 || threads < 1 || threads > 64 ||
         (threads > 1 && (evenodd || smallreduce))) {
         fprintf(stderr, "traffic: bad argument\n");
         return 2;
@@ -95,18 +104,32 @@ int main(int argc, char **argv)
     double acc = 0.0;
     if (unexpected > 0 && size > 1) {
         int one = 1, got;
+        /* Rank 0's posted receives (posted=P): P from every other rank. */
+        int *early = NULL;
+        MPI_Request *requests = NULL;
+        long npost = rank == 0 ? posted * (size - 1) : 0;
+        if (npost > 0) {
+            early = malloc(npost * sizeof *early);
+            requests = malloc(npost * sizeof *requests);
+            if (!early || !requests) {
+                fprintf(stderr, "traffic: out of memory\n");
+                MPI_Abort(MPI_COMM_WORLD, 2);
+            }
+            for (long i = 0; i < npost; i++)
+                MPI_Irecv(&early[i], 1, MPI_INT, 1 + (int)(i / posted), 10, MPI_COMM_WORLD, &requests[i]);
+        }
         if (rank == 0) {
             struct timespec ts = {0, 300000000L};
             nanosleep(&ts, NULL);
             /* Let the library take the arrived messages in (a probe for a
              * tag nobody sends progresses without matching them): they now
              * sit in the unexpected-message queue, where a sampler sees
-             * them for the next 200 ms. */
+             * them for the next queued_ms. */
             for (int p = 0; p < 100; p++) {
                 int flag;
                 MPI_Iprobe(MPI_ANY_SOURCE, 12345, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
             }
-            struct timespec queued = {0, 200000000L};
+            struct timespec queued = {queued_ms / 1000, (queued_ms % 1000) * 1000000L};
             nanosleep(&queued, NULL);
             for (long i = 0; i < unexpected * (size - 1); i++) {
                 MPI_Recv(&got, 1, MPI_INT, MPI_ANY_SOURCE, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
@@ -117,6 +140,17 @@ int main(int argc, char **argv)
                 MPI_Send(&one, 1, MPI_INT, 0, 9, MPI_COMM_WORLD);
         }
         MPI_Barrier(MPI_COMM_WORLD);
+        if (rank != 0) {
+            for (long i = 0; i < posted; i++)
+                MPI_Send(&one, 1, MPI_INT, 0, 10, MPI_COMM_WORLD);
+        } else if (npost > 0) {
+            for (long i = 0; i < npost; i++) {
+                MPI_Wait(&requests[i], MPI_STATUS_IGNORE);
+                acc += early[i];
+            }
+        }
+        free(early);
+        free(requests);
     }
     if (smallreduce) {
         for (long i = 0; i < allreduces; i++) {

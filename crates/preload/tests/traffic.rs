@@ -361,3 +361,78 @@ fn unexpected_queue_advice_fires() {
     assert_eq!(q["max_rank"], 0);
     assert!(q["max"].as_f64().unwrap() >= 64.0, "{q}");
 }
+
+/// Open MPI: the default policy set's two queue watches (policies.toml,
+/// `unexpected-queue-watch` and `posted-queue-watch`, each over three
+/// evaluations a second apart) fire on the library they are meant for,
+/// with the values that made them fire in their decision and a
+/// recommendation record, on the rank whose queues grew and on no other.
+/// Rank 0 keeps 100 unexpected messages and 300 posted receives from each
+/// peer queued for 5 s (`traffic unexpected=100 posted=300
+/// queued_ms=5000`).
+#[cfg(mpi_flavor = "openmpi")]
+#[test]
+fn the_default_queue_watches_fire_where_the_queues_grow() {
+    let tmp = tempdir();
+    let (logs, _, _) = traffic(
+        3,
+        &[
+            "unexpected=100",
+            "posted=300",
+            "queued_ms=5000",
+            "allreduces=0",
+            "sends=0",
+        ],
+        tmp.path(),
+    );
+    for (policy, var, above) in [
+        (
+            "unexpected-queue-watch",
+            "pml_ob1_unexpected_msgq_length",
+            64.0,
+        ),
+        ("posted-queue-watch", "pml_ob1_posted_recvq_length", 256.0),
+    ] {
+        for log in &logs {
+            let rank = log.header()["rank"].as_u64().unwrap();
+            let fired: Vec<&Value> = log
+                .of_type("decision")
+                .filter(|d| d["policy"] == policy && d["fired"] == true && d["branch"] == "then")
+                .collect();
+            let recommended = log
+                .of_type("recommendation")
+                .filter(|r| r["policy"] == policy)
+                .count();
+            if rank != 0 {
+                assert!(
+                    fired.is_empty() && recommended == 0,
+                    "{}: {policy} fired on a rank whose queues stayed empty: {fired:?}",
+                    log.path.display()
+                );
+                continue;
+            }
+            assert!(
+                !fired.is_empty(),
+                "{}: {policy} never fired; its decisions: {:?}",
+                log.path.display(),
+                log.of_type("decision")
+                    .filter(|d| d["policy"] == policy)
+                    .collect::<Vec<_>>()
+            );
+            for d in &fired {
+                let most = d["inputs"][var]
+                    .as_array()
+                    .unwrap_or_else(|| panic!("{policy} decided without reading {var}: {d}"))
+                    .iter()
+                    .filter_map(Value::as_f64)
+                    .fold(f64::MIN, f64::max);
+                assert!(most > above, "{policy} fired on {most}: {d}");
+            }
+            assert!(
+                recommended > 0,
+                "{}: {policy}: no recommendation record",
+                log.path.display()
+            );
+        }
+    }
+}
