@@ -2,7 +2,7 @@
  * traffic: a program with known MPI traffic, for checking what a tool
  * counts.
  *
- *   traffic [allreduces=N] [sends=M] [bytes=B] [evenodd] [smallreduce] [unexpected=U] [posted=P] [queued_ms=Q] [threads=T]
+ *   traffic [allreduces=N] [sends=M] [bytes=B] [evenodd] [smallreduce] [unexpected=U] [posted=P] [queued_ms=Q] [release=PATH] [threads=T]
  *
  * Every rank calls MPI_Allreduce N times on one double (8 bytes) and sends
  * M messages of B bytes (default 64 KiB) to the next rank in a ring with
@@ -18,7 +18,9 @@
  * With `posted=P` as well, rank 0 first posts P receives from every other
  * rank (another tag), which those ranks match only after rank 0 received
  * the unexpected messages: for those 300 + Q ms the receives queue as
- * posted.
+ * posted. With `release=PATH`, rank 0 stops holding them as soon as PATH
+ * exists (Q ms at most): a test holds the queues until it saw what it
+ * waits for.
  * With `threads=T` (T > 1), MPI is initialised with MPI_THREAD_MULTIPLE and
  * the allreduce part runs in T threads at once, each on its own duplicate
  * of MPI_COMM_WORLD: every rank makes T * N allreduces, concurrently.
@@ -31,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 struct worker {
     MPI_Comm comm;
@@ -55,6 +58,7 @@ int main(int argc, char **argv)
     long allreduces = 1000, sends = 500, bytes = 65536;
     int evenodd = 0, smallreduce = 0;
     long unexpected = 0, posted = 0, queued_ms = 200, threads = 1;
+    const char *release = NULL;
     for (int i = 1; i < argc; i++) {
         if (strncmp(argv[i], "allreduces=", 11) == 0)
             allreduces = atol(argv[i] + 11);
@@ -72,10 +76,12 @@ int main(int argc, char **argv)
             posted = atol(argv[i] + 7);
         else if (strncmp(argv[i], "queued_ms=", 10) == 0)
             queued_ms = atol(argv[i] + 10);
+        else if (strncmp(argv[i], "release=", 8) == 0)
+            release = argv[i] + 8;
         else if (strncmp(argv[i], "threads=", 8) == 0)
             threads = atol(argv[i] + 8);
         else {
-            fprintf(stderr, "usage: traffic [allreduces=N] [sends=M] [bytes=B] [evenodd] [smallreduce] [unexpected=U] [posted=P] [queued_ms=Q] [threads=T]\n");
+            fprintf(stderr, "usage: traffic [allreduces=N] [sends=M] [bytes=B] [evenodd] [smallreduce] [unexpected=U] [posted=P] [queued_ms=Q] [release=PATH] [threads=T]\n");
             return 2;
         }
     }
@@ -129,8 +135,14 @@ int main(int argc, char **argv)
                 int flag;
                 MPI_Iprobe(MPI_ANY_SOURCE, 12345, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
             }
-            struct timespec queued = {queued_ms / 1000, (queued_ms % 1000) * 1000000L};
-            nanosleep(&queued, NULL);
+            if (release) {
+                struct timespec tick = {0, 10000000L};
+                for (long waited = 0; waited < queued_ms && access(release, F_OK) != 0; waited += 10)
+                    nanosleep(&tick, NULL);
+            } else {
+                struct timespec queued = {queued_ms / 1000, (queued_ms % 1000) * 1000000L};
+                nanosleep(&queued, NULL);
+            }
             for (long i = 0; i < unexpected * (size - 1); i++) {
                 MPI_Recv(&got, 1, MPI_INT, MPI_ANY_SOURCE, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
                 acc += got;

@@ -368,31 +368,82 @@ fn unexpected_queue_advice_fires() {
 /// with the values that made them fire in their decision and a
 /// recommendation record, on the rank whose queues grew and on no other.
 /// Rank 0 keeps 100 unexpected messages and 300 posted receives from each
-/// peer queued for 5 s (`traffic unexpected=100 posted=300
-/// queued_ms=5000`).
+/// peer queued until the test has seen both recommendations in its log
+/// (`traffic unexpected=100 posted=300 release=FILE`, the file made then;
+/// 60 s at most): how long the watches take under load does not matter.
 #[cfg(mpi_flavor = "openmpi")]
 #[test]
 fn the_default_queue_watches_fire_where_the_queues_grow() {
-    let tmp = tempdir();
-    let (logs, _, _) = traffic(
-        3,
-        &[
-            "unexpected=100",
-            "posted=300",
-            "queued_ms=5000",
-            "allreduces=0",
-            "sends=0",
-        ],
-        tmp.path(),
-    );
-    for (policy, var, above) in [
+    const WATCHES: [(&str, &str, f64); 2] = [
         (
             "unexpected-queue-watch",
             "pml_ob1_unexpected_msgq_length",
             64.0,
         ),
         ("posted-queue-watch", "pml_ob1_posted_recvq_length", 256.0),
-    ] {
+    ];
+    let tmp = tempdir();
+    let dir = tmp.path().join("run");
+    let release = tmp.path().join("release");
+    let args = [
+        "unexpected=100".to_string(),
+        "posted=300".to_string(),
+        "queued_ms=60000".to_string(),
+        format!("release={}", release.display()),
+        "allreduces=0".to_string(),
+        "sends=0".to_string(),
+    ];
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let program = example("traffic");
+    // Without the tool, released at once: the output to compare with.
+    std::fs::write(&release, "").unwrap();
+    let plain = mpit_testkit::run(mpi_job(3, &program, &args));
+    plain.assert_success();
+    std::fs::remove_file(&release).unwrap();
+    let recommended = |text: &str, policy: &str| {
+        text.lines().any(|l| {
+            l.contains("\"type\":\"recommendation\"")
+                && l.contains(&format!("\"policy\":\"{policy}\""))
+        })
+    };
+    let (out, err) = (tmp.path().join("stdout"), tmp.path().join("stderr"));
+    let _guard = mpit_testkit::job_lock();
+    let (mut child, watched) = mpit_testkit::spawn_watched(
+        &err,
+        std::time::Duration::from_secs(60),
+        |stderr| {
+            let mut cmd = mpi_job(3, &program, &args);
+            preload(&mut cmd, &dir);
+            cmd.env("MPIT_TUNER_FLUSH", "10ms")
+                .stdout(std::fs::File::create(&out).unwrap())
+                .stderr(stderr)
+                .spawn()
+                .expect("the job starts")
+        },
+        || {
+            let log = std::fs::read_to_string(dir.join("rank-00000.jsonl")).unwrap_or_default();
+            WATCHES
+                .iter()
+                .all(|(policy, _, _)| recommended(&log, policy))
+        },
+    );
+    std::fs::write(&release, "").unwrap();
+    let status = child.wait().expect("the job ends");
+    assert!(
+        watched == mpit_testkit::Watched::Ready && status.success(),
+        "{watched:?}, {status}: rank 0 did not recommend both within 60 s in {}; the job \
+         said:\n{}",
+        dir.display(),
+        std::fs::read_to_string(&err).unwrap_or_default()
+    );
+    assert_eq!(
+        std::fs::read_to_string(&out).unwrap(),
+        plain.stdout(),
+        "the tool changed the application's output"
+    );
+    let logs = read_run_dir(&dir, 3);
+    check_summary(&dir, 3);
+    for (policy, var, above) in WATCHES {
         for log in &logs {
             let rank = log.header()["rank"].as_u64().unwrap();
             let fired: Vec<&Value> = log
