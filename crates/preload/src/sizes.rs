@@ -125,7 +125,7 @@ impl Sizes {
     /// of the table's.
     #[inline(always)]
     pub(crate) fn exact(&self, bits: u64) -> Option<bool> {
-        self.slot(bits).map(|i| self.exact[i])
+        self.find(bits).map(Found::exact)
     }
 }
 
