@@ -50,9 +50,10 @@ pub struct CollectiveSpec {
     /// A candidate this many times slower than the default after its first
     /// window is dropped.
     pub drop_factor: Option<f64>,
-    /// The share of a search's time its agreed points may cost (0.05: 5%;
-    /// 0: off): past it, the next window waits, the default running.
-    pub point_budget: Option<f64>,
+    /// What a search may cost beyond what it saved, as a share of the
+    /// job's time in the collective (0.02: 2%; 0: off): past it, the next
+    /// window waits, the search's current choice running.
+    pub search_budget: Option<f64>,
     /// Calls after a decision before it is searched again (0: never).
     pub recheck: Option<u64>,
     /// Lower bounds of the message-size bins, in bytes, increasing.
@@ -250,6 +251,8 @@ pub(crate) struct RawCollectives {
     settle: Option<Spanned<String>>,
     margin: Option<Spanned<f64>>,
     drop_factor: Option<Spanned<f64>>,
+    search_budget: Option<Spanned<f64>>,
+    /// Replaced by `search_budget`: named in an error.
     point_budget: Option<Spanned<f64>>,
     recheck: Option<Spanned<i64>>,
     bins: Option<Spanned<Vec<Spanned<i64>>>>,
@@ -327,7 +330,16 @@ pub(crate) fn compile(
         }
     };
     spec.margin = fraction(raw.margin, "margin");
-    spec.point_budget = fraction(raw.point_budget, "point_budget");
+    spec.search_budget = fraction(raw.search_budget, "search_budget");
+    if let Some(old) = raw.point_budget {
+        errors.push((
+            old.span(),
+            "`point_budget` is replaced by `search_budget`: what a search may cost, its agreed \
+             points and its slower candidates' calls together, beyond what it saved, as a share of \
+             the job's time in the collective (default 0.02)"
+                .to_string(),
+        ));
+    }
     if let Some(d) = raw.drop_factor {
         let x = *d.get_ref();
         if x > 1.0 && x.is_finite() {
@@ -444,7 +456,7 @@ min_window_time = "1ms"
 settle = "0"
 margin = 0.1
 drop_factor = 5.0
-point_budget = 0.02
+search_budget = 0.02
 recheck = 10000
 bins = [64, 65536]
 min_comm_size = 4
@@ -470,7 +482,7 @@ allreduce = ["ring"]
         );
         assert_eq!(spec.settle, Some(std::time::Duration::ZERO));
         assert_eq!((spec.margin, spec.drop_factor), (Some(0.1), Some(5.0)));
-        assert_eq!(spec.point_budget, Some(0.02));
+        assert_eq!(spec.search_budget, Some(0.02));
         assert_eq!(spec.recheck, Some(10000));
         assert_eq!(spec.bins, Some(vec![64, 65536]));
         assert_eq!(spec.min_comm_size, Some(4));
@@ -571,6 +583,17 @@ allreduce = ["ring"]
     }
 
     #[test]
+    fn the_replaced_point_budget_is_named() {
+        let err = PolicySet::parse("[collectives]\npoint_budget = 0.25\n", "old.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("old.toml:2:16: error: in [collectives]: `point_budget` is replaced by `search_budget`"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn mistakes_are_named_with_their_place() {
         let err = PolicySet::parse(
             r#"[collectives]
@@ -599,10 +622,10 @@ bcast = ["a", "a"]
         ] {
             assert!(err.contains(expected), "missing {expected:?} in:\n{err}");
         }
-        let err = PolicySet::parse("[collectives]\npoint_budget = -0.5\n", "b.toml")
+        let err = PolicySet::parse("[collectives]\nsearch_budget = -0.5\n", "b.toml")
             .unwrap_err()
             .to_string();
-        let expected = "b.toml:2:16: error: in [collectives]: `point_budget` is a fraction from 0 up to 1, such as 0.05 for 5% (got -0.5)";
+        let expected = "b.toml:2:17: error: in [collectives]: `search_budget` is a fraction from 0 up to 1, such as 0.05 for 5% (got -0.5)";
         assert!(err.contains(expected), "missing {expected:?} in:\n{err}");
         for (source, file, expected) in [
             (

@@ -908,8 +908,10 @@ pub struct CollectiveTuning {
     /// default.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub dropped: bool,
-    /// Decisions: what the search cost beyond running the fastest
-    /// algorithm on the same calls, microseconds.
+    /// Decisions and `left`: what the search cost beyond running the kept
+    /// algorithm on every call of the search (the calls of the other
+    /// candidates at their times, the agreed points, the tool's other
+    /// collectives on the communicator), microseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_us: Option<f64>,
     /// Why, for events that are not measurements.
@@ -1015,6 +1017,12 @@ pub enum CollectiveEvent {
     /// `decision`: a search ended: the algorithm kept, its time and the
     /// default's, what the search cost.
     Decision,
+    /// `left`: a collective not searched, because one agreed point
+    /// between the ranks costs more than a call of the default
+    /// (`time_us`: the default's time per call, `cost_us`: what the search
+    /// spent before it left, `message`: what a point costs); a check point
+    /// now and then searches it once a point costs less.
+    Left,
     /// `recheck`: a decision searched again, and why.
     Recheck,
     /// `measured`, in measure mode, per communicator, collective and bin,
@@ -1059,6 +1067,7 @@ names!(CollectiveEvent {
     Algorithms => "algorithms",
     Trial => "trial",
     Decision => "decision",
+    Left => "left",
     Recheck => "recheck",
     Measured => "measured",
     Pinned => "pinned",

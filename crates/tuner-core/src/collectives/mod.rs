@@ -138,8 +138,8 @@ impl Outcomes {
     /// Folds one record in (records other than trials, decisions and
     /// pins are ignored).
     pub fn add(&mut self, r: &CollectiveTuning) {
-        use CollectiveEvent::{Decision, Held, Pinned, Trial};
-        if !matches!(r.event, Trial | Decision | Pinned | Held) {
+        use CollectiveEvent::{Decision, Held, Left, Pinned, Trial};
+        if !matches!(r.event, Trial | Decision | Left | Pinned | Held) {
             return;
         }
         let Some(collective) = &r.collective else {
@@ -187,6 +187,9 @@ impl Outcomes {
                 }),
             }
         } else {
+            if r.event == Left {
+                o.default.get_or_insert_with(|| algorithm.clone());
+            }
             o.chosen = Some(algorithm);
             o.default_us = r.default_us;
             o.chosen_us = r.time_us;
@@ -195,7 +198,10 @@ impl Outcomes {
                 _ => None,
             };
             o.cost_us += r.cost_us.unwrap_or(0.0);
-            o.searches += 1;
+            // Left alone: the default kept, not searched.
+            if r.event != Left {
+                o.searches += 1;
+            }
         }
     }
 
@@ -226,6 +232,7 @@ fn kind(what: &What) -> CollectiveEvent {
     match what {
         What::Search(Event::Trial { .. }) => CollectiveEvent::Trial,
         What::Search(Event::Decision { .. }) => CollectiveEvent::Decision,
+        What::Search(Event::Left { .. }) => CollectiveEvent::Left,
         What::Search(Event::Recheck { .. }) => CollectiveEvent::Recheck,
         What::Search(Event::Measured { .. }) => CollectiveEvent::Measured,
         What::Search(Event::Pinned { .. }) => CollectiveEvent::Pinned,
@@ -263,8 +270,9 @@ fn make_record(event: &TuneEvent) -> Record<'static> {
             | Event::Pinned { candidate, .. }
             | Event::Held { candidate, .. },
         ) => Some(*candidate),
-        // Measure mode measures the algorithm set at start.
-        What::Search(Event::Measured { .. }) => Some(0),
+        // Measure mode measures the algorithm set at start; a collective
+        // left alone keeps the default.
+        What::Search(Event::Measured { .. } | Event::Left { .. }) => Some(0),
         _ => None,
     };
     if let (Some(i), Some(c)) = (candidate, event.collective) {
@@ -293,6 +301,20 @@ fn make_record(event: &TuneEvent) -> Record<'static> {
             r.default_us = Some(default_ns / 1e3);
             r.cost_us = Some(cost_ns / 1e3);
         }
+        What::Search(Event::Left {
+            default_ns,
+            point_ns,
+            cost_ns,
+        }) => {
+            r.time_us = Some(default_ns / 1e3);
+            r.default_us = Some(default_ns / 1e3);
+            r.cost_us = Some(cost_ns / 1e3);
+            r.message = Some(format!(
+                "not searched: an agreed point between the ranks costs {:.1} us, more than a call                  ({:.1} us); the library's default runs, and the search starts once a point costs less",
+                point_ns / 1e3,
+                default_ns / 1e3
+            ));
+        }
         What::Search(Event::Recheck { why, ns }) => {
             r.time_us = Some(ns / 1e3);
             r.message = Some(
@@ -301,6 +323,7 @@ fn make_record(event: &TuneEvent) -> Record<'static> {
                     Why::Periodic => "periodic recheck",
                     Why::Tie => "the last search measured another algorithm within the margin of its choice: searched once more",
                     Why::Marginal => "the last search's choice beat the default by less than twice the margin: searched once more",
+                    Why::Cheaper => "an agreed point now costs less than a call: searched",
                 }
                 .into(),
             );

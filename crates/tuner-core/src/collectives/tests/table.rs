@@ -63,6 +63,7 @@ fn params() -> Params {
         min_window_time_ns: 0.0,
         check_every: 2,
         min_comm_size: 1,
+        search_budget: 0.0,
         ..Params::default()
     }
 }

@@ -325,6 +325,12 @@ impl SimMpi {
     pub(super) fn advance(&self, ns: u64) {
         self.rank.clock_ns.fetch_add(ns, Relaxed);
     }
+
+    /// This rank's clock: its calls, and what the tool's own collectives
+    /// cost it (ns).
+    pub(super) fn clock_ns(&self) -> u64 {
+        self.rank.clock_ns.load(Relaxed)
+    }
 }
 
 /// An error of the library, as `mpit` reports one.

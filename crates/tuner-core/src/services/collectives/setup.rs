@@ -137,10 +137,10 @@ pub(crate) fn open(
         drop_factor: spec.drop_factor.unwrap_or(d.drop_factor),
         recheck: spec.recheck.unwrap_or(d.recheck),
         // Exact windows are never delayed either.
-        point_budget: if exact.is_some() {
+        search_budget: if exact.is_some() {
             0.0
         } else {
-            spec.point_budget.unwrap_or(d.point_budget)
+            spec.search_budget.unwrap_or(d.search_budget)
         },
         min_comm_size: spec.min_comm_size.unwrap_or(d.min_comm_size),
         ..d
