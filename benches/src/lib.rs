@@ -9,13 +9,16 @@
 //!   the ratio needs both measured under the same machine load).
 //!
 //! - [`jobs`]: building and running MPI jobs for the application-level
-//!   commands.
+//!   commands;
+//! - [`fixed`]: the algorithms a command fixes at start, per library.
 //!
 //! The criterion benches are in `benches/`; the application-level overhead
 //! command is `src/bin/overhead.rs` (run it with `benches/overhead.sh`), the
 //! collective-tuning comparison `src/bin/collectives.rs`
-//! (`benches/collectives.sh`).
+//! (`benches/collectives.sh`), the default mode's matrix of collectives
+//! `src/bin/matrix.rs` (`benches/matrix.sh`).
 
+pub mod fixed;
 pub mod fixtures;
 pub mod jobs;
 pub mod paired;

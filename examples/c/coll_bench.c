@@ -10,8 +10,8 @@
  *   COLL   allreduce (doubles, MPI_SUM), allreduce_int (64-bit integers,
  *          MPI_SUM: what collective tuning's default mode `safe` tunes,
  *          where it leaves the doubles' allreduce on the library's
- *          choice), bcast (ints, root 0), allgather or
- *          alltoall (ints)
+ *          choice), reduce_int (64-bit integers, MPI_SUM, to rank 0),
+ *          bcast (ints, root 0), allgather or alltoall (ints)
  *   BYTES  per rank: the vector reduced, the message broadcast, each rank's
  *          contribution to the allgather, the block sent to each rank by
  *          the alltoall (the size the tuner bins by); a multiple of 8
@@ -35,7 +35,7 @@
  * COLL_BENCH_SWITCH=COLL:CVAR=VALUE (no tool loaded) measures what switching
  * an algorithm per call costs the library: the program initialises MPI_T
  * with MPI_THREAD_MULTIPLE (as mpit-tuner does), and around every call of
- * COLL (allreduce, bcast, allgather, alltoall; in `mixed` too) writes the
+ * COLL (allreduce, bcast, allgather, alltoall, reduce; in `mixed` too) writes the
  * integer VALUE to CVAR before the call and the value it read at start back
  * after it, which is what online tuning does on a library that reads the
  * variable at every call (MPICH). A write that fails or does not read back
@@ -68,7 +68,7 @@ static void *alloc(size_t bytes)
 
 /* COLL_BENCH_SWITCH: which collective (0: none), the variable, the value
  * written before each call, the default written back after it. */
-enum { SW_NONE, SW_ALLREDUCE, SW_BCAST, SW_ALLGATHER, SW_ALLTOALL };
+enum { SW_NONE, SW_ALLREDUCE, SW_BCAST, SW_ALLGATHER, SW_ALLTOALL, SW_REDUCE };
 static struct {
     int coll;
     MPI_T_cvar_handle h;
@@ -94,7 +94,7 @@ static int switch_init(void)
     char *colon = strchr(spec, ':'), *eq = strchr(spec, '=');
     if (!colon || !eq || eq < colon) goto bad;
     *colon = *eq = 0;
-    const char *names[] = {"", "allreduce", "bcast", "allgather", "alltoall"};
+    const char *names[] = {"", "allreduce", "bcast", "allgather", "alltoall", "reduce"};
     for (int c = 1; c < 5; c++)
         if (strcmp(spec, names[c]) == 0) sw.coll = c;
     char *end;
@@ -151,6 +151,7 @@ static int val(int r, long i) { return (int)((r * 7919L + i * 31L) % 1009L) - 50
 struct allreduce {
     long n;
     int integer;
+    int reduce; /* MPI_Reduce to rank 0 instead */
     double *x, *y;
     int64_t *xi, *yi;
 };
@@ -159,6 +160,7 @@ static void allreduce_init(struct allreduce *a, long bytes, int integer)
 {
     a->n = bytes / 8;
     a->integer = integer;
+    a->reduce = 0;
     a->x = alloc(8 * (size_t)a->n);
     a->y = alloc(8 * (size_t)a->n);
     a->xi = (int64_t *)(void *)a->x;
@@ -176,14 +178,22 @@ static void allreduce_call(struct allreduce *a, long k)
         if (a->integer) a->xi[0] = k + rank;
         else a->x[0] = (double)(k + rank);
     }
+    MPI_Datatype t = a->integer ? MPI_INT64_T : MPI_DOUBLE;
+    if (a->reduce) {
+        switch_write(SW_REDUCE, &sw.value);
+        MPI_Reduce(a->x, a->y, (int)a->n, t, MPI_SUM, 0, MPI_COMM_WORLD);
+        switch_write(SW_REDUCE, &sw.dflt);
+        return;
+    }
     switch_write(SW_ALLREDUCE, &sw.value);
-    MPI_Allreduce(a->x, a->y, (int)a->n, a->integer ? MPI_INT64_T : MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(a->x, a->y, (int)a->n, t, MPI_SUM, MPI_COMM_WORLD);
     switch_write(SW_ALLREDUCE, &sw.dflt);
 }
 
 /* After call number `last`. */
 static void allreduce_check(const struct allreduce *a, long last, const char *what)
 {
+    if (a->reduce && rank != 0) return;
     for (long i = 0; i < a->n; i++) {
         double want = 0;
         for (int r = 0; r < size; r++) want += i == 0 ? (double)(last + r) : val(r, i);
@@ -293,7 +303,7 @@ static double max_time(double t)
 static int usage(void)
 {
     if (rank == 0)
-        fprintf(stderr, "usage: coll_bench allreduce|allreduce_int|bcast|allgather|alltoall BYTES ITERS\n"
+        fprintf(stderr, "usage: coll_bench allreduce|allreduce_int|reduce_int|bcast|allgather|alltoall BYTES ITERS\n"
                         "       coll_bench mixed SCALE\n");
     MPI_Finalize();
     return 2;
@@ -366,6 +376,10 @@ int main(int argc, char **argv)
     if (strcmp(coll, "allreduce") == 0 || strcmp(coll, "allreduce_int") == 0) {
         which = 0;
         allreduce_init(&ar, bytes, coll[9] == '_');
+    } else if (strcmp(coll, "reduce_int") == 0) {
+        which = 0;
+        allreduce_init(&ar, bytes, 1);
+        ar.reduce = 1;
     } else if (strcmp(coll, "bcast") == 0) {
         which = 1;
         bcast_init(&bc, bytes);

@@ -66,6 +66,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use mpit_tuner_benches::fixed::{self, Algorithm};
 use mpit_tuner_benches::jobs::{self, Cluster, CommonArgs, Job};
 use tuner_core::collectives;
 use vocab::record::{CollectiveEvent, Record};
@@ -278,24 +279,8 @@ fn iterations(flavor: &str, layout: Layout, case: &Case, short: bool) -> u64 {
     }
 }
 
-/// One algorithm of a case's collective.
-struct Algorithm {
-    name: String,
-    /// The variables that fix it at start.
-    env: Vec<(String, String)>,
-    /// MPICH: coll_bench's `COLL_BENCH_SWITCH` that writes it before every
-    /// call and the default back after it (a library that reads the
-    /// variable at every call); `None` on Open MPI, where online tuning
-    /// switches by communicator and writes nothing per call.
-    per_call: Option<String>,
-}
-
-/// The algorithms of `coll` in `flavor`, without the default. MPICH 4.0's
-/// names and values as the tuner knows them
-/// (`collectives::mpich4_algorithms`: the value is the position in the
-/// variable's description); Open MPI 4.1's values of
-/// `coll_tuned_<coll>_algorithm` (`ompi_info --param coll tuned --level 9`),
-/// without 0 (`ignore`: the default).
+/// The algorithms of `coll` in `flavor`, without the default
+/// ([`fixed::algorithms`]; `mixed` fixes its allreduces).
 fn algorithms(flavor: &str, coll: Coll, ranks: u32) -> Vec<Algorithm> {
     let c = match coll {
         Coll::Bcast => collectives::Collective::Bcast,
@@ -303,68 +288,7 @@ fn algorithms(flavor: &str, coll: Coll, ranks: u32) -> Vec<Algorithm> {
         // `mixed`: its allreduces.
         Coll::Allreduce | Coll::Mixed => collectives::Collective::Allreduce,
     };
-    if flavor == "mpich" {
-        let cvar = collectives::mpich_cvar(c);
-        return collectives::mpich4_algorithms(c)
-            .iter()
-            .enumerate()
-            .skip(1)
-            .map(|(value, name)| Algorithm {
-                name: name.to_string(),
-                env: vec![(cvar.clone(), name.to_string())],
-                per_call: Some(format!("{}:{cvar}={value}", c.name())),
-            })
-            .collect();
-    }
-    let names: &[&str] = match coll {
-        Coll::Bcast => &[
-            "basic_linear",
-            "chain",
-            "pipeline",
-            "split_binary_tree",
-            "binary_tree",
-            "binomial",
-            "knomial",
-            "scatter_allgather",
-            "scatter_allgather_ring",
-        ],
-        Coll::Allreduce | Coll::Mixed => &[
-            "basic_linear",
-            "nonoverlapping",
-            "recursive_doubling",
-            "ring",
-            "segmented_ring",
-            "rabenseifner",
-        ],
-        Coll::Allgather => &[
-            "linear",
-            "bruck",
-            "recursive_doubling",
-            "ring",
-            "neighbor",
-            "two_proc",
-        ],
-    };
-    names
-        .iter()
-        .enumerate()
-        // The ones that fail the call on this many ranks (two_proc).
-        .filter(|(_, name)| collectives::open_mpi_unsuitable(c, name, ranks as i32).is_none())
-        .map(|(i, name)| Algorithm {
-            name: name.to_string(),
-            env: vec![
-                (
-                    "OMPI_MCA_coll_tuned_use_dynamic_rules".into(),
-                    "1".to_string(),
-                ),
-                (
-                    format!("OMPI_MCA_coll_tuned_{}_algorithm", c.name()),
-                    (i + 1).to_string(),
-                ),
-            ],
-            per_call: None,
-        })
-        .collect()
+    fixed::algorithms(flavor, c, ranks)
 }
 
 /// Whether and how a variant runs under the tool.
