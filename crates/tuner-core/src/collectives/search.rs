@@ -56,7 +56,7 @@
 //!    `margin`) searches once more at the first check point and keeps what
 //!    that second search finds: both are what a phase of the machine can
 //!    make of a few windows.
-//! 6. The search is priced and bounded (`search_budget`, item 7 of
+//! 6. The search is priced and bounded (`search_budget`; item 3 of
 //!    docs/collective-tuning.md#how-it-stays-safe). Everything it spends is
 //!    counted, in agreed numbers only: every agreed point
 //!    ([`Agreed::point_ns`], the least time a rank spent in the last one

@@ -94,6 +94,7 @@ pub(super) fn collectives(run: &Run) -> Option<Section> {
                 | CollectiveEvent::ReductionFailed
                 | CollectiveEvent::WriteFailed
                 | CollectiveEvent::ApplicationWrote
+                | CollectiveEvent::Left
                 | CollectiveEvent::Concurrent => {
                     let text = match (&r.message, r.collective.as_deref()) {
                         (Some(m), Some(c)) => format!("{} {c}: {m}", r.event),
