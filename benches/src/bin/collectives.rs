@@ -37,7 +37,9 @@
 //!   learning run of the case made before the rounds (with `--short`, 4
 //!   times the rounds' calls, so that a search ends; one in which no search
 //!   ended is made again with 8 times the calls, up to 3 times), as `mpit-tuner
-//!   export` writes it (MPICH's selection JSON, Open MPI's dynamic rules).
+//!   export` writes it (MPICH's selection JSON, Open MPI's dynamic rules);
+//!   where the tuner left the case's collective at the library's default
+//!   (a call cheaper than an agreed point), the library's own choice.
 //!
 //! With `--cluster 4x1,2x2` the cases run on an emulated cluster
 //! (`scripts/cluster.sh`, brought up for the command with links shaped by
@@ -583,8 +585,10 @@ struct CaseData {
     times: Vec<Vec<Option<f64>>>,
     tuned: Vec<Tuned>,
     /// What the learning run's online tuning chose, exported (the
-    /// `exported` variant's file), or why there is none.
-    exported: Result<std::path::PathBuf, String>,
+    /// `exported` variant's file; `None` where the tuner left every
+    /// collective at the library's default, which the variant then runs
+    /// with), or why there is none.
+    exported: Result<Option<std::path::PathBuf>, String>,
 }
 
 impl CaseData {
@@ -670,6 +674,12 @@ const LEARNING_GROWTH: u64 = 8;
 /// What `mpit-tuner export` says of a run in which no search ended.
 const TOO_SHORT: &str = "run longer";
 
+/// What `mpit-tuner export` says of a run whose tuner left every
+/// collective at the library's default (a call cheaper than an agreed
+/// point; `LEFT_AT_DEFAULT` in its export module): the `exported`
+/// variant is then the library's own choice, what the tuner kept.
+const LEFT_AT_DEFAULT: &str = "the tuner left every collective at the library's default";
+
 /// coll_bench's arguments for a case.
 fn bench_args(case: &Case, iters: u64) -> Vec<String> {
     match case.coll {
@@ -697,7 +707,7 @@ fn learn_and_export(
     base: &Job,
     preload: &Path,
     dir: &Path,
-) -> Result<std::path::PathBuf, String> {
+) -> Result<Option<std::path::PathBuf>, String> {
     let run_dir = dir.join("run");
     let mut job = base.clone();
     job.env = tool_env(preload, "tune", &run_dir);
@@ -718,15 +728,19 @@ fn learn_and_export(
         .arg(&file)
         .output()
         .map_err(|e| format!("cannot run {}: {e}", cli.display()))?;
+    let stderr = String::from_utf8_lossy(&export.stderr);
+    if !export.status.success() && stderr.contains(LEFT_AT_DEFAULT) {
+        return Ok(None);
+    }
     if !export.status.success() || !file.exists() {
         return Err(format!(
             "mpit-tuner export {} --format {format} failed ({}): {}",
             run_dir.display(),
             export.status,
-            String::from_utf8_lossy(&export.stderr).trim()
+            stderr.trim()
         ));
     }
-    Ok(file)
+    Ok(Some(file))
 }
 
 fn measure(opts: &Options, flavor: &str) -> Measured {
@@ -911,7 +925,8 @@ fn measure(opts: &Options, flavor: &str) -> Measured {
                     Tool::Online => env.extend(tool_env(&preload, "tune", &dir)),
                     Tool::Monitored => env.extend(tool_env(&preload, "off", &dir)),
                     Tool::Exported => match &d.exported {
-                        Ok(file) => env.extend(exported_env(flavor, file)),
+                        Ok(Some(file)) => env.extend(exported_env(flavor, file)),
+                        Ok(None) => {}
                         // Said once, after the learning run.
                         Err(_) => continue,
                     },
@@ -1196,7 +1211,9 @@ fn tables(m: &Measured, opts: &Options) -> String {
          the library reading what online tuning chose in a learning run before the \
          rounds, through `mpit-tuner export` (MPICH: \
          `MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE`; Open MPI: \
-         `coll_tuned_dynamic_rules_filename`). Targets (issue 37), on the medians: \
+         `coll_tuned_dynamic_rules_filename`; the library's own choice where the tuner \
+         left the collective at its default, a call being cheaper than an agreed point). \
+         Targets (issue 37), on the medians: \
          online / oracle <= 1.10 where the oracle beats the default by more than 10%; \
          online / default <= 1.02 where the default is the oracle; exported / oracle <= \
          1.05. Ranks: on this host, or NODESxRANKS on the emulated cluster.\n",

@@ -526,6 +526,35 @@ fn refused(dir: &str, phrases: &[&str]) {
     }
 }
 
+/// A run whose tuner left its collectives at the library's default (a call
+/// cheaper than an agreed point): said as that, with the keys, and not as a
+/// run too short, which a longer run would not cure.
+#[test]
+fn a_run_whose_collectives_were_left_alone_is_told() {
+    let tmp = common::tempdir();
+    let dir = tmp.path().join("run");
+    tuned_run(&dir, 2, &["--tune-collectives=off"]);
+    add_record(
+        &dir,
+        &json!({"type": "collective", "t": 0.1, "event": "left", "comm": "c0.0",
+                "comm_size": 2, "collective": "allreduce", "bin": [0, 64],
+                "time_us": 0.4, "default_us": 0.4, "cost_us": 30.0,
+                "message": "not searched: an agreed point between the ranks costs 30.0 us"}),
+    );
+    let d = dir.to_str().unwrap();
+    refused(
+        d,
+        &[
+            "holds no collective tuning decision: the tuner left every collective at the \
+             library's default (allreduce [0 B, 64 B) on c0.0): a call of each cost less than \
+             an agreed point",
+            "nothing to export",
+        ],
+    );
+    let job = export(&[d]);
+    assert!(!job.stderr().contains("run longer"), "{}", printed(&job));
+}
+
 /// Bad run directories: no collective records, another library than the
 /// format's, missing ranks, no decisions. A message naming the directory
 /// and what is wrong, exit status 2, no panic.

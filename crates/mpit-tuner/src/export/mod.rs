@@ -520,6 +520,7 @@ fn learned_from_run(run: &Run) -> Result<Learned> {
         // where no record explains it, that the run was too short.
         let mut why: Vec<String> = Vec::new();
         let mut unfinished: Vec<String> = Vec::new();
+        let mut left: Vec<String> = Vec::new();
         let mut explained = false;
         let push_once = |list: &mut Vec<String>, text: String| {
             if !list.contains(&text) {
@@ -528,17 +529,21 @@ fn learned_from_run(run: &Run) -> Result<Learned> {
         };
         for log in &run.ranks {
             for r in &log.collectives {
-                use CollectiveEvent::{Off, SetupFailed, Skipped, Stopped, Trial};
-                if r.event == Trial {
-                    let key = format!(
+                use CollectiveEvent::{Left, Off, SetupFailed, Skipped, Stopped, Trial};
+                let key = || {
+                    format!(
                         "{} {} on {}",
                         r.collective.as_deref().unwrap_or("?"),
                         r.bin
                             .map(|(lo, hi)| tuner_core::collectives::bin_text(lo, hi))
                             .unwrap_or_default(),
                         r.comm
-                    );
-                    push_once(&mut unfinished, key);
+                    )
+                };
+                if r.event == Trial {
+                    push_once(&mut unfinished, key());
+                } else if r.event == Left {
+                    push_once(&mut left, key());
                 } else if matches!(r.event, Off | Stopped | SetupFailed | Skipped) {
                     explained |= r.event != Skipped;
                     let text = match &r.message {
@@ -563,6 +568,16 @@ fn learned_from_run(run: &Run) -> Result<Learned> {
                     unfinished.join(", ")
                 ),
             );
+        } else if !left.is_empty() {
+            why.insert(
+                0,
+                format!(
+                    "{LEFT_AT_DEFAULT} ({}): a call of each cost less than an agreed point \
+                     between the ranks, so the search did not run and the library's own choice is \
+                     what the tuner kept; nothing to export",
+                    left.join(", ")
+                ),
+            );
         } else if !explained {
             why.insert(
                 0,
@@ -574,6 +589,11 @@ fn learned_from_run(run: &Run) -> Result<Learned> {
     }
     Ok(learned)
 }
+
+/// How export says that a run's tuner left every collective at the
+/// library's default (`left` records, [`CollectiveEvent::Left`]): not an
+/// error of the run, and not one that a longer run cures.
+pub const LEFT_AT_DEFAULT: &str = "the tuner left every collective at the library's default";
 
 #[cfg(test)]
 mod tests {

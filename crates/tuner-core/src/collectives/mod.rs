@@ -310,7 +310,8 @@ fn make_record(event: &TuneEvent) -> Record<'static> {
             r.default_us = Some(default_ns / 1e3);
             r.cost_us = Some(cost_ns / 1e3);
             r.message = Some(format!(
-                "not searched: an agreed point between the ranks costs {:.1} us, more than a call                  ({:.1} us); the library's default runs, and the search starts once a point costs less",
+                "not searched: an agreed point between the ranks costs {:.1} us, more than a call \
+                 ({:.1} us); the library's default runs, and the search starts once a point costs less",
                 point_ns / 1e3,
                 default_ns / 1e3
             ));
