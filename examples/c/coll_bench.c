@@ -28,7 +28,9 @@
  *   coll_bench: mixed scale=400 time_s=1.234567
  * The data are integers (exactly representable doubles for the
  * allreduce), and one element changes at every call, so the results are
- * exact whatever the algorithm; they are checked once, after the loop. A
+ * exact whatever the algorithm; that element is checked after every call
+ * (so every algorithm a tuner tries is checked), the whole result once,
+ * after the loop. A
  * wrong result is reported on stderr and aborts the job (status 3); bad
  * arguments exit with status 2.
  *
@@ -172,6 +174,17 @@ static void allreduce_init(struct allreduce *a, long bytes, int integer)
     memset(a->y, 0, 8 * (size_t)a->n);
 }
 
+/* The element call number k changed, after that call: every call's result
+ * is checked there, whatever algorithm ran it (the whole result once, after
+ * the loop). */
+static void allreduce_first(const struct allreduce *a, long k)
+{
+    if (a->n == 0 || (a->reduce && rank != 0)) return;
+    double want = (double)size * (double)k + (double)size * (size - 1) / 2;
+    double got = a->integer ? (double)a->yi[0] : a->y[0];
+    if (got != want) wrong("first element, call", k, got, want);
+}
+
 static void allreduce_call(struct allreduce *a, long k)
 {
     if (a->n > 0) {
@@ -183,11 +196,13 @@ static void allreduce_call(struct allreduce *a, long k)
         switch_write(SW_REDUCE, &sw.value);
         MPI_Reduce(a->x, a->y, (int)a->n, t, MPI_SUM, 0, MPI_COMM_WORLD);
         switch_write(SW_REDUCE, &sw.dflt);
+        allreduce_first(a, k);
         return;
     }
     switch_write(SW_ALLREDUCE, &sw.value);
     MPI_Allreduce(a->x, a->y, (int)a->n, t, MPI_SUM, MPI_COMM_WORLD);
     switch_write(SW_ALLREDUCE, &sw.dflt);
+    allreduce_first(a, k);
 }
 
 /* After call number `last`. */
@@ -221,6 +236,7 @@ static void bcast_call(struct bcast *c, long k)
     switch_write(SW_BCAST, &sw.value);
     MPI_Bcast(c->b, (int)c->n, MPI_INT, 0, MPI_COMM_WORLD);
     switch_write(SW_BCAST, &sw.dflt);
+    if (c->n > 0 && c->b[0] != (int)k) wrong("first element, call", k, c->b[0], (double)k);
 }
 
 static void bcast_check(const struct bcast *c, long last, const char *what)
@@ -265,6 +281,12 @@ static void gather_call(struct gather *g, long k)
     else
         MPI_Allgather(g->s, (int)g->n, MPI_INT, g->r, (int)g->n, MPI_INT, MPI_COMM_WORLD);
     switch_write(c, &sw.dflt);
+    /* The first element of every block, after every call. */
+    if (g->n > 0)
+        for (int src = 0; src < size; src++) {
+            int want = (int)(g->all ? k + rank : k);
+            if (g->r[src * g->n] != want) wrong("first element of a block, call", k, g->r[src * g->n], want);
+        }
 }
 
 static void gather_check(const struct gather *g, long last, const char *what)
