@@ -364,6 +364,11 @@ args() {
   hosts="${hosts%,}"
   # K ranks on each node, whatever default mapping the environment sets
   # (PRRTE packs every rank on the first node under `:oversubscribe`).
+  # Open MPI binds ranks to cores by default, each node's daemon on its
+  # own: the emulated nodes share this machine's cores, so node1's and
+  # node2's first ranks were both bound to core 0 and took turns on it,
+  # in scheduler time slices (an 8-byte allreduce on 2x1: 4 ms a call
+  # bound, 10 us with --bind-to none). Hydra does not bind by default.
   case "$kind" in
     hydra)
       # -iface: the address of eth0, not the host name, in what the
@@ -373,12 +378,12 @@ args() {
     ompi4)
       printf '%s\n' --mca plm_rsh_agent "$dir/agent" --mca btl self,vader,tcp \
         --mca btl_tcp_if_include "$subnet" --mca oob_tcp_if_include "$subnet" --host "$hosts" \
-        --map-by "ppr:$per:node"
+        --map-by "ppr:$per:node" --bind-to none
       ;;
     ompi5)
       printf '%s\n' --prtemca plm_ssh_agent "$dir/agent" --mca btl self,sm,tcp \
         --mca btl_tcp_if_include "$subnet" --prtemca oob_tcp_if_include "$subnet" --host "$hosts" \
-        --map-by "ppr:$per:node"
+        --map-by "ppr:$per:node" --bind-to none
       ;;
   esac
 }
