@@ -54,6 +54,7 @@ const USAGE: &str = "\
 usage: matrix [--short] [--reps N] [--mpi mpich,openmpi] [--no-build]
               [--layouts host2,2x1,2x2,4x1] [--link RATE] [--cases LIST]
               [--seconds S] [--fixed] [--gate R] [--max-reps N]
+              [--keep-logs DIR]
 
   --short       CI mode: 3 rounds of 0.3 s loops on 2x1, cases allreduce-1m,
                 bcast-64k, allgather-1k, reduce-8, --gate 1.10
@@ -69,7 +70,9 @@ usage: matrix [--short] [--reps N] [--mpi mpich,openmpi] [--no-build]
   --seconds S   the loop's length at the library's default (default 1.5)
   --fixed       also every algorithm fixed at start (the best fixed one)
   --gate R      fail when a case's median default / none stays above R
-  --max-reps N  rounds at most for a case over the gate (default 3 x reps)";
+  --max-reps N  rounds at most for a case over the gate (default 3 x reps)
+  --keep-logs DIR  keep the tool's run directories in
+                DIR/<library>/<layout>/<case>-<variant>-<k> (else removed)";
 
 /// One case: coll_bench's collective and bytes.
 #[derive(Debug, Clone, Copy)]
@@ -196,6 +199,17 @@ impl Layout {
     }
 }
 
+impl Layout {
+    /// As `--layouts` names it: `host2`, `2x1`.
+    fn key(self) -> String {
+        if self.nodes == 0 {
+            format!("host{}", self.per_node)
+        } else {
+            format!("{}x{}", self.nodes, self.per_node)
+        }
+    }
+}
+
 impl std::fmt::Display for Layout {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         if self.nodes == 0 {
@@ -222,6 +236,7 @@ struct Options {
     fixed: bool,
     gate: Option<f64>,
     max_reps: Option<usize>,
+    keep_logs: Option<PathBuf>,
 }
 
 fn parse_args() -> Result<Options, String> {
@@ -232,6 +247,7 @@ fn parse_args() -> Result<Options, String> {
     let mut fixed = false;
     let mut gate = None;
     let mut max_reps = None;
+    let mut keep_logs = None;
     let common = jobs::parse_args(USAGE, (3, 5), |a, rest| {
         match a {
             "--layouts" => {
@@ -280,6 +296,11 @@ fn parse_args() -> Result<Options, String> {
                         .ok_or("--max-reps needs a number >= 1")?,
                 )
             }
+            "--keep-logs" => {
+                keep_logs = Some(PathBuf::from(
+                    rest.next().ok_or("--keep-logs needs a directory")?,
+                ))
+            }
             _ => return Ok(false),
         }
         Ok(true)
@@ -313,6 +334,7 @@ fn parse_args() -> Result<Options, String> {
         fixed,
         gate: gate.or(short.then_some(1.10)),
         max_reps,
+        keep_logs,
         common,
     })
 }
@@ -345,6 +367,9 @@ struct Runner<'a> {
     placement: Option<Placement>,
     ranks: u32,
     scratch: PathBuf,
+    /// `--keep-logs`: where this library's and layout's run directories
+    /// go, and how many went there.
+    keep: Option<(PathBuf, std::cell::Cell<u32>)>,
 }
 
 impl Runner<'_> {
@@ -367,6 +392,26 @@ impl Runner<'_> {
             iters.to_string(),
         ];
         let what = format!("{} coll_bench {}", v.label, args.join(" "));
+        let result = self.run_in(&dir, env, args, &what, v);
+        if let (true, Some((keep, n))) = (v.tool, &self.keep) {
+            n.set(n.get() + 1);
+            let to = keep.join(format!("{}-{}-{}", case.key, v.label, n.get()));
+            let moved = std::fs::create_dir_all(keep).and_then(|()| std::fs::rename(&dir, &to));
+            if let Err(e) = moved {
+                eprintln!("matrix: cannot keep {} as {}: {e}", dir.display(), to.display());
+            }
+        }
+        result
+    }
+
+    fn run_in(
+        &self,
+        dir: &Path,
+        env: Vec<(String, String)>,
+        args: Vec<String>,
+        what: &str,
+        v: &Variant,
+    ) -> Result<(f64, Option<Tuned>), String> {
         let out = jobs::run(&Job {
             flavor: self.flavor,
             ranks: self.ranks,
@@ -546,6 +591,12 @@ fn measure(
         }),
         ranks: layout.ranks(),
         scratch: scratch.join(flavor),
+        keep: o.keep_logs.as_ref().map(|k| {
+            (
+                k.join(flavor).join(layout.key()),
+                std::cell::Cell::new(0),
+            )
+        }),
     };
     let mut all = Vec::new();
     for case in &o.cases {
