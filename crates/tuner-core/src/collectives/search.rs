@@ -76,10 +76,11 @@
 //!    at most `search_budget` of its time in that collective beyond what
 //!    it saved, plus one window. Windows are long enough that their point
 //!    costs at most [`AGREE_SHARE`] of their calls' time (up to
-//!    [`MAX_WINDOW`]); a collective whose call costs less than an agreed
-//!    point is not searched at all ([`Event::Left`]: the default, with a
-//!    check point as rare as a decided search's, where a cheaper point
-//!    starts the search); a candidate is first run for one call (a probe,
+//!    [`MAX_WINDOW`]); a collective whose windows cannot be made that
+//!    long (an agreed point dearer than [`LEAVE_CALLS`] calls) is not
+//!    searched at all ([`Event::Left`]: the default, with a check point as
+//!    rare as a decided search's, where a cheaper point starts the
+//!    search); a candidate is first run for one call (a probe,
 //!    when windows are longer than a call and a point costs at most
 //!    [`AGREE_SHARE`] of one) and dropped there if that call is
 //!    `drop_factor` times the default's. While decided,
@@ -120,6 +121,17 @@ pub const CHECK_SHARE: f64 = 0.01;
 /// the window's calls at the default's time (when `search_budget` is on):
 /// windows are lengthened to that, up to [`MAX_WINDOW`] calls.
 pub const AGREE_SHARE: f64 = 0.02;
+
+/// A collective whose agreed point costs more than this many of its calls
+/// is left alone ([`Event::Left`]): no window of at most [`MAX_WINDOW`]
+/// calls would keep its point within [`AGREE_SHARE`] of it (81.92 calls).
+pub const LEAVE_CALLS: f64 = AGREE_SHARE * MAX_WINDOW as f64;
+
+/// Whether an agreed point of `point_ns` is too dear to search a
+/// collective whose call takes `call_ns` ([`LEAVE_CALLS`]).
+fn point_too_dear(point_ns: f64, call_ns: f64) -> bool {
+    point_ns > LEAVE_CALLS * call_ns
+}
 
 /// The distance between check points grows to at most this many times
 /// `check_every` windows.
@@ -416,7 +428,7 @@ pub enum Why {
     /// twice `margin`: once, at the first check point.
     Marginal,
     /// The collective was left alone ([`Event::Left`]) and an agreed point
-    /// now costs less than a call.
+    /// now costs at most [`LEAVE_CALLS`] calls.
     Cheaper,
 }
 
@@ -936,16 +948,16 @@ impl Search {
         self.params.search_budget * self.calls as f64 * self.ref_ns
     }
 
-    /// After a search's point: when an agreed point costs more than a
-    /// call of the default, the collective is left alone ([`Event::Left`],
-    /// in place of whatever the point decided otherwise).
+    /// After a search's point: when an agreed point costs more than
+    /// [`LEAVE_CALLS`] calls of the default, the collective is left alone
+    /// ([`Event::Left`], in place of whatever the point decided otherwise).
     fn leave_if_dear(&mut self, events: [Option<Event>; 2]) -> [Option<Event>; 2] {
         let searching = matches!(self.state, State::Trial { .. } | State::Confirm);
         if self.params.search_budget <= 0.0
             || self.params.measure
             || !searching
             || self.ref_ns <= 0.0
-            || self.point_ns <= self.ref_ns
+            || !point_too_dear(self.point_ns, self.ref_ns)
         {
             return events;
         }
@@ -1124,7 +1136,9 @@ impl Search {
                 self.strikes = if drifted { self.strikes + 1 } else { 0 };
                 let drifted = self.strikes >= self.params.drift_confirm;
                 let due = self.params.recheck > 0 && since >= self.params.recheck;
-                let cheaper = self.left && self.point_ns > 0.0 && self.point_ns <= self.decided_ns;
+                let cheaper = self.left
+                    && self.point_ns > 0.0
+                    && !point_too_dear(self.point_ns, self.decided_ns);
                 let why = if cheaper {
                     Some(Why::Cheaper)
                 } else if drifted {
@@ -2115,8 +2129,8 @@ mod tests {
     #[test]
     fn a_collective_cheaper_than_a_point_is_left_alone() {
         // Bcasts of 8 bytes across emulated nodes: 35 us a call, an agreed
-        // point 10 ms. Candidate 2 is 20% faster, but finding it would
-        // cost more than the calls: not searched.
+        // point 10 ms, 285 calls (over LEAVE_CALLS). Candidate 2 is 20%
+        // faster, but no window could keep its point at 2%: not searched.
         let p = unsettled();
         let times = [35e3, 60e3, 28e3];
         let j = job(p, &times, |_| 10e6, 200_000);
@@ -2169,6 +2183,35 @@ mod tests {
             j.events
         );
         assert!(!j.s.is_left());
+    }
+
+    #[test]
+    fn a_call_a_few_times_cheaper_than_a_point_is_searched_in_long_windows() {
+        // An 8-byte reduce on one host: 290 ns a call, a point 1.5 us (5
+        // calls, under LEAVE_CALLS). Candidate 2 is 18% faster: searched in
+        // windows long enough for their point (1.5 us / 2% = 75 us: 259
+        // calls), found, and paid for within the budget.
+        let p = unsettled();
+        let times = [290.0, 600.0, 238.0];
+        let calls = 2_000_000;
+        let j = job(p, &times, |_| 1.5e3, calls);
+        assert!(!j.s.is_left(), "{:?}", j.events);
+        assert!(
+            matches!(j.s.state(), State::Decided { candidate: 2, .. }),
+            "{:?}",
+            j.events
+        );
+        assert!(
+            !j.events.iter().any(|e| matches!(e, Event::Left { .. })),
+            "{:?}",
+            j.events
+        );
+        let default_ns = calls as f64 * 290.0;
+        assert!(
+            j.total_ns < 0.9 * default_ns,
+            "{} against the default's {default_ns}",
+            j.total_ns
+        );
     }
 
     #[test]
