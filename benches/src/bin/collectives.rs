@@ -39,7 +39,7 @@
 //!   ended is made again with 8 times the calls, up to 3 times), as `mpit-tuner
 //!   export` writes it (MPICH's selection JSON, Open MPI's dynamic rules);
 //!   where the tuner left the case's collective at the library's default
-//!   (a call cheaper than an agreed point), the library's own choice.
+//!   (an agreed point dearer than 82 of its calls), the library's own choice.
 //!
 //! With `--cluster 4x1,2x2` the cases run on an emulated cluster
 //! (`scripts/cluster.sh`, brought up for the command with links shaped by
@@ -675,8 +675,8 @@ const LEARNING_GROWTH: u64 = 8;
 const TOO_SHORT: &str = "run longer";
 
 /// What `mpit-tuner export` says of a run whose tuner left every
-/// collective at the library's default (a call cheaper than an agreed
-/// point; `LEFT_AT_DEFAULT` in its export module): the `exported`
+/// collective at the library's default (an agreed point dearer than 82
+/// of its calls; `LEFT_AT_DEFAULT` in its export module): the `exported`
 /// variant is then the library's own choice, what the tuner kept.
 const LEFT_AT_DEFAULT: &str = "the tuner left every collective at the library's default";
 
@@ -1212,7 +1212,7 @@ fn tables(m: &Measured, opts: &Options) -> String {
          rounds, through `mpit-tuner export` (MPICH: \
          `MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE`; Open MPI: \
          `coll_tuned_dynamic_rules_filename`; the library's own choice where the tuner \
-         left the collective at its default, a call being cheaper than an agreed point). \
+         left the collective at its default, an agreed point being dearer than 82 calls). \
          Targets (issue 37), on the medians: \
          online / oracle <= 1.10 where the oracle beats the default by more than 10%; \
          online / default <= 1.02 where the default is the oracle; exported / oracle <= \

@@ -527,7 +527,7 @@ fn refused(dir: &str, phrases: &[&str]) {
 }
 
 /// A run whose tuner left its collectives at the library's default (a call
-/// cheaper than an agreed point): said as that, with the keys, and not as a
+/// an agreed point dearer than 82 of its calls): said as that, with the keys, and not as a
 /// run too short, which a longer run would not cure.
 #[test]
 fn a_run_whose_collectives_were_left_alone_is_told() {
@@ -546,8 +546,8 @@ fn a_run_whose_collectives_were_left_alone_is_told() {
         d,
         &[
             "holds no collective tuning decision: the tuner left every collective at the \
-             library's default (allreduce [0 B, 64 B) on c0.0): a call of each cost less than \
-             an agreed point",
+             library's default (allreduce [0 B, 64 B) on c0.0): an agreed point between the \
+             ranks cost more than 82 calls of each",
             "nothing to export",
         ],
     );

@@ -572,8 +572,8 @@ fn learned_from_run(run: &Run) -> Result<Learned> {
             why.insert(
                 0,
                 format!(
-                    "{LEFT_AT_DEFAULT} ({}): a call of each cost less than an agreed point \
-                     between the ranks, so the search did not run and the library's own choice is \
+                    "{LEFT_AT_DEFAULT} ({}): an agreed point between the ranks cost more than \
+                     82 calls of each, so the search did not run and the library's own choice is \
                      what the tuner kept; nothing to export",
                     left.join(", ")
                 ),

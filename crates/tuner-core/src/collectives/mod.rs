@@ -310,8 +310,9 @@ fn make_record(event: &TuneEvent) -> Record<'static> {
             r.default_us = Some(default_ns / 1e3);
             r.cost_us = Some(cost_ns / 1e3);
             r.message = Some(format!(
-                "not searched: an agreed point between the ranks costs {:.1} us, more than a call \
-                 ({:.1} us); the library's default runs, and the search starts once a point costs less",
+                "not searched: an agreed point between the ranks costs {:.1} us, more than 82 calls \
+                 ({:.2} us each), which no window of at most 4096 calls keeps at 2%; the library's \
+                 default runs, and the search starts once a point costs less",
                 point_ns / 1e3,
                 default_ns / 1e3
             ));
@@ -324,7 +325,7 @@ fn make_record(event: &TuneEvent) -> Record<'static> {
                     Why::Periodic => "periodic recheck",
                     Why::Tie => "the last search measured another algorithm within the margin of its choice: searched once more",
                     Why::Marginal => "the last search's choice beat the default by less than twice the margin: searched once more",
-                    Why::Cheaper => "an agreed point now costs less than a call: searched",
+                    Why::Cheaper => "an agreed point now costs at most 82 calls: searched",
                 }
                 .into(),
             );
