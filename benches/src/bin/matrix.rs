@@ -21,7 +21,9 @@
 //!   monitored` is what tuning itself costs or gains;
 //! - with `--fixed`, one per algorithm of the collective fixed at start
 //!   (no tool; [`fixed::algorithms`]): the best of them and of `none` is
-//!   the best fixed algorithm.
+//!   the best fixed algorithm. One whose first rounds took twice `none`'s
+//!   time is not run again (it cannot be the best; its median is over the
+//!   rounds it ran).
 //!
 //! It prints per library and layout a markdown table: each case's calls,
 //! `none`'s time per call, `default / none` (median of the per-round
@@ -360,6 +362,9 @@ struct Variant {
 /// The variants' places: none, default, monitored, then the fixed ones.
 const MONITORED: usize = 2;
 
+/// See [`Rounds::hopeless`].
+const HOPELESS: f64 = 2.0;
+
 struct Runner<'a> {
     flavor: &'a str,
     preload: &'a Path,
@@ -398,7 +403,11 @@ impl Runner<'_> {
             let to = keep.join(format!("{}-{}-{}", case.key, v.label, n.get()));
             let moved = std::fs::create_dir_all(keep).and_then(|()| std::fs::rename(&dir, &to));
             if let Err(e) = moved {
-                eprintln!("matrix: cannot keep {} as {}: {e}", dir.display(), to.display());
+                eprintln!(
+                    "matrix: cannot keep {} as {}: {e}",
+                    dir.display(),
+                    to.display()
+                );
             }
         }
         result
@@ -496,6 +505,18 @@ impl Rounds {
             .collect()
     }
 
+    /// A fixed algorithm whose runs so far took [`HOPELESS`] times
+    /// `none`'s: it cannot be the best fixed one, and is not run again
+    /// (MPICH's scatter-allgather bcasts of 8 bytes on 2x2: 10 ms a call,
+    /// 80 s a round).
+    fn hopeless(&self, v: usize) -> bool {
+        let fixed = v > MONITORED && !self.variants[v].tool;
+        fixed
+            && !self.times[v].is_empty()
+            && !self.times[0].is_empty()
+            && jobs::median(&self.times[v]) > HOPELESS * jobs::median(&self.times[0])
+    }
+
     /// The best fixed variant (none included): its index.
     fn best(&self) -> usize {
         (0..self.variants.len())
@@ -508,6 +529,9 @@ impl Rounds {
         let n = self.variants.len();
         for i in 0..n {
             let v = (i + k) % n;
+            if self.hopeless(v) {
+                continue;
+            }
             let (t, tuned) = runner.run(self.case, self.iters, &self.variants[v])?;
             self.times[v].push(t);
             self.tuned.extend(tuned);
@@ -591,12 +615,10 @@ fn measure(
         }),
         ranks: layout.ranks(),
         scratch: scratch.join(flavor),
-        keep: o.keep_logs.as_ref().map(|k| {
-            (
-                k.join(flavor).join(layout.key()),
-                std::cell::Cell::new(0),
-            )
-        }),
+        keep: o
+            .keep_logs
+            .as_ref()
+            .map(|k| (k.join(flavor).join(layout.key()), std::cell::Cell::new(0))),
     };
     let mut all = Vec::new();
     for case in &o.cases {
