@@ -365,6 +365,9 @@ const MONITORED: usize = 2;
 /// See [`Rounds::hopeless`].
 const HOPELESS: f64 = 2.0;
 
+/// How long one run may take (a fixed algorithm's: see [`Rounds::round`]).
+const RUN_TIMEOUT: Duration = Duration::from_secs(300);
+
 struct Runner<'a> {
     flavor: &'a str,
     preload: &'a Path,
@@ -380,7 +383,13 @@ struct Runner<'a> {
 impl Runner<'_> {
     /// One run: its loop's seconds, and for the default mode what the
     /// tool did.
-    fn run(&self, case: Case, iters: u64, v: &Variant) -> Result<(f64, Option<Tuned>), String> {
+    fn run(
+        &self,
+        case: Case,
+        iters: u64,
+        v: &Variant,
+        timeout: Duration,
+    ) -> Result<(f64, Option<Tuned>), String> {
         let dir = self.scratch.join("run");
         let _ = std::fs::remove_dir_all(&dir);
         let mut env = v.env.clone();
@@ -397,7 +406,7 @@ impl Runner<'_> {
             iters.to_string(),
         ];
         let what = format!("{} coll_bench {}", v.label, args.join(" "));
-        let result = self.run_in(&dir, env, args, &what, v);
+        let result = self.run_in(&dir, env, args, &what, v, timeout);
         if let (true, Some((keep, n))) = (v.tool, &self.keep) {
             n.set(n.get() + 1);
             let to = keep.join(format!("{}-{}-{}", case.key, v.label, n.get()));
@@ -420,6 +429,7 @@ impl Runner<'_> {
         args: Vec<String>,
         what: &str,
         v: &Variant,
+        timeout: Duration,
     ) -> Result<(f64, Option<Tuned>), String> {
         let out = jobs::run(&Job {
             flavor: self.flavor,
@@ -427,7 +437,7 @@ impl Runner<'_> {
             env,
             program: self.program,
             args,
-            timeout: Duration::from_secs(300),
+            timeout,
             placement: self.placement.clone(),
             // Debian's MPICH 4.0.2 over TCP hangs in MPI_Finalize now and
             // then (openucx/ucx#8738): its time is printed before.
@@ -532,9 +542,28 @@ impl Rounds {
             if self.hopeless(v) {
                 continue;
             }
-            let (t, tuned) = runner.run(self.case, self.iters, &self.variants[v])?;
-            self.times[v].push(t);
-            self.tuned.extend(tuned);
+            // A fixed algorithm gets 4 times none's loop and 30 s: one
+            // slower than that is hopeless (MPICH's scatter-allgather bcast
+            // of 8 bytes on 2x2, 10 ms a call, took over 300 s for a loop
+            // sized to 1 s at the default).
+            let fixed = v > MONITORED && !self.variants[v].tool;
+            let timeout = match (fixed, self.times[0].is_empty()) {
+                (true, false) => {
+                    Duration::from_secs_f64(2.0 * HOPELESS * jobs::median(&self.times[0]) + 30.0)
+                }
+                _ => RUN_TIMEOUT,
+            };
+            match runner.run(self.case, self.iters, &self.variants[v], timeout) {
+                Ok((t, tuned)) => {
+                    self.times[v].push(t);
+                    self.tuned.extend(tuned);
+                }
+                Err(e) if fixed && e.contains("timed out") => {
+                    eprintln!("matrix: {e}: hopeless, not run again");
+                    self.times[v].push(f64::INFINITY);
+                }
+                Err(e) => return Err(e),
+            }
         }
         Ok(())
     }
@@ -582,7 +611,7 @@ fn calibrate(runner: &Runner, case: Case, seconds: f64) -> Result<u64, String> {
     };
     let mut iters = 20u64;
     loop {
-        let (t, _) = runner.run(case, iters, &none)?;
+        let (t, _) = runner.run(case, iters, &none, RUN_TIMEOUT)?;
         if t >= 0.1 * seconds || iters >= 5_000_000 {
             let per_call = t / iters as f64;
             return Ok(((seconds / per_call.max(1e-9)) as u64).clamp(20, 5_000_000));
