@@ -526,9 +526,9 @@ fn refused(dir: &str, phrases: &[&str]) {
     }
 }
 
-/// A run whose tuner left its collectives at the library's default (a call
-/// an agreed point dearer than 82 of its calls): said as that, with the keys, and not as a
-/// run too short, which a longer run would not cure.
+/// A run whose tuner left its collectives at the library's default (an
+/// agreed point dearer than 82 of its calls): said as that, with the keys,
+/// and not as a run too short, which a longer run would not cure.
 #[test]
 fn a_run_whose_collectives_were_left_alone_is_told() {
     let tmp = common::tempdir();

@@ -573,9 +573,10 @@ fn learned_from_run(run: &Run) -> Result<Learned> {
                 0,
                 format!(
                     "{LEFT_AT_DEFAULT} ({}): an agreed point between the ranks cost more than \
-                     82 calls of each, so the search did not run and the library's own choice is \
-                     what the tuner kept; nothing to export",
-                    left.join(", ")
+                     {:.0} calls of each, so the search did not run and the library's own choice \
+                     is what the tuner kept; nothing to export",
+                    left.join(", "),
+                    tuner_core::collectives::search::LEAVE_CALLS
                 ),
             );
         } else if !explained {

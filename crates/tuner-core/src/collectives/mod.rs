@@ -310,11 +310,14 @@ fn make_record(event: &TuneEvent) -> Record<'static> {
             r.default_us = Some(default_ns / 1e3);
             r.cost_us = Some(cost_ns / 1e3);
             r.message = Some(format!(
-                "not searched: an agreed point between the ranks costs {:.1} us, more than 82 calls \
-                 ({:.2} us each), which no window of at most 4096 calls keeps at 2%; the library's \
-                 default runs, and the search starts once a point costs less",
+                "not searched: an agreed point between the ranks costs {:.1} us, more than {:.0} \
+                 calls ({:.2} us each), which no window of at most {} calls keeps at {:.0}%; the \
+                 library's default runs, and the search starts once a point costs less",
                 point_ns / 1e3,
-                default_ns / 1e3
+                search::LEAVE_CALLS,
+                default_ns / 1e3,
+                search::MAX_WINDOW,
+                search::AGREE_SHARE * 100.0
             ));
         }
         What::Search(Event::Recheck { why, ns }) => {
