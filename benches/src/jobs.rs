@@ -281,10 +281,16 @@ fn inherited_setting(name: &str) -> bool {
 /// ends with the last lines of its stderr.
 pub fn run(job: &Job) -> Result<Output, String> {
     let mpiexec = format!("mpiexec.{}", job.flavor);
+    // No tuning store unless the job names one: a measurement must not
+    // start from what an earlier benchmark's job learned.
+    let mut env = job.env.clone();
+    if !env.iter().any(|(k, _)| k == "MPIT_TUNER_STORE") {
+        env.push(("MPIT_TUNER_STORE".into(), "off".into()));
+    }
     let mut cmd = match &job.placement {
         None => {
             let mut cmd = Command::new(&mpiexec);
-            for (k, v) in &job.env {
+            for (k, v) in &env {
                 if job.flavor == "openmpi" {
                     cmd.arg("-x").arg(format!("{k}={v}"));
                 } else {
@@ -316,7 +322,7 @@ pub fn run(job: &Job) -> Result<Output, String> {
     }
     if job.placement.is_some() {
         // The launcher forwards them (FORWARD) from its environment.
-        cmd.envs(job.env.iter().map(|(k, v)| (k, v)));
+        cmd.envs(env.iter().map(|(k, v)| (k, v)));
     }
     cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")

@@ -264,7 +264,10 @@ pub fn launcher_env(cmd: &mut Command) {
         // for MPI_THREAD_MULTIPLE with pinning on. Other libraries ignore
         // both.
         .env("MV2_ENABLE_AFFINITY", "0")
-        .env("MV2_USE_THREAD_WARNING", "0");
+        .env("MV2_USE_THREAD_WARNING", "0")
+        // No tuning store unless a test names one (after this call): what
+        // one test's job learned must not start another's searches.
+        .env("MPIT_TUNER_STORE", "off");
     // Jobs on one host need only Open MPI's shared-memory transport. Its
     // TCP transport, opened by default, took 1.2 s of every job's start
     // here (a 2-rank job that only initializes: Open MPI 4.1.4 1400 ms with

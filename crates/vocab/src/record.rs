@@ -924,6 +924,10 @@ pub struct CollectiveTuning {
     /// set`; its `control` record has the same id).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request: Option<String>,
+    /// `decision`: the algorithm kept came from the tuning store and this
+    /// run confirmed it against the default (docs/tuning-store.md).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stored: bool,
 }
 
 impl CollectiveTuning {
@@ -947,6 +951,7 @@ impl CollectiveTuning {
             message: None,
             algorithms: Vec::new(),
             request: None,
+            stored: false,
         }
     }
 }
@@ -1054,6 +1059,10 @@ pub enum CollectiveEvent {
     CallFailed,
     /// `concurrent`: collectives were called from two threads at once.
     Concurrent,
+    /// `stored`: a search starts from the tuning store's choice
+    /// (`algorithm`; `message`: which store, when and where it was
+    /// learned), which it confirms against the default before keeping it.
+    Stored,
     /// A value this version does not know, kept as written (see
     /// [unknown values](crate::record#unknown-values)).
     #[serde(untagged)]
@@ -1080,6 +1089,7 @@ names!(CollectiveEvent {
     Excluded => "excluded",
     CallFailed => "call_failed",
     Concurrent => "concurrent",
+    Stored => "stored",
 });
 
 /// One algorithm of a library's algorithm variable.

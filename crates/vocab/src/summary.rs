@@ -85,6 +85,10 @@ pub struct CollectiveOutcome {
     /// The id of that request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pinned_by: Option<String>,
+    /// The last search started from the tuning store's choice and
+    /// confirmed it (docs/tuning-store.md).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub from_store: bool,
 }
 
 impl CollectiveOutcome {

@@ -96,7 +96,7 @@ pub use search::{Agreed, Event, Params, Search, State, Why};
 pub use tuner::{
     activate, after, application_wrote, before, call_failed, comm_freeing, events, exact_only, on,
     prepare, request_key, signature, started, stop, try_write, tuner, unclassified_call,
-    write_cost, ByComms, Fallback, Ticket, TuneEvent, Tuner, What, MAX_COMMS,
+    write_cost, ByComms, Fallback, Ticket, TuneEvent, Tuner, Warm, What, MAX_COMMS,
 };
 
 use std::collections::BTreeMap;
@@ -163,6 +163,7 @@ impl Outcomes {
                 candidates: Vec::new(),
                 pinned: None,
                 pinned_by: None,
+                from_store: false,
             });
         let algorithm = r.algorithm.clone().unwrap_or_default();
         if matches!(r.event, Pinned | Held) {
@@ -191,6 +192,7 @@ impl Outcomes {
                 o.default.get_or_insert_with(|| algorithm.clone());
             }
             o.chosen = Some(algorithm);
+            o.from_store = r.stored;
             o.default_us = r.default_us;
             o.chosen_us = r.time_us;
             o.gain = match (r.default_us, r.time_us) {
@@ -245,6 +247,7 @@ fn kind(what: &What) -> CollectiveEvent {
         What::Excluded(_) => CollectiveEvent::Excluded,
         What::CallFailed(_) => CollectiveEvent::CallFailed,
         What::Concurrent => CollectiveEvent::Concurrent,
+        What::Stored { .. } => CollectiveEvent::Stored,
     }
 }
 
@@ -257,7 +260,7 @@ fn make_record(event: &TuneEvent) -> Record<'static> {
     }
     r.collective = event.collective.map(|c| c.name().to_string());
     r.bin = match (event.collective, &event.what) {
-        (Some(_), What::Search(_) | What::ReductionFailed(_)) => {
+        (Some(_), What::Search(_) | What::ReductionFailed(_) | What::Stored { .. }) => {
             t.map(|t| t.bins().range(event.bin))
         }
         _ => None,
@@ -269,7 +272,8 @@ fn make_record(event: &TuneEvent) -> Record<'static> {
             | Event::Decision { candidate, .. }
             | Event::Pinned { candidate, .. }
             | Event::Held { candidate, .. },
-        ) => Some(*candidate),
+        )
+        | What::Stored { candidate, .. } => Some(*candidate),
         // Measure mode measures the algorithm set at start; a collective
         // left alone keeps the default.
         What::Search(Event::Measured { .. } | Event::Left { .. }) => Some(0),
@@ -295,8 +299,10 @@ fn make_record(event: &TuneEvent) -> Record<'static> {
             default_ns,
             chosen_ns,
             cost_ns,
+            stored,
             ..
         }) => {
+            r.stored = *stored;
             r.time_us = Some(chosen_ns / 1e3);
             r.default_us = Some(default_ns / 1e3);
             r.cost_us = Some(cost_ns / 1e3);
@@ -329,6 +335,7 @@ fn make_record(event: &TuneEvent) -> Record<'static> {
                     Why::Tie => "the last search measured another algorithm within the margin of its choice: searched once more",
                     Why::Marginal => "the last search's choice beat the default by less than twice the margin: searched once more",
                     Why::Cheaper => "an agreed point now costs at most 82 calls: searched",
+                    Why::Unconfirmed => "the tuning store's choice did not beat the default here by the margin: every algorithm is searched",
                 }
                 .into(),
             );
@@ -373,7 +380,8 @@ fn make_record(event: &TuneEvent) -> Record<'static> {
         | What::WriteFailed(why)
         | What::ApplicationWrote(why)
         | What::Excluded(why)
-        | What::CallFailed(why) => r.message = Some(why.clone()),
+        | What::CallFailed(why)
+        | What::Stored { note: why, .. } => r.message = Some(why.clone()),
         What::Concurrent => {
             r.message = Some(
                 "collectives were called from two threads at once: tuning stops on every rank at the next agreed point"

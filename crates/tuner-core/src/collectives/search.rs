@@ -356,6 +356,9 @@ pub enum Event {
         /// (ns): its trials' calls, each beyond the fastest candidate's
         /// time, and its agreed points.
         cost_ns: f64,
+        /// The choice came from the tuning store ([`Search::warm`]) and
+        /// this search confirmed it against the default.
+        stored: bool,
     },
     /// The collective is not searched: one agreed point costs more than
     /// a call of the default (`search_budget` on). The default runs; a
@@ -430,6 +433,10 @@ pub enum Why {
     /// The collective was left alone ([`Event::Left`]) and an agreed point
     /// now costs at most [`LEAVE_CALLS`] calls.
     Cheaper,
+    /// The search started from the tuning store's choice
+    /// ([`Search::warm`]), which did not beat the default by `margin`
+    /// here: every other candidate is searched now.
+    Unconfirmed,
 }
 
 /// One search.
@@ -535,6 +542,11 @@ pub struct Search {
     left: bool,
     /// Points over the search's life before any point was priced.
     unpriced_spent: u32,
+    /// The tuning store's choice this search started from
+    /// ([`Search::warm`]), while it is being confirmed.
+    confirming: Option<usize>,
+    /// The candidates left out while the store's choice is confirmed.
+    deferred: [bool; MAX_CANDIDATES],
 }
 
 impl Search {
@@ -590,7 +602,55 @@ impl Search {
             ran: [0; MAX_CANDIDATES],
             left: false,
             unpriced_spent: 0,
+            confirming: None,
+            deferred: [false; MAX_CANDIDATES],
         }
+    }
+
+    /// Starts from a choice the tuning store holds for this search
+    /// (docs/tuning-store.md): the first search measures only the default
+    /// and `candidate` (with the usual warm-up, settling, probe, windows,
+    /// confirming window and pricing) and keeps `candidate` if it beats
+    /// the default by `margin` ([`Event::Decision`] with `stored`); if not,
+    /// the other candidates are searched at once ([`Why::Unconfirmed`]).
+    /// With `candidate` 0 (the store kept the default, or left the
+    /// collective alone) only the default's windows run before it is
+    /// decided. Call it before the search's first measured window (at or
+    /// before an agreed point that ends a warm-up or settling window),
+    /// after [`Search::exclude`], the same on every rank. Returns false,
+    /// and changes nothing, for a candidate the search cannot run
+    /// (excluded, not one of its) or a search that is off, measuring or
+    /// has measured a window.
+    pub fn warm(&mut self, candidate: usize) -> bool {
+        // Settling windows of the default may have run: they are thrown
+        // away (a communicator is set up at its first agreed point).
+        let fresh = match self.state {
+            State::Warmup => true,
+            State::Trial { candidate: 0 } => {
+                self.windows_of.iter().all(|&w| w == 0) && !self.probed.iter().any(|&p| p)
+            }
+            _ => false,
+        };
+        if self.params.measure
+            || !fresh
+            || candidate >= self.candidates
+            || self.excluded[candidate]
+        {
+            return false;
+        }
+        self.confirming = Some(candidate);
+        for c in 1..self.candidates {
+            if c != candidate && !self.dropped[c] {
+                self.dropped[c] = true;
+                self.deferred[c] = true;
+            }
+        }
+        true
+    }
+
+    /// Whether the search is confirming the tuning store's choice.
+    pub fn confirming(&self) -> Option<usize> {
+        self.confirming
     }
 
     /// What searching has spent so far, beyond the default's time and net
@@ -812,6 +872,7 @@ impl Search {
         self.reset_window();
         self.strikes = 0;
         self.held = false;
+        self.confirming = None;
         self.request = request;
         self.state = State::Pinned {
             candidate,
@@ -968,6 +1029,7 @@ impl Search {
                 .map(|(&n, &t)| (t - self.ref_ns).max(0.0) * n as f64)
                 .sum::<f64>();
         self.left = true;
+        self.confirming = None;
         self.decided_ns = self.ref_ns;
         self.state = State::Decided {
             candidate: 0,
@@ -1041,7 +1103,8 @@ impl Search {
     /// What the next window will cost beyond the default's time (ns): its
     /// point, and its calls at its candidate's time so far (a probe's, or
     /// for a candidate not run yet, `drop_factor` times the default's,
-    /// the most it can cost before it is dropped).
+    /// the most it can cost before it is dropped; the default's for the
+    /// tuning store's choice being confirmed).
     fn next_cost(&self) -> f64 {
         let point = self.point_ns;
         let calls = self.trial_length() as f64;
@@ -1055,6 +1118,11 @@ impl Search {
             self.mean(c)
         } else if self.probed[c] {
             self.probe_ns[c]
+        } else if self.confirming == Some(c) {
+            // The store's choice was faster than the default where it was
+            // learned: its first call (a probe, when windows are longer)
+            // bounds what a wrong entry costs.
+            self.ref_ns
         } else if self.params.drop_factor.is_finite() {
             self.params.drop_factor * self.ref_ns
         } else {
@@ -1187,6 +1255,8 @@ impl Search {
 
     fn restart(&mut self) {
         self.left = false;
+        self.confirming = None;
+        self.deferred = [false; MAX_CANDIDATES];
         self.probing = false;
         self.probed = [false; MAX_CANDIDATES];
         self.probe_ns = [0.0; MAX_CANDIDATES];
@@ -1335,6 +1405,23 @@ impl Search {
     fn decide(&mut self) -> Event {
         let default_ns = self.mean(0);
         let chosen = self.winner().unwrap_or(0);
+        let stored = self.confirming.take();
+        if stored.is_some_and(|c| c != chosen) {
+            // The store's choice did not hold here: the rest is searched.
+            for c in 0..self.candidates {
+                if std::mem::take(&mut self.deferred[c]) {
+                    self.dropped[c] = self.excluded[c];
+                }
+            }
+            if let Some(next) = self.next_trial() {
+                self.state = State::Trial { candidate: next };
+                return Event::Recheck {
+                    why: Why::Unconfirmed,
+                    ns: default_ns,
+                };
+            }
+        }
+        let stored = stored == Some(chosen);
         let chosen_ns = self.mean(chosen);
         // What the search cost beyond running the chosen one from its
         // start: every call it ran of each candidate (windows, probes,
@@ -1373,7 +1460,8 @@ impl Search {
         });
         let marginal = chosen != 0 && chosen_ns > default_ns * (1.0 - 2.0 * self.params.margin);
         self.second_look = match (tie, marginal) {
-            _ if self.second_search => None,
+            // A stored choice was found and confirmed before.
+            _ if self.second_search || stored => None,
             (true, _) => Some(Why::Tie),
             (false, true) => Some(Why::Marginal),
             (false, false) => None,
@@ -1392,6 +1480,7 @@ impl Search {
             default_ns,
             chosen_ns,
             cost_ns,
+            stored,
         }
     }
 
@@ -1491,6 +1580,123 @@ mod tests {
         (s, events)
     }
 
+    /// [`run`] of a search started from the store's `stored` choice.
+    fn run_warm(params: Params, times: &[f64], stored: usize, calls: usize) -> Vec<Event> {
+        let mut s = Search::new(params, times.len());
+        assert!(s.warm(stored));
+        let mut events = Vec::new();
+        for _ in 0..calls {
+            let c = s.choice();
+            let ns = s.wants_time().then_some(times[c] as u64);
+            if let Some(mine) = s.count(ns) {
+                events.extend(s.agree(agreed(mine)).into_iter().flatten());
+            }
+        }
+        events
+    }
+
+    /// The calls before the first decision, and that decision.
+    fn first_decision(events: &[Event], p: Params) -> (usize, Event) {
+        let trials: u64 = events
+            .iter()
+            .take_while(|e| !matches!(e, Event::Decision { .. }))
+            .map(|e| match e {
+                Event::Trial { calls, .. } => *calls,
+                _ => 0,
+            })
+            .sum();
+        let d = events
+            .iter()
+            .find(|e| matches!(e, Event::Decision { .. }))
+            .copied()
+            .unwrap_or_else(|| panic!("no decision: {events:?}"));
+        (trials as usize + p.warmup as usize, d)
+    }
+
+    #[test]
+    fn a_stored_choice_that_holds_is_confirmed_against_the_default_alone() {
+        let p = params();
+        let times = [100.0, 400.0, 50.0, 120.0];
+        let cold = run(p, &times, 400).1;
+        let warm = run_warm(p, &times, 2, 400);
+        let tried: Vec<usize> = trial_calls(&warm).iter().map(|t| t.0).collect();
+        assert!(tried.iter().all(|&c| c == 0 || c == 2), "{warm:?}");
+        let (warm_calls, d) = first_decision(&warm, p);
+        assert!(
+            matches!(d, Event::Decision { candidate: 2, stored: true, .. }),
+            "{d:?}"
+        );
+        let (cold_calls, d) = first_decision(&cold, p);
+        assert!(matches!(d, Event::Decision { candidate: 2, stored: false, .. }));
+        assert!(warm_calls < cold_calls, "{warm_calls} vs {cold_calls}");
+        // Confirmed: no second look at the first check point.
+        assert!(!warm.iter().any(|e| matches!(e, Event::Recheck { .. })), "{warm:?}");
+    }
+
+    #[test]
+    fn a_stored_choice_that_does_not_hold_here_searches_the_others() {
+        let p = params();
+        let warm = run_warm(p, &[100.0, 400.0, 150.0, 50.0], 2, 600);
+        let recheck = warm
+            .iter()
+            .position(|e| matches!(e, Event::Recheck { why: Why::Unconfirmed, .. }))
+            .unwrap_or_else(|| panic!("{warm:?}"));
+        assert!(warm[..recheck]
+            .iter()
+            .all(|e| !matches!(e, Event::Decision { .. })));
+        let tried: Vec<usize> = trial_calls(&warm[recheck..]).iter().map(|t| t.0).collect();
+        assert!(tried.contains(&1) && tried.contains(&3), "{warm:?}");
+        let (_, d) = first_decision(&warm, p);
+        assert!(
+            matches!(d, Event::Decision { candidate: 3, stored: false, .. }),
+            "{d:?}"
+        );
+    }
+
+    #[test]
+    fn a_stored_default_runs_only_the_default_s_windows() {
+        let p = params();
+        let warm = run_warm(p, &[100.0, 50.0, 60.0], 0, 200);
+        assert!(trial_calls(&warm).iter().all(|t| t.0 == 0), "{warm:?}");
+        let (calls, d) = first_decision(&warm, p);
+        assert!(
+            matches!(d, Event::Decision { candidate: 0, stored: true, .. }),
+            "{d:?}"
+        );
+        assert!(calls <= (p.warmup + 2 * p.window) as usize, "{calls}");
+    }
+
+    #[test]
+    fn a_stored_choice_the_search_cannot_run_is_refused() {
+        let p = params();
+        let mut s = Search::new(p, 3);
+        s.exclude(2);
+        assert!(!s.warm(2), "excluded");
+        assert!(!s.warm(3), "not a candidate");
+        assert!(s.confirming().is_none());
+        let mut m = Search::new(Params { measure: true, ..p }, 3);
+        assert!(!m.warm(1), "measuring");
+        // Through the warm-up, it may still start from the store.
+        let mut late = Search::new(p, 3);
+        for _ in 0..p.warmup {
+            late.count(None);
+        }
+        assert!(late.clone().warm(1), "after the warm-up");
+        // Not once the default's first window is measured.
+        let mut measured = false;
+        while !measured {
+            let ns = late.wants_time().then_some(100);
+            if let Some(mine) = late.count(ns) {
+                let events = late.agree(agreed(mine));
+                measured = events.iter().flatten().any(|e| matches!(e, Event::Trial { .. }))
+                    || late.calls_of[0] > 0;
+            }
+        }
+        assert!(!late.warm(1), "under way");
+        assert!(s.warm(1));
+        assert_eq!(s.confirming(), Some(1));
+    }
+
     #[test]
     fn the_fastest_candidate_wins() {
         let p = params();
@@ -1501,6 +1707,7 @@ mod tests {
             default_ns,
             chosen_ns,
             cost_ns,
+            stored: false,
         }) = events
             .iter()
             .find(|e| matches!(e, Event::Decision { .. }))

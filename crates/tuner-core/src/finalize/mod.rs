@@ -446,6 +446,7 @@ mod tests {
             candidates: Vec::new(),
             pinned: None,
             pinned_by: None,
+            from_store: false,
         }
     }
 

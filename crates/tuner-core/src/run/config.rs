@@ -67,6 +67,18 @@ pub const VARIABLES: &[(&str, &str)] = &[
         "`tune` tunes the collective algorithms online on the application's calls, or a list such as `allreduce,bcast`; default `off` (a different algorithm can change floating-point results in the last bits)",
     ),
     (
+        "MPIT_TUNER_STORE",
+        "the tuning store that warm-starts collective tuning from earlier runs and learns from this one (docs/tuning-store.md): a file path; default $XDG_CACHE_HOME/mpit-tuner/store.json, else ~/.cache/mpit-tuner/store.json; `off`: neither read nor written",
+    ),
+    (
+        "MPIT_TUNER_SITE_STORE",
+        "a site's read-only tuning store, read after the user's (its entries count where the user's has none); default: none",
+    ),
+    (
+        "MPIT_TUNER_STORE_MAX_AGE",
+        "entries of the tuning store older than this many days are searched again (default 30)",
+    ),
+    (
         "MPIT_TUNER_COLLECTIVES_WINDOW",
         "calls per measurement window of collective tuning, exactly, from the first call (default: the policy file's window, 8, with windows of at least 200 us for short calls and about 50 ms for long ones, and nothing measured in a job's first 20 ms); 1 is the most aggressive",
     ),
@@ -118,6 +130,31 @@ pub struct Config {
     /// collective tuning, exactly, whichever mode asked or not (`None`:
     /// the policy file's, else 8).
     pub collective_window: Option<u32>,
+    /// The tuning store (`MPIT_TUNER_STORE`, `MPIT_TUNER_SITE_STORE`,
+    /// `MPIT_TUNER_STORE_MAX_AGE`).
+    pub store: StoreConfig,
+}
+
+/// Where the tuning store is, and how old its entries may be.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StoreConfig {
+    /// The user's store, read at start and written at finalize by rank 0
+    /// (`None`: off, or no cache directory to put it in).
+    pub user: Option<PathBuf>,
+    /// A site's store, only read.
+    pub site: Option<PathBuf>,
+    /// Entries older than this many days are not used.
+    pub max_age_days: f64,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        StoreConfig {
+            user: tuning_store::default_path(),
+            site: None,
+            max_age_days: tuning_store::MAX_AGE_DAYS,
+        }
+    }
 }
 
 pub use vocab::record::CollectiveMode;
@@ -182,6 +219,7 @@ impl Default for Config {
             collectives: None,
             collectives_off: false,
             collective_window: None,
+            store: StoreConfig::default(),
         }
     }
 }
@@ -293,6 +331,7 @@ impl Config {
                 "off" | "0" | "false" | "no"
             )
         });
+        config.store = store_from(&lookup, &mut warnings);
         config.collective_window = window_from(&lookup, &mut warnings);
         config.collectives = collectives_from(&lookup, config.collective_window, &mut warnings);
         (config, warnings)
@@ -302,6 +341,48 @@ impl Config {
     pub fn samples(&self, name: &str) -> bool {
         self.pvar_patterns.is_empty() || self.pvar_patterns.iter().any(|re| re.is_match(name))
     }
+}
+
+/// `MPIT_TUNER_STORE`, `MPIT_TUNER_SITE_STORE`, `MPIT_TUNER_STORE_MAX_AGE`.
+fn store_from(lookup: &impl Fn(&str) -> Option<String>, warnings: &mut Vec<String>) -> StoreConfig {
+    let mut store = StoreConfig {
+        user: None,
+        ..StoreConfig::default()
+    };
+    let off = |v: &str| {
+        matches!(
+            v.trim().to_ascii_lowercase().as_str(),
+            "off" | "0" | "false" | "no" | "none"
+        )
+    };
+    match lookup("MPIT_TUNER_STORE").map(|v| v.trim().to_string()) {
+        Some(v) if off(&v) => {}
+        Some(v) if !v.is_empty() => store.user = Some(PathBuf::from(v)),
+        _ => {
+            store.user = tuning_store::default_path();
+            if store.user.is_none() {
+                warnings.push(
+                    "neither XDG_CACHE_HOME nor HOME is set: no tuning store (set MPIT_TUNER_STORE                      to a file to have one)"
+                        .into(),
+                );
+            }
+        }
+    }
+    if let Some(v) = lookup("MPIT_TUNER_SITE_STORE").map(|v| v.trim().to_string()) {
+        if !v.is_empty() && !off(&v) {
+            store.site = Some(PathBuf::from(v));
+        }
+    }
+    if let Some(v) = lookup("MPIT_TUNER_STORE_MAX_AGE") {
+        match v.trim().parse::<f64>() {
+            Ok(days) if days.is_finite() && days >= 0.0 => store.max_age_days = days,
+            _ => warnings.push(format!(
+                "MPIT_TUNER_STORE_MAX_AGE={v:?} is not a number of days (0 or more); using {}",
+                tuning_store::MAX_AGE_DAYS
+            )),
+        }
+    }
+    store
 }
 
 fn seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {

@@ -17,7 +17,7 @@
 use super::mix;
 use super::world::{self, Faults, OpenMpi, Released, SimMpi, Switchable, World, INTER};
 use crate::collectives::search::{Event, Params, Why};
-use crate::collectives::{Collective, TuneEvent, What};
+use crate::collectives::{Bins, Collective, TuneEvent, Warm, What};
 use mpit::{Comm, HandleBits};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering::Relaxed;
@@ -64,6 +64,8 @@ struct Plan {
     /// communicators), its ranks on this many nodes (rank `r` on node
     /// `r % nodes`); `None`: MPICH (variables written around calls).
     open_mpi: Option<((u32, u32), usize)>,
+    /// The tuning store's choices every rank starts from.
+    warm: Vec<Warm>,
 }
 
 /// An event of a rank, at the step it was told at (the steps' count for
@@ -95,7 +97,7 @@ impl Logged {
     fn agreed(&self) -> bool {
         matches!(
             self.what,
-            What::Search(_) | What::SetupFailed(_) | What::Excluded(_)
+            What::Search(_) | What::SetupFailed(_) | What::Excluded(_) | What::Stored { .. }
         )
     }
 }
@@ -227,6 +229,7 @@ fn standard(ranks: usize) -> Plan {
         time: standard_time,
         scripts: HashMap::new(),
         open_mpi: None,
+        warm: Vec::new(),
     }
 }
 
@@ -291,7 +294,8 @@ fn rank_main(plan: &Plan, world: &Arc<World>, r: usize) -> RankLog {
         version,
         host: (r % nodes) as i64,
     });
-    let (tuner, held) = world::tuner(mpi, &switchable, plan.params, 4, 4096, open_mpi);
+    let (mut tuner, held) = world::tuner(mpi, &switchable, plan.params, 4, 4096, open_mpi);
+    tuner.set_warm(plan.warm.clone());
     let mut log = RankLog {
         events: Vec::new(),
         ran: Vec::new(),
@@ -610,6 +614,7 @@ fn simulated_ranks_costly_agreed_points_pace_every_rank_alike() {
 fn simulated_ranks_costly_candidate_communicators_pace_the_search() {
     let plan = |create_ns: u64| Plan {
         open_mpi: Some(((4, 1), 1)),
+        warm: Vec::new(),
         ..costed(|_| Faults {
             create_ns,
             ..Faults::default()
@@ -927,6 +932,7 @@ fn simulated_ranks_open_mpi_candidates_run_on_communicators_made_at_the_same_cal
     for version in [(4, 1), (5, 0)] {
         let plan = Plan {
             open_mpi: Some((version, 1)),
+            warm: Vec::new(),
             ..standard(8)
         };
         let out = run(&plan);
@@ -965,6 +971,7 @@ fn simulated_ranks_open_mpi_candidates_run_on_communicators_made_at_the_same_cal
 fn simulated_ranks_open_mpi_5_leaves_communicators_over_several_nodes_untuned() {
     let plan = Plan {
         open_mpi: Some(((5, 0), 2)),
+        warm: Vec::new(),
         ..standard(8)
     };
     let out = run(&plan);
@@ -1034,6 +1041,7 @@ fn network(steps: usize) -> Plan {
             })
             .collect(),
         open_mpi: None,
+        warm: Vec::new(),
     }
 }
 
@@ -1145,5 +1153,90 @@ fn network_searches_pay_for_themselves_on_every_rank() {
         // Recursive doubling is 0.6 of the default's bcast, and the bcasts
         // are nearly all of the time.
         assert!(*ratio <= 0.70, "rank {r}: {ratio:.4} of the default");
+    }
+}
+
+/// The network job's short run (100 bcasts of 1 MiB) started from a store
+/// that holds recursive doubling for the bcast and the default for the
+/// allreduce: every rank confirms the same choices at the same calls, the
+/// bcast's decision says it came from the store and no other candidate
+/// runs, and the short run already gains most of what recursive doubling
+/// gives (without the store it only breaks even: the test above).
+#[test]
+fn network_a_warm_start_confirms_the_stored_choices_on_every_rank() {
+    let mut plan = network(200);
+    let bins = Bins::default();
+    plan.warm = vec![
+        Warm {
+            collective: Collective::Bcast,
+            bin: bins.of(1 << 20),
+            comm_size: 4,
+            candidate: 1,
+            note: "test".into(),
+        },
+        Warm {
+            collective: Collective::Allreduce,
+            bin: bins.of(8),
+            comm_size: 4,
+            candidate: 0,
+            note: "test".into(),
+        },
+        // Another size: not used on these communicators of 4.
+        Warm {
+            collective: Collective::Bcast,
+            bin: bins.of(1 << 20),
+            comm_size: 8,
+            candidate: 3,
+            note: "test".into(),
+        },
+    ];
+    let out = run(&plan);
+    assert_same_decisions(&out);
+    assert_same_algorithms(&out, &[], 0..0);
+    let log = &out.logs[0];
+    let stored: Vec<_> = log
+        .events
+        .iter()
+        .filter(|e| matches!(e.what, What::Stored { .. }))
+        .map(|e| e.collective)
+        .collect();
+    // Both communicators (A and B) are of 4 ranks: each search of each
+    // starts from the store; the entry for 8 ranks is not used.
+    assert_eq!(stored.len(), 4, "{stored:?}");
+    let of = |c: Collective| {
+        searches(log)
+            .filter(move |(l, _)| l.collective == Some(c))
+            .map(|(_, e)| *e)
+            .collect::<Vec<_>>()
+    };
+    let bcast = of(Collective::Bcast);
+    assert!(
+        bcast.iter().all(|e| match e {
+            Event::Trial { candidate, .. } => *candidate <= 1,
+            _ => true,
+        }),
+        "{bcast:?}"
+    );
+    assert!(
+        bcast.iter().any(|e| matches!(
+            e,
+            Event::Decision {
+                candidate: 1,
+                stored: true,
+                ..
+            }
+        )),
+        "{bcast:?}"
+    );
+    let allreduce = of(Collective::Allreduce);
+    assert!(
+        allreduce.iter().all(|e| match e {
+            Event::Trial { candidate, .. } => *candidate == 0,
+            _ => true,
+        }),
+        "{allreduce:?}"
+    );
+    for (r, ratio) in ratios_to_default(&plan, &out).iter().enumerate() {
+        assert!(*ratio <= 0.85, "rank {r}: {ratio:.4} of the default");
     }
 }

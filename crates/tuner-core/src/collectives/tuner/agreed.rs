@@ -76,6 +76,7 @@ impl<M: TuningMpi> Tuner<M> {
                 if self.by_comms.is_some() {
                     self.exclude_unsuitable(st);
                 }
+                self.warm_searches(st);
             }
             Verdict::AllOk => {
                 st.off = true;

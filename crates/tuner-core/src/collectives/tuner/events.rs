@@ -42,4 +42,12 @@ pub enum What {
     /// A call on a candidate communicator failed: tuning stops on this
     /// rank, and the application's error handler saw the error.
     CallFailed(String),
+    /// The search starts from the tuning store's `candidate`
+    /// ([`crate::collectives::Search::warm`]); `note`: where it was learned.
+    Stored {
+        /// The store's choice.
+        candidate: usize,
+        /// Which store, when, where it was learned.
+        note: String,
+    },
 }

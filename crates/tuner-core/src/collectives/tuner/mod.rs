@@ -189,6 +189,26 @@ pub struct Tuner<M: TuningMpi = RealMpi> {
     /// The ids of the users' requests by key, for the log (the helper
     /// thread's only: never touched on a call).
     requests: Mutex<Vec<(u64, String)>>,
+    /// The tuning store's choices the searches start from (the same on
+    /// every rank), applied when a communicator of their size is set up.
+    warm: Vec<Warm>,
+}
+
+/// A choice of the tuning store for the searches of one collective and
+/// size bin on the communicators of one size
+/// ([`crate::collectives::Search::warm`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Warm {
+    /// The collective.
+    pub collective: Collective,
+    /// The size bin's index.
+    pub bin: usize,
+    /// The communicators' size.
+    pub comm_size: i32,
+    /// The stored choice (an index into the collective's candidates).
+    pub candidate: usize,
+    /// Where it was learned, for the `stored` record.
+    pub note: String,
 }
 
 /// Bits of a pin slot that hold the candidate (candidates are fewer than
@@ -508,6 +528,34 @@ impl<M: TuningMpi> Tuner<M> {
             if !var.failed.swap(true, AcqRel) {
                 // The error names the variable.
                 self.tell(Some(collective), What::WriteFailed(e.to_string()));
+            }
+        }
+    }
+
+    /// Sets the tuning store's choices the searches start from: before the
+    /// tuner is activated, the same on every rank.
+    pub fn set_warm(&mut self, warm: Vec<Warm>) {
+        self.warm = warm;
+    }
+
+    /// Starts the searches of a communicator just set up from the tuning
+    /// store's choices for its size (the same on every rank: the size and
+    /// the choices are).
+    fn warm_searches(&self, st: &mut CommState<M>) {
+        let bins = self.bins.len();
+        for w in self.warm.iter().filter(|w| w.comm_size == st.size) {
+            let k = w.collective as usize * bins + w.bin;
+            let started = w.bin < bins
+                && st
+                    .searches
+                    .get_mut(k)
+                    .is_some_and(|s| s.warm(w.candidate));
+            if started {
+                let what = What::Stored {
+                    candidate: w.candidate,
+                    note: w.note.clone(),
+                };
+                self.emit(st, Some(w.collective), w.bin, what);
             }
         }
     }

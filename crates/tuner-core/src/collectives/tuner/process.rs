@@ -183,6 +183,7 @@ impl<M: TuningMpi> Tuner<M> {
             world_rank,
             labels: AtomicU64::new(0),
             requests: Mutex::new(Vec::new()),
+            warm: Vec::new(),
         })
     }
 }

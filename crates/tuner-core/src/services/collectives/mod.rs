@@ -6,6 +6,7 @@
 //! on the application's calls ([`crate::collectives`]), not here.
 
 mod setup;
+mod store;
 
 pub(crate) use setup::AGREEMENT_LEN;
 
@@ -27,6 +28,10 @@ pub struct CollectiveTuning {
     spec: Option<CollectiveSpec>,
     /// What `open` found and tried, for the start agreement and `start`.
     pending: Option<setup::Pending>,
+    /// What this rank found in the tuning store, once tuning started.
+    stored: Option<store::Stored>,
+    /// The run directory (for the store's entries).
+    run_dir: Option<String>,
 }
 
 impl CollectiveTuning {
@@ -39,6 +44,8 @@ impl CollectiveTuning {
             wanted,
             spec,
             pending: None,
+            stored: None,
+            run_dir: None,
         }
     }
 
@@ -154,7 +161,8 @@ impl Service for CollectiveTuning {
 
     fn start(&mut self, start: &mut Start<'_>) {
         if let Some(pending) = self.pending.take() {
-            setup::start(pending, start.agreed, start.log, start.seq);
+            self.stored = setup::start(pending, start.agreed, start.log, start.seq);
+            self.run_dir = start.dir.map(|d| d.display().to_string());
         }
     }
 
@@ -166,9 +174,19 @@ impl Service for CollectiveTuning {
         Some(crate::collectives::stop)
     }
 
+    /// The last events; then, on rank 0, what the searches kept goes into
+    /// the tuning store.
     fn close(&mut self, log: &mut LogWriter, _t: f64) -> Vec<String> {
         Self::log_events(log);
-        Vec::new()
+        let said = self
+            .stored
+            .take()
+            .map(|s| s.write(self.run_dir.take()))
+            .unwrap_or_default();
+        for line in &said {
+            mpit::say!("mpit-tuner: {line}");
+        }
+        said
     }
 
     fn summary(&self, doc: &mut SummaryFile) {

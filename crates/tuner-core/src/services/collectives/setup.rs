@@ -14,6 +14,7 @@
 //! the tuner after it, three calls that cost 0.1-0.2 s each with 32 ranks
 //! on 2 cores.) The runtime calls both once, on the application's thread.
 
+use super::store::{Stored, STORE_AGREEMENT_LEN};
 use crate::run::log::LogWriter;
 use crate::run::serde_name;
 use crate::run::{Config, RunInfo};
@@ -53,6 +54,8 @@ pub(crate) struct Pending {
     ///
     /// [`tune::signature`]: crate::collectives::signature
     signature: u64,
+    /// What this rank found in the tuning store (`None`: measuring).
+    store: Option<Stored>,
 }
 
 impl Pending {
@@ -62,10 +65,16 @@ impl Pending {
     /// has the same). The same length on every rank that wants tuning.
     pub(crate) fn agreement(&self) -> Vec<Mixed> {
         let signature = (self.signature & (u64::MAX >> 1)) as i64;
+        // Measuring: the same words on every rank.
+        let store = self.store.as_ref().map_or(
+            [Mixed::min(0), Mixed::min(!0), Mixed::min(0), Mixed::min(!0)],
+            Stored::agreement,
+        );
         self.refused
             .iter()
             .map(|x| Mixed::min(-x))
             .chain([Mixed::min(signature), Mixed::min(!signature)])
+            .chain(store)
             .collect()
     }
 }
@@ -90,7 +99,7 @@ impl Pending {
 }
 
 /// The length of [`Pending::agreement`], whatever the library.
-pub(crate) const AGREEMENT_LEN: usize = REFUSED_LEN + 2;
+pub(crate) const AGREEMENT_LEN: usize = REFUSED_LEN + 2 + STORE_AGREEMENT_LEN;
 
 /// The length of the refusals ([`try_all`]).
 const REFUSED_LEN: usize = {
@@ -344,6 +353,17 @@ pub(crate) fn open(
         _ => targets.iter().map(|_| None).collect(),
     };
     let signature = tune::signature(targets.iter(), &bins, &params);
+    let store = (!measure).then(|| {
+        let mode = if params.exact_only { "safe" } else { "all" };
+        let stored = Stored::open(config, info, mode);
+        for w in &stored.warnings {
+            log.record(&crate::run::warning(0.0, w));
+            if rank == 0 {
+                mpit::say!("mpit-tuner: {w}");
+            }
+        }
+        stored
+    });
     Pending {
         notes,
         why_not,
@@ -358,6 +378,7 @@ pub(crate) fn open(
         refused,
         cvars,
         signature,
+        store,
     }
 }
 
@@ -367,7 +388,14 @@ pub(crate) fn open(
 /// different agreed points). `agreed` is the start agreement's reduction
 /// of every rank's [`Pending::agreement`]; `seq` holds this rank's failure
 /// of that agreement's call, if it had one.
-pub(crate) fn start(pending: Pending, agreed: &[Mixed], log: &mut LogWriter, seq: &Collectives) {
+/// Returns what this rank found in the tuning store, for the end of the
+/// run, when tuning started.
+pub(crate) fn start(
+    pending: Pending,
+    agreed: &[Mixed],
+    log: &mut LogWriter,
+    seq: &Collectives,
+) -> Option<Stored> {
     use crate::collectives as tune;
     let Pending {
         notes,
@@ -383,6 +411,7 @@ pub(crate) fn start(pending: Pending, agreed: &[Mixed], log: &mut LogWriter, seq
         refused,
         cvars,
         signature: _,
+        mut store,
     } = pending;
     for r in &notes.0 {
         log.record(r);
@@ -414,11 +443,20 @@ pub(crate) fn start(pending: Pending, agreed: &[Mixed], log: &mut LogWriter, seq
         // rank holding a candidate it tried says so).
         Vec::new()
     };
-    let prepared = if kept.is_empty() {
+    let mut prepared = if kept.is_empty() {
         None
     } else {
         tune::prepare(kept, fallback, by_comms, bins, params, rank)
     };
+    if let (Some(tuner), Some(stored), true) = (&mut prepared, &mut store, same) {
+        let words = agreed.get(REFUSED_LEN + 2..).unwrap_or_default();
+        let differ = stored.agreed(words);
+        let (warm, notes) = stored.warm(tuner);
+        for note in differ.iter().chain(&notes) {
+            log.record(&tune::note(0.0, CollectiveEvent::Stored, note.clone()));
+        }
+        tuner.set_warm(warm);
+    }
     if same && prepared.is_none() && why_not.is_none() {
         why_not = Some(if wanted {
             "no collective can be tuned on every rank (the ranks' logs say why)".into()
@@ -468,7 +506,7 @@ pub(crate) fn start(pending: Pending, agreed: &[Mixed], log: &mut LogWriter, seq
                 if rank == 0 && (asked || mpit::verbose()) {
                     mpit::say!("mpit-tuner: collective {verb} on: {what}{mode}{fallback}");
                 }
-                return;
+                return store;
             }
             Err(e) => e,
         },
@@ -480,6 +518,7 @@ pub(crate) fn start(pending: Pending, agreed: &[Mixed], log: &mut LogWriter, seq
     if rank == 0 && (asked || mpit::verbose()) {
         mpit::say!("mpit-tuner: collective tuning is off: {why_not}");
     }
+    None
 }
 
 /// The collective tuner's own reference on MPI_T: its handles live as long
