@@ -183,10 +183,14 @@ impl Service for CollectiveTuning {
             .take()
             .map(|s| s.write(self.run_dir.take()))
             .unwrap_or_default();
-        for line in &said {
-            mpit::say!("mpit-tuner: {line}");
-        }
-        said
+        said.into_iter()
+            .map(|(line, loud)| {
+                if loud {
+                    mpit::say!("mpit-tuner: {line}");
+                }
+                line
+            })
+            .collect()
     }
 
     fn summary(&self, doc: &mut SummaryFile) {

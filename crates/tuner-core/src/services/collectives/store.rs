@@ -78,8 +78,15 @@ impl Stored {
             match tuning_store::read(path) {
                 Ok(s) => Some(s),
                 Err(e) => {
+                    let aside = match (&e, what) {
+                        (tuning_store::Error::Damaged { .. }, "it") => format!(
+                            ", and it is moved to {} when this run stores its choices",
+                            tuning_store::damaged_path(path).display()
+                        ),
+                        _ => String::new(),
+                    };
                     warnings.push(format!(
-                        "{e}; {what} is not used: this run searches as without it"
+                        "{e}; {what} is not used: this run searches as without it{aside}"
                     ));
                     None
                 }
@@ -229,9 +236,10 @@ impl Stored {
     }
 
     /// At the end, on rank 0: what this run's searches kept goes into the
-    /// user's store (merged under its lock). Returns what to say in the log
-    /// and on rank 0's terminal.
-    pub(crate) fn write(&self, run_dir: Option<String>) -> Vec<String> {
+    /// user's store (merged under its lock). Returns what to say in the
+    /// log, each with whether rank 0's terminal hears it too (a damaged
+    /// store moved aside was said at start).
+    pub(crate) fn write(&self, run_dir: Option<String>) -> Vec<(String, bool)> {
         let (Some(path), 0) = (&self.user, self.rank) else {
             return Vec::new();
         };
@@ -285,16 +293,19 @@ impl Stored {
         match tuning_store::change(path, tuning_store::LOCK_WAIT, |s| s.merge(entries)) {
             Ok(done) => {
                 if let Some((aside, why)) = done.moved_aside {
-                    said.push(format!(
-                        "tuning store {} was damaged ({why}): moved to {} and a new one started \
-                         with this run's {n} entr{}",
-                        path.display(),
-                        aside.display(),
-                        if n == 1 { "y" } else { "ies" }
+                    said.push((
+                        format!(
+                            "tuning store {} was damaged ({why}): moved to {} and a new one \
+                             started with this run's {n} entr{}",
+                            path.display(),
+                            aside.display(),
+                            if n == 1 { "y" } else { "ies" }
+                        ),
+                        false,
                     ));
                 }
             }
-            Err(e) => said.push(format!("{e}; this run's choices are not stored")),
+            Err(e) => said.push((format!("{e}; this run's choices are not stored"), true)),
         }
         said
     }
