@@ -56,7 +56,7 @@ const USAGE: &str = "\
 usage: matrix [--short] [--reps N] [--mpi mpich,openmpi] [--no-build]
               [--layouts host2,2x1,2x2,4x1] [--link RATE] [--cases LIST]
               [--seconds S] [--fixed] [--gate R] [--max-reps N]
-              [--keep-logs DIR]
+              [--keep-logs DIR] [--store]
 
   --short       CI mode: 3 rounds of 0.3 s loops on 2x1, cases allreduce-1m,
                 bcast-64k, allgather-1k, reduce-8, --gate 1.10
@@ -74,7 +74,11 @@ usage: matrix [--short] [--reps N] [--mpi mpich,openmpi] [--no-build]
   --gate R      fail when a case's median default / none stays above R
   --max-reps N  rounds at most for a case over the gate (default 3 x reps)
   --keep-logs DIR  keep the tool's run directories in
-                DIR/<library>/<layout>/<case>-<variant>-<k> (else removed)";
+                DIR/<library>/<layout>/<case>-<variant>-<k> (else removed)
+  --store       the default mode with a tuning store of its own per case
+                (issue 65): one run of it before the rounds learns, every
+                default run of the rounds starts from what the runs before
+                it stored (`kept` marks the choices from the store)";
 
 /// One case: coll_bench's collective and bytes.
 #[derive(Debug, Clone, Copy)]
@@ -239,6 +243,7 @@ struct Options {
     gate: Option<f64>,
     max_reps: Option<usize>,
     keep_logs: Option<PathBuf>,
+    store: bool,
 }
 
 fn parse_args() -> Result<Options, String> {
@@ -250,6 +255,7 @@ fn parse_args() -> Result<Options, String> {
     let mut gate = None;
     let mut max_reps = None;
     let mut keep_logs = None;
+    let mut store = false;
     let common = jobs::parse_args(USAGE, (3, 5), |a, rest| {
         match a {
             "--layouts" => {
@@ -282,6 +288,7 @@ fn parse_args() -> Result<Options, String> {
                 )
             }
             "--fixed" => fixed = true,
+            "--store" => store = true,
             "--gate" => {
                 gate = Some(
                     rest.next()
@@ -337,6 +344,7 @@ fn parse_args() -> Result<Options, String> {
         gate: gate.or(short.then_some(1.10)),
         max_reps,
         keep_logs,
+        store,
         common,
     })
 }
@@ -478,6 +486,7 @@ impl Runner<'_> {
             .iter()
             .map(|s| match (s["chosen"].as_str(), s["searches"].as_u64()) {
                 (Some(c), Some(0)) => format!("left ({c})"),
+                (Some(c), _) if s["from_store"] == true => format!("{c} (store)"),
                 (Some(c), _) => c.to_string(),
                 (None, _) => "none".to_string(),
             })
@@ -652,7 +661,20 @@ fn measure(
     let mut all = Vec::new();
     for case in &o.cases {
         let iters = calibrate(&runner, *case, o.seconds)?;
-        let variants = variants(o, flavor, *case, layout.ranks());
+        let mut variants = variants(o, flavor, *case, layout.ranks());
+        if o.store {
+            // The first run of the job learns; the rounds' runs start
+            // from the store.
+            let store = runner.scratch.join(format!("{}.store.json", case.key));
+            variants[1]
+                .env
+                .push(("MPIT_TUNER_STORE".into(), store.display().to_string()));
+            eprintln!(
+                "matrix: {flavor}, {layout}, {}: the first run, into the store",
+                case.label
+            );
+            runner.run(*case, iters, &variants[1], RUN_TIMEOUT)?;
+        }
         let mut r = Rounds {
             case: *case,
             iters,
@@ -700,13 +722,18 @@ fn table(o: &Options, flavor: &str, layout: Layout, all: &[Rounds]) -> String {
     let mut t = String::new();
     let _ = writeln!(
         t,
-        "\n{} ({}), {layout}{}:\n",
+        "\n{} ({}), {layout}{}{}:\n",
         flavor,
         jobs::library_version(flavor),
         if layout.nodes > 0 {
             format!(", links {}", o.link)
         } else {
             String::new()
+        },
+        if o.store {
+            ", default with a tuning store (every run after the first)"
+        } else {
+            ""
         }
     );
     if o.fixed {
@@ -740,7 +767,7 @@ fn table(o: &Options, flavor: &str, layout: Layout, all: &[Rounds]) -> String {
         };
         // The kept algorithm's loop: none's where every run kept the
         // default, else that algorithm's fixed variant.
-        let only = (kept.len() == 1).then(|| kept[0]);
+        let only = (kept.len() == 1).then(|| kept[0].trim_end_matches(" (store)"));
         let kept_time = match only {
             Some(k) if k == "none" || k.starts_with("left") => Some(jobs::median(&r.times[0])),
             Some(k) => r
