@@ -152,7 +152,9 @@ run_one() {
       cat "$(eager_policy "$flavor")" "$root/policies.toml" >"$policy" ;;
   esac
   if [[ $variant != default ]]; then
-    envs=(LD_PRELOAD="$bin/libmpit_tuner.so" MPIT_TUNER_DIR="$out.run" MPIT_TUNER_QUIET=1)
+    # No tuning store: no run starts from what an earlier one learned.
+    envs=(LD_PRELOAD="$bin/libmpit_tuner.so" MPIT_TUNER_DIR="$out.run" MPIT_TUNER_QUIET=1
+      MPIT_TUNER_STORE=off)
     [[ -n $policy ]] && envs+=(MPIT_TUNER_POLICY="$policy")
     if [[ $flavor == openmpi ]]; then
       for e in "${envs[@]}"; do launcher+=(-x "${e%%=*}"); done

@@ -81,7 +81,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # What every rank must see (mpiexec.openmpi passes only what -x names).
-vars=(HOT_PATH_COLLECTIVES="$tuner" MPIT_TUNER_INTERVAL=1h MPIT_TUNER_FLUSH=1h HOT_PATH_COUNT="$calls")
+vars=(HOT_PATH_COLLECTIVES="$tuner" MPIT_TUNER_INTERVAL=1h MPIT_TUNER_FLUSH=1h MPIT_TUNER_STORE=off HOT_PATH_COUNT="$calls")
 forward=()
 if [ "$mpi" = openmpi ]; then
   forward=(--oversubscribe)

@@ -95,6 +95,7 @@ pub(super) fn collectives(run: &Run) -> Option<Section> {
                 | CollectiveEvent::WriteFailed
                 | CollectiveEvent::ApplicationWrote
                 | CollectiveEvent::Left
+                | CollectiveEvent::Stored
                 | CollectiveEvent::Concurrent => {
                     let text = match (&r.message, r.collective.as_deref()) {
                         (Some(m), Some(c)) => format!("{} {c}: {m}", r.event),
@@ -122,14 +123,18 @@ pub(super) fn collectives(run: &Run) -> Option<Section> {
                     coll.clone(),
                     bin_text(r.bin),
                     format!("{default:.1}"),
-                    r.algorithm.clone().unwrap_or_default(),
+                    match (r.algorithm.clone().unwrap_or_default(), r.stored) {
+                        // The tuning store's choice, confirmed in this run.
+                        (a, true) => format!("{a} (store)"),
+                        (a, false) => a,
+                    },
                     format!("{chosen:.1}"),
                     format!("{:.2}x", default / chosen),
                     format!("{:.1}", cost / 1e3),
                 ]
             })
             .collect();
-        s.text("Per communicator (label, size), collective and message size: the library's default and the algorithm kept, with their time per call agreed across ranks (the maximum over ranks of each rank's mean), and what the search cost over the run:");
+        s.text("Per communicator (label, size), collective and message size: the library's default and the algorithm kept (\"(store)\": the tuning store's choice, confirmed against the default in this run), with their time per call agreed across ranks (the maximum over ranks of each rank's mean), and what the search cost over the run:");
         s.table(
             &[
                 "communicator",
