@@ -61,8 +61,7 @@ fn tuning(dir: &Path, ranks: u32) -> Vec<(u32, Value)> {
 
 #[test]
 fn a_second_run_starts_from_what_the_first_stored_with_the_same_results() {
-    if !online_tuning_here("a_second_run_starts_from_what_the_first_stored_with_the_same_results")
-    {
+    if !online_tuning_here("a_second_run_starts_from_what_the_first_stored_with_the_same_results") {
         return;
     }
     let ranks = 4;
@@ -81,7 +80,10 @@ fn a_second_run_starts_from_what_the_first_stored_with_the_same_results() {
         assert_eq!(e["ranks"], ranks, "{e}");
         assert_eq!(e["mode"], "all", "{e}");
         assert_eq!(e["runs"], 1, "{e}");
-        assert!(e["algorithm"].is_string() && e["default"].is_string(), "{e}");
+        assert!(
+            e["algorithm"].is_string() && e["default"].is_string(),
+            "{e}"
+        );
         assert_eq!(
             e["run_dir"].as_str(),
             Some(first_dir.to_str().unwrap()),
@@ -141,7 +143,10 @@ fn a_second_run_starts_from_what_the_first_stored_with_the_same_results() {
     }
     // summary.json tells which choices came from the store.
     let summary = check_summary(&second_dir, ranks);
-    let outcomes = summary["collectives"].as_array().cloned().unwrap_or_default();
+    let outcomes = summary["collectives"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     assert!(
         outcomes.iter().any(|o| o["from_store"] == true),
         "{outcomes:?}"

@@ -32,10 +32,16 @@ fn entry(ranks: i32, collective: Collective, lo: u64, algorithm: &str, t: f64) -
 #[test]
 fn a_newer_entry_replaces_an_older_one_and_never_the_reverse() {
     let mut s = Store::new();
-    assert_eq!(s.merge([entry(4, Collective::Bcast, 0, "binomial", 10.0)]), 1);
+    assert_eq!(
+        s.merge([entry(4, Collective::Bcast, 0, "binomial", 10.0)]),
+        1
+    );
     assert_eq!(s.merge([entry(4, Collective::Bcast, 0, "scatter", 5.0)]), 0);
     assert_eq!(s.entries[0].algorithm, "binomial");
-    assert_eq!(s.merge([entry(4, Collective::Bcast, 0, "scatter", 20.0)]), 1);
+    assert_eq!(
+        s.merge([entry(4, Collective::Bcast, 0, "scatter", 20.0)]),
+        1
+    );
     assert_eq!(s.entries.len(), 1);
     assert_eq!(s.entries[0].algorithm, "scatter");
     s.merge([entry(4, Collective::Allreduce, 0, "ring", 1.0)]);
@@ -71,7 +77,12 @@ fn a_store_reads_back_what_was_written() {
     assert_eq!(back.version, VERSION);
     assert_eq!(back.entries.len(), 2);
     assert!(back.entries.iter().any(|e| e.algorithm == "binomial"));
-    assert!(!back.entries.iter().find(|e| e.algorithm == "auto").unwrap().switches());
+    assert!(!back
+        .entries
+        .iter()
+        .find(|e| e.algorithm == "auto")
+        .unwrap()
+        .switches());
 }
 
 #[test]
@@ -87,7 +98,10 @@ fn a_truncated_store_is_named_with_the_place_and_moved_aside_by_an_update() {
     let e = read(&path).unwrap_err();
     let text = e.to_string();
     assert!(matches!(e, Error::Damaged { .. }), "{text}");
-    assert!(text.contains("store.json is damaged (truncated: line"), "{text}");
+    assert!(
+        text.contains("store.json is damaged (truncated: line"),
+        "{text}"
+    );
     let done = change(&path, LOCK_WAIT, |s| {
         s.merge([entry(2, Collective::Bcast, 0, "ring", 1.0)])
     })
@@ -108,7 +122,10 @@ fn what_is_not_a_store_is_damaged_and_a_newer_one_is_never_overwritten() {
     for (text, want) in [
         ("hello", "not JSON"),
         ("{\"entries\": []}", "not a store"),
-        ("{\"format\": \"mpit-tuner-store\", \"version\": 0, \"entries\": []}", "version 0"),
+        (
+            "{\"format\": \"mpit-tuner-store\", \"version\": 0, \"entries\": []}",
+            "version 0",
+        ),
         (
             "{\"format\": \"mpit-tuner-store\", \"version\": 1, \"entries\": [{\"x\": 1}]}",
             "an entry",

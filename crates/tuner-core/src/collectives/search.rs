@@ -631,10 +631,7 @@ impl Search {
             }
             _ => false,
         };
-        if self.params.measure
-            || !fresh
-            || candidate >= self.candidates
-            || self.excluded[candidate]
+        if self.params.measure || !fresh || candidate >= self.candidates || self.excluded[candidate]
         {
             return false;
         }
@@ -1623,14 +1620,31 @@ mod tests {
         assert!(tried.iter().all(|&c| c == 0 || c == 2), "{warm:?}");
         let (warm_calls, d) = first_decision(&warm, p);
         assert!(
-            matches!(d, Event::Decision { candidate: 2, stored: true, .. }),
+            matches!(
+                d,
+                Event::Decision {
+                    candidate: 2,
+                    stored: true,
+                    ..
+                }
+            ),
             "{d:?}"
         );
         let (cold_calls, d) = first_decision(&cold, p);
-        assert!(matches!(d, Event::Decision { candidate: 2, stored: false, .. }));
+        assert!(matches!(
+            d,
+            Event::Decision {
+                candidate: 2,
+                stored: false,
+                ..
+            }
+        ));
         assert!(warm_calls < cold_calls, "{warm_calls} vs {cold_calls}");
         // Confirmed: no second look at the first check point.
-        assert!(!warm.iter().any(|e| matches!(e, Event::Recheck { .. })), "{warm:?}");
+        assert!(
+            !warm.iter().any(|e| matches!(e, Event::Recheck { .. })),
+            "{warm:?}"
+        );
     }
 
     #[test]
@@ -1639,7 +1653,15 @@ mod tests {
         let warm = run_warm(p, &[100.0, 400.0, 150.0, 50.0], 2, 600);
         let recheck = warm
             .iter()
-            .position(|e| matches!(e, Event::Recheck { why: Why::Unconfirmed, .. }))
+            .position(|e| {
+                matches!(
+                    e,
+                    Event::Recheck {
+                        why: Why::Unconfirmed,
+                        ..
+                    }
+                )
+            })
             .unwrap_or_else(|| panic!("{warm:?}"));
         assert!(warm[..recheck]
             .iter()
@@ -1648,7 +1670,14 @@ mod tests {
         assert!(tried.contains(&1) && tried.contains(&3), "{warm:?}");
         let (_, d) = first_decision(&warm, p);
         assert!(
-            matches!(d, Event::Decision { candidate: 3, stored: false, .. }),
+            matches!(
+                d,
+                Event::Decision {
+                    candidate: 3,
+                    stored: false,
+                    ..
+                }
+            ),
             "{d:?}"
         );
     }
@@ -1660,7 +1689,14 @@ mod tests {
         assert!(trial_calls(&warm).iter().all(|t| t.0 == 0), "{warm:?}");
         let (calls, d) = first_decision(&warm, p);
         assert!(
-            matches!(d, Event::Decision { candidate: 0, stored: true, .. }),
+            matches!(
+                d,
+                Event::Decision {
+                    candidate: 0,
+                    stored: true,
+                    ..
+                }
+            ),
             "{d:?}"
         );
         assert!(calls <= (p.warmup + 2 * p.window) as usize, "{calls}");
@@ -1688,7 +1724,10 @@ mod tests {
             let ns = late.wants_time().then_some(100);
             if let Some(mine) = late.count(ns) {
                 let events = late.agree(agreed(mine));
-                measured = events.iter().flatten().any(|e| matches!(e, Event::Trial { .. }))
+                measured = events
+                    .iter()
+                    .flatten()
+                    .any(|e| matches!(e, Event::Trial { .. }))
                     || late.calls_of[0] > 0;
             }
         }

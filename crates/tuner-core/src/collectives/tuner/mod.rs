@@ -545,11 +545,8 @@ impl<M: TuningMpi> Tuner<M> {
         let bins = self.bins.len();
         for w in self.warm.iter().filter(|w| w.comm_size == st.size) {
             let k = w.collective as usize * bins + w.bin;
-            let started = w.bin < bins
-                && st
-                    .searches
-                    .get_mut(k)
-                    .is_some_and(|s| s.warm(w.candidate));
+            let started =
+                w.bin < bins && st.searches.get_mut(k).is_some_and(|s| s.warm(w.candidate));
             if started {
                 let what = What::Stored {
                     candidate: w.candidate,

@@ -38,10 +38,14 @@ pub(crate) const STORE_AGREEMENT_LEN: usize = 4;
 /// Ranks on this node, as the launcher says (`None`: it did not).
 pub(crate) fn local_ranks() -> Option<usize> {
     let var = |v: &str| std::env::var(v).ok();
-    ["MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE", "PMIX_LOCAL_SIZE"]
-        .iter()
-        .find_map(|v| var(v)?.trim().parse().ok())
-        .or_else(|| var("SLURM_TASKS_PER_NODE").and_then(|v| slurm_uniform(&v)))
+    [
+        "MPI_LOCALNRANKS",
+        "OMPI_COMM_WORLD_LOCAL_SIZE",
+        "PMIX_LOCAL_SIZE",
+    ]
+    .iter()
+    .find_map(|v| var(v)?.trim().parse().ok())
+    .or_else(|| var("SLURM_TASKS_PER_NODE").and_then(|v| slurm_uniform(&v)))
 }
 
 /// Slurm's `SLURM_TASKS_PER_NODE` when every node has the same: `2(x3)`
@@ -136,12 +140,7 @@ impl Stored {
     pub(crate) fn agreement(&self) -> [Mixed; STORE_AGREEMENT_LEN] {
         let h = self.hash() as i64;
         let p = i64::from(self.job.ranks_per_node.unwrap_or(-1));
-        [
-            Mixed::min(h),
-            Mixed::min(!h),
-            Mixed::min(p),
-            Mixed::min(!p),
-        ]
+        [Mixed::min(h), Mixed::min(!h), Mixed::min(p), Mixed::min(!p)]
     }
 
     /// What the ranks agreed (`words`: the reduced [`Stored::agreement`]):
@@ -200,7 +199,11 @@ impl Stored {
             let learned = jiff::Timestamp::from_second(e.updated_unix as i64)
                 .map(|t| t.strftime("%Y-%m-%d %H:%M UTC").to_string())
                 .unwrap_or_default();
-            let from = if *site { "the site's store" } else { "the store" };
+            let from = if *site {
+                "the site's store"
+            } else {
+                "the store"
+            };
             let what = if e.left {
                 "left alone there".to_string()
             } else if e.switches() {
