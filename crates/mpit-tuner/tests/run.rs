@@ -403,7 +403,10 @@ fn the_child_gets_the_preload_and_the_settings() {
         "-c",
         script,
     ]);
+    // Only what this test sets (the test kit turns the tuning store off
+    // for every job it launches; this child is no MPI job).
     cmd.current_dir(tmp.path())
+        .env_remove("MPIT_TUNER_STORE")
         .env("LD_PRELOAD", "libm.so.6")
         .env("MPIT_TUNER_REFRESH", "10s");
     let job = mpit_testkit::run(cmd);
@@ -454,7 +457,7 @@ fn launched_with(launcher: &Path) -> Vec<String> {
     // `a_library_of_another_abi_is_refused`).
     let lib = launcher.with_file_name("libstandin.so");
     std::fs::write(&lib, b"\x7fELF").unwrap();
-    let job = mpit_tuner(&[
+    let mut cmd = command(&[
         "run",
         "--interval",
         "1s",
@@ -466,6 +469,10 @@ fn launched_with(launcher: &Path) -> Vec<String> {
         "2",
         "./app",
     ]);
+    // Only the variables this test sets are forwarded (the test kit turns
+    // the tuning store off for every job; the stand-in launcher runs none).
+    cmd.env_remove("MPIT_TUNER_STORE");
+    let job = mpit_testkit::run(cmd);
     assert_eq!(code(&job), Some(0), "{}", printed(&job));
     job.stdout().lines().map(str::to_string).collect()
 }
