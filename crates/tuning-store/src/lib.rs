@@ -105,6 +105,11 @@ pub struct Entry {
     /// The algorithm to run (the library's default's name when the
     /// default won, or when the collective was left alone).
     pub algorithm: String,
+    /// Its value of the library's variable (MPICH's enumeration, Open
+    /// MPI's `coll_tuned_<coll>_algorithm` number), for `mpit-tuner
+    /// export --store`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<i64>,
     /// The library's default algorithm's name.
     pub default: String,
     /// The collective was left alone: an agreed point cost more than the
@@ -117,8 +122,9 @@ pub struct Entry {
     pub chosen_us: Option<f64>,
     /// Runs in a row that found or confirmed this choice.
     pub runs: u32,
-    /// When it was last found or confirmed (Unix time, seconds).
-    pub updated_unix: f64,
+    /// When it was last found or confirmed (Unix time, whole seconds: an
+    /// integer reads back exactly, so a copy compares equal).
+    pub updated_unix: i64,
     /// The run directory that did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_dir: Option<String>,
@@ -126,8 +132,8 @@ pub struct Entry {
 
 impl Entry {
     /// Its age at `now` (days; 0 for an entry from the future).
-    pub fn age_days(&self, now: f64) -> f64 {
-        ((now - self.updated_unix) / 86_400.0).max(0.0)
+    pub fn age_days(&self, now: i64) -> f64 {
+        (now.saturating_sub(self.updated_unix) as f64 / 86_400.0).max(0.0)
     }
 
     /// Whether the choice is another algorithm than the default.
@@ -436,11 +442,11 @@ fn lock(path: &Path, wait: Duration) -> Result<File, Error> {
     }
 }
 
-/// Now, as Unix time in seconds.
-pub fn now_unix() -> f64 {
+/// Now, as Unix time in whole seconds.
+pub fn now_unix() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
 }
 
 /// The entries of `job` in the user's store and the site's, for a run's
@@ -450,7 +456,7 @@ pub fn lookup<'a>(
     job: &'a Job,
     user: Option<&'a Store>,
     site: Option<&'a Store>,
-    now: f64,
+    now: i64,
     max_age_days: f64,
 ) -> Found<'a> {
     let mut found = Found::default();

@@ -10,7 +10,7 @@ fn job(ranks: i32) -> Job {
     }
 }
 
-fn entry(ranks: i32, collective: Collective, lo: u64, algorithm: &str, t: f64) -> Entry {
+fn entry(ranks: i32, collective: Collective, lo: u64, algorithm: &str, t: i64) -> Entry {
     Entry {
         job: job(ranks),
         place: Place {
@@ -21,6 +21,7 @@ fn entry(ranks: i32, collective: Collective, lo: u64, algorithm: &str, t: f64) -
         algorithm: algorithm.into(),
         default: "auto".into(),
         left: false,
+        value: None,
         default_us: Some(10.0),
         chosen_us: Some(8.0),
         runs: 1,
@@ -32,20 +33,14 @@ fn entry(ranks: i32, collective: Collective, lo: u64, algorithm: &str, t: f64) -
 #[test]
 fn a_newer_entry_replaces_an_older_one_and_never_the_reverse() {
     let mut s = Store::new();
-    assert_eq!(
-        s.merge([entry(4, Collective::Bcast, 0, "binomial", 10.0)]),
-        1
-    );
-    assert_eq!(s.merge([entry(4, Collective::Bcast, 0, "scatter", 5.0)]), 0);
+    assert_eq!(s.merge([entry(4, Collective::Bcast, 0, "binomial", 10)]), 1);
+    assert_eq!(s.merge([entry(4, Collective::Bcast, 0, "scatter", 5)]), 0);
     assert_eq!(s.entries[0].algorithm, "binomial");
-    assert_eq!(
-        s.merge([entry(4, Collective::Bcast, 0, "scatter", 20.0)]),
-        1
-    );
+    assert_eq!(s.merge([entry(4, Collective::Bcast, 0, "scatter", 20)]), 1);
     assert_eq!(s.entries.len(), 1);
     assert_eq!(s.entries[0].algorithm, "scatter");
-    s.merge([entry(4, Collective::Allreduce, 0, "ring", 1.0)]);
-    s.merge([entry(2, Collective::Bcast, 0, "ring", 1.0)]);
+    s.merge([entry(4, Collective::Allreduce, 0, "ring", 1)]);
+    s.merge([entry(2, Collective::Bcast, 0, "ring", 1)]);
     assert_eq!(s.entries.len(), 3);
     let place = entries_place(&s, 4, Collective::Allreduce);
     assert_eq!(s.get(&job(4), &place).unwrap().algorithm, "ring");
@@ -66,8 +61,8 @@ fn a_store_reads_back_what_was_written() {
     assert_eq!(read(&path).unwrap().entries.len(), 0, "no file: empty");
     let done = change(&path, LOCK_WAIT, |s| {
         s.merge([
-            entry(4, Collective::Bcast, 0, "binomial", 1.0),
-            entry(4, Collective::Reduce, 8, "auto", 2.0),
+            entry(4, Collective::Bcast, 0, "binomial", 1),
+            entry(4, Collective::Reduce, 8, "auto", 2),
         ])
     })
     .unwrap();
@@ -90,7 +85,7 @@ fn a_truncated_store_is_named_with_the_place_and_moved_aside_by_an_update() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("store.json");
     change(&path, LOCK_WAIT, |s| {
-        s.merge([entry(4, Collective::Bcast, 0, "binomial", 1.0)])
+        s.merge([entry(4, Collective::Bcast, 0, "binomial", 1)])
     })
     .unwrap();
     let bytes = std::fs::read(&path).unwrap();
@@ -103,7 +98,7 @@ fn a_truncated_store_is_named_with_the_place_and_moved_aside_by_an_update() {
         "{text}"
     );
     let done = change(&path, LOCK_WAIT, |s| {
-        s.merge([entry(2, Collective::Bcast, 0, "ring", 1.0)])
+        s.merge([entry(2, Collective::Bcast, 0, "ring", 1)])
     })
     .unwrap();
     let (aside, why) = done.moved_aside.unwrap();
@@ -139,7 +134,7 @@ fn what_is_not_a_store_is_damaged_and_a_newer_one_is_never_overwritten() {
     std::fs::write(&path, newer).unwrap();
     assert!(matches!(read(&path), Err(Error::Newer { found: 99, .. })));
     let e = change(&path, LOCK_WAIT, |s| {
-        s.merge([entry(4, Collective::Bcast, 0, "binomial", 1.0)])
+        s.merge([entry(4, Collective::Bcast, 0, "binomial", 1)])
     })
     .unwrap_err();
     assert!(e.to_string().contains("not overwritten"), "{e}");
@@ -156,7 +151,7 @@ fn jobs_that_change_one_store_at_once_all_keep_their_entries() {
             std::thread::spawn(move || {
                 for k in 0..5 {
                     change(&path, LOCK_WAIT, |s| {
-                        s.merge([entry(2 + i, Collective::Bcast, k, "binomial", 1.0)])
+                        s.merge([entry(2 + i, Collective::Bcast, k, "binomial", 1)])
                     })
                     .unwrap();
                 }
@@ -189,7 +184,7 @@ fn an_update_keeps_the_store_s_permissions() {
     change(&path, LOCK_WAIT, |_| ()).unwrap();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
     change(&path, LOCK_WAIT, |s| {
-        s.merge([entry(4, Collective::Bcast, 0, "binomial", 1.0)])
+        s.merge([entry(4, Collective::Bcast, 0, "binomial", 1)])
     })
     .unwrap();
     let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
@@ -198,11 +193,11 @@ fn an_update_keeps_the_store_s_permissions() {
 
 #[test]
 fn the_user_s_fresh_entry_wins_over_the_site_s_and_old_ones_are_counted() {
-    let now = 100.0 * 86_400.0;
+    let now = 100 * 86_400;
     let mut user = Store::new();
     user.merge([
-        entry(4, Collective::Bcast, 0, "binomial", now - 86_400.0),
-        entry(4, Collective::Reduce, 0, "auto", now - 40.0 * 86_400.0),
+        entry(4, Collective::Bcast, 0, "binomial", now - 86_400),
+        entry(4, Collective::Reduce, 0, "auto", now - 40 * 86_400),
         entry(8, Collective::Bcast, 0, "ring", now),
     ]);
     let mut site = Store::new();

@@ -69,6 +69,11 @@ pub struct CollectiveOutcome {
     pub default_us: Option<f64>,
     /// The kept algorithm's agreed time per call (microseconds).
     pub chosen_us: Option<f64>,
+    /// The kept algorithm's value of the library's variable (MPICH's
+    /// enumeration, Open MPI's `coll_tuned_<coll>_algorithm` number), as
+    /// the decision recorded it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chosen_value: Option<i64>,
     /// `default_us / chosen_us`.
     pub gain: Option<f64>,
     /// What every search cost over the run (time spent in candidates

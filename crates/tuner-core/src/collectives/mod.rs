@@ -157,6 +157,7 @@ impl Outcomes {
                 chosen: None,
                 default_us: None,
                 chosen_us: None,
+                chosen_value: None,
                 gain: None,
                 cost_us: 0.0,
                 searches: 0,
@@ -192,6 +193,7 @@ impl Outcomes {
                 o.default.get_or_insert_with(|| algorithm.clone());
             }
             o.chosen = Some(algorithm);
+            o.chosen_value = r.value;
             o.from_store = r.stored;
             o.default_us = r.default_us;
             o.chosen_us = r.time_us;

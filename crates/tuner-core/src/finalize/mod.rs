@@ -440,6 +440,7 @@ mod tests {
             chosen: chosen.map(str::to_string),
             default_us: None,
             chosen_us: None,
+            chosen_value: None,
             gain,
             cost_us: 0.0,
             searches: 1,

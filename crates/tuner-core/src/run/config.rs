@@ -343,6 +343,14 @@ impl Config {
     }
 }
 
+/// The tuning store's settings from this process's environment, with
+/// what was wrong in them (for `mpit-tuner store` and `export --store`).
+pub fn store_from_env() -> (StoreConfig, Vec<String>) {
+    let mut warnings = Vec::new();
+    let store = store_from(&|k: &str| std::env::var(k).ok(), &mut warnings);
+    (store, warnings)
+}
+
 /// `MPIT_TUNER_STORE`, `MPIT_TUNER_SITE_STORE`, `MPIT_TUNER_STORE_MAX_AGE`.
 fn store_from(lookup: &impl Fn(&str) -> Option<String>, warnings: &mut Vec<String>) -> StoreConfig {
     let mut store = StoreConfig {
@@ -362,7 +370,8 @@ fn store_from(lookup: &impl Fn(&str) -> Option<String>, warnings: &mut Vec<Strin
             store.user = tuning_store::default_path();
             if store.user.is_none() {
                 warnings.push(
-                    "neither XDG_CACHE_HOME nor HOME is set: no tuning store (set MPIT_TUNER_STORE                      to a file to have one)"
+                    "neither XDG_CACHE_HOME nor HOME is set: no tuning store (set MPIT_TUNER_STORE \
+                     to a file to have one)"
                         .into(),
                 );
             }

@@ -6,7 +6,7 @@
 mod config;
 pub mod log;
 
-pub use config::{CollectiveConfig, Config, MIN_INTERVAL, VARIABLES};
+pub use config::{store_from_env, CollectiveConfig, Config, StoreConfig, MIN_INTERVAL, VARIABLES};
 
 use mpit::quirks::LibraryVersion;
 use std::path::PathBuf;

@@ -196,7 +196,7 @@ impl Stored {
                 }
                 continue;
             };
-            let learned = jiff::Timestamp::from_second(e.updated_unix as i64)
+            let learned = jiff::Timestamp::from_second(e.updated_unix)
                 .map(|t| t.strftime("%Y-%m-%d %H:%M UTC").to_string())
                 .unwrap_or_default();
             let from = if *site {
@@ -279,6 +279,7 @@ impl Stored {
                     place,
                     left: o.searches == 0,
                     algorithm,
+                    value: o.chosen_value,
                     default,
                     default_us: o.default_us,
                     chosen_us: o.chosen_us,
@@ -288,6 +289,7 @@ impl Stored {
                 })
             })
             .collect();
+        let entries = one_per_place(entries);
         if entries.is_empty() {
             return Vec::new();
         }
@@ -314,9 +316,67 @@ impl Stored {
     }
 }
 
+/// One entry per place (an entry is found by the communicator's size):
+/// where communicators of one size kept different algorithms, the one
+/// that saved more per call against the default, as `mpit-tuner export`
+/// chooses; the first of equals.
+fn one_per_place(entries: Vec<Entry>) -> Vec<Entry> {
+    let saving = |e: &Entry| match (e.default_us, e.chosen_us) {
+        (Some(d), Some(c)) if (d - c).is_finite() => d - c,
+        _ => f64::NEG_INFINITY,
+    };
+    let mut out: Vec<Entry> = Vec::new();
+    for e in entries {
+        match out.iter_mut().find(|x| x.place == e.place) {
+            Some(x) if saving(&e) > saving(x) => *x = e,
+            Some(_) => {}
+            None => out.push(e),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn communicators_of_one_size_store_the_choice_that_saved_more() {
+        let entry = |algorithm: &str, default_us: f64, chosen_us: f64, lo: u64| Entry {
+            job: Job {
+                library: "mpich".into(),
+                library_version: "4.0.2".into(),
+                ranks: 2,
+                ranks_per_node: Some(2),
+                mode: "all".into(),
+            },
+            place: Place {
+                comm_size: 2,
+                collective: Collective::Reduce,
+                bin: (lo, Some(256)),
+            },
+            algorithm: algorithm.into(),
+            value: None,
+            default: "auto".into(),
+            left: false,
+            default_us: Some(default_us),
+            chosen_us: Some(chosen_us),
+            runs: 1,
+            updated_unix: 0,
+            run_dir: None,
+        };
+        let kept = one_per_place(vec![
+            entry("binomial", 0.3, 0.2, 0),
+            entry("auto", 0.3, 0.3, 0),
+            entry("auto", 1.0, 1.0, 8),
+            entry("binomial", 1.0, 1.2, 8),
+        ]);
+        let algorithms: Vec<(u64, &str)> = kept
+            .iter()
+            .map(|e| (e.place.bin.0, e.algorithm.as_str()))
+            .collect();
+        assert_eq!(algorithms, vec![(0, "binomial"), (8, "auto")]);
+    }
 
     #[test]
     fn slurm_s_tasks_per_node_count_only_when_every_node_has_the_same() {
