@@ -12,7 +12,8 @@
 //! (what a finished run did, from its run directory: tables, Markdown, CSV,
 //! plots), `schema` (the JSON Schema of the logs and summary.json),
 //! `export` (what collective tuning learned, as files the MPI libraries
-//! read without the tool), `watch` (a live view of a running job), `set`,
+//! read without the tool), `store` (the tuning store: list, show, forget,
+//! merge), `watch` (a live view of a running job), `set`,
 //! `pause`, `resume`, `reload` (steering a running job through its run
 //! directory), `probe` (what the MPI library supports, measured; the
 //! README's matrix). Adding one is a variant of [`Command`] and a module with its
@@ -36,6 +37,7 @@ mod report;
 mod run;
 mod schema;
 mod steering;
+mod store;
 mod table;
 mod tune;
 mod watch;
@@ -156,6 +158,14 @@ enum Command {
     /// run directory against the format with --check.
     Schema(schema::Args),
 
+    /// The tuning store: what earlier runs' collective tuning learned, from
+    /// which later runs start (docs/tuning-store.md).
+    ///
+    /// `store list` (its jobs), `store show` (their entries), `store forget`
+    /// (remove some), `store merge FROM...` (add other stores' entries, the
+    /// newest kept). Changes are made under the store's lock, as a job's.
+    Store(store::Args),
+
     /// Export what a run's collective tuning learned, for runs without the
     /// tool: an Open MPI dynamic rules file, an MPICH selection JSON, a
     /// pre-init policy.
@@ -163,7 +173,7 @@ enum Command {
     /// Reads the `collective` decision records of RUN_DIR (per communicator
     /// size, collective and message-size bin) and writes the formats that
     /// fit the library the run was made with, into RUN_DIR/export/ unless
-    /// -o says where.
+    /// -o says where. With --store, the tuning store's entries instead.
     Export(export::Args),
 }
 
@@ -190,6 +200,7 @@ fn run() -> Result<ExitCode> {
         Command::Report(args) => report::run(&args),
         Command::Schema(args) => schema::run(&args),
         Command::Export(args) => export::run(&args).map(|()| ExitCode::SUCCESS),
+        Command::Store(args) => store::run(&args),
         Command::Watch(args) => watch::run(&args),
         Command::Set(args) => steering::set(&args),
         Command::Pause(args) => steering::pause(&args, true),

@@ -14,6 +14,7 @@
 pub mod mpich;
 pub mod openmpi;
 pub mod settings;
+mod stored;
 
 use crate::report::reading::{read_run, ProblemKind, Run};
 use anyhow::{bail, Context, Result};
@@ -46,12 +47,24 @@ missing ranks, holds no decisions, or the format does not fit the run's library.
 pub struct Args {
     /// The run directory (every rank's log: `rank-NNNNN.jsonl`, or its
     /// lines in `node-<host>.jsonl`).
-    pub run_dir: PathBuf,
+    #[arg(required_unless_present = "store")]
+    pub run_dir: Option<PathBuf>,
+    /// Export from the tuning store instead of a run (FILE: the store;
+    /// without it, the one a job run from here would use): its entries of
+    /// one library and version, selected with the options below; where
+    /// entries of several job shapes disagree for a communicator size,
+    /// collective and bin, the newest wins.
+    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "",
+          conflicts_with = "run_dir")]
+    pub store: Option<PathBuf>,
+    /// Which of the store's entries (with --store only).
+    #[command(flatten)]
+    pub filter: crate::store::Filter,
     /// What to write: openmpi-rules, mpich-json, policy or all.
     #[arg(long, value_enum, default_value_t = Format::All)]
     pub format: Format,
     /// Where: a file for one format, a directory for `all` (default:
-    /// RUN_DIR/export/).
+    /// RUN_DIR/export/; with --store, ./export/).
     #[arg(short = 'o', long = "output", value_name = "PATH")]
     pub output: Option<PathBuf>,
     /// The MPICH library whose default selection table the MPICH JSON keeps
@@ -355,7 +368,19 @@ pub fn segments(choices: &[Choice]) -> Vec<(u64, Option<u64>, Option<&Choice>)> 
 
 /// Runs `mpit-tuner export`.
 pub fn run(args: &Args) -> Result<()> {
-    let learned = read(&args.run_dir)?;
+    let (learned, default_dir) = match (&args.run_dir, &args.store) {
+        (Some(dir), None) => {
+            if args.filter.any() {
+                bail!("--library, --ranks and the other selections are for --store: a run directory is one job");
+            }
+            (read(dir)?, dir.join("export"))
+        }
+        (_, Some(store)) => (
+            stored::learned(store, &args.filter)?,
+            PathBuf::from("export"),
+        ),
+        (None, None) => bail!("name a run directory, or --store"),
+    };
     for note in &learned.notes {
         eprintln!("mpit-tuner: export: {note}");
     }
@@ -363,7 +388,7 @@ pub fn run(args: &Args) -> Result<()> {
         &learned,
         args.format,
         args.output.as_deref(),
-        &args.run_dir.join("export"),
+        &default_dir,
         args.mpich_lib.as_deref(),
     )?;
     for path in &written {
