@@ -18,7 +18,7 @@ nodes: each node is a network namespace with a UTS namespace of its own
 (iproute2) and `unshare` (util-linux).
 
 Commands:
-  up N [--link RATE] [--share-boot-id] [--owner PID]
+  up N [--link RATE] [--share-boot-id] [--slurm] [--owner PID]
         Creates N nodes (1 to 250), replacing a cluster of the same name.
         --link shapes every node's link with tbf on both ends of its veth
         pair, so both ways (1gbit, 100mbit; a burst of 4 ms at that rate).
@@ -29,6 +29,12 @@ Commands:
         data between nodes through shared memory, and no data crosses the
         links (Debian's MPICH 4.0.2 on UCX 1.13 hangs now and then in
         MPI_Finalize when its ranks talk over TCP: openucx/ucx#8738).
+        --slurm: a Slurm cluster too (Debian's slurmctld, slurmd, munge):
+        munged and slurmctld on the head, one slurmd on each node (its
+        NodeName its host name), a generated slurm.conf; returns once
+        `sinfo` shows N idle nodes. Commands entered on a node or the head
+        find it (SLURM_CONF), so `exec head -- srun -N 2 ...` and `sbatch`
+        work there. Exit 3 when Slurm or munge is not installed.
         --owner: the cluster belongs to the process PID; `down --stale` (run
         by every `up`) removes it once that process is gone. Prints the
         cluster's settings (as `env` does).
@@ -52,7 +58,7 @@ Commands:
         variable, Open MPI only OMPI_* and what -x names), then ARG...
   env   Prints the settings of the cluster as KEY=VALUE lines:
         MPIT_CLUSTER_NAME, _DIR, _NODES, _HOSTS, _SUBNET, _AGENT, _IFACE,
-        _LINK, _BOOT_ID.
+        _LINK, _BOOT_ID, _SLURM (the head's slurm.conf, or `no`).
   status
         Says whether the cluster is up, and lists its namespaces.
 
@@ -72,9 +78,23 @@ interfaces, routes and files are not changed; the state lives in
 /run/mpit-cluster/NAME. The name is `mpitc` unless --name or MPIT_CLUSTER
 says otherwise.
 
+Slurm (--slurm): the daemons run inside the cluster's namespaces (so
+`down` ends them with the rest) as root, with their state, spool, logs
+and munge's key and socket in the state directory; each node has its own
+slurm.conf directory (the same slurm.conf; its own mpi.conf, since the
+pmix plugin's per-step directories would collide in the /tmp every node
+shares). Inside a node /sys is the namespace's own, without the
+machine's cgroup mounts, and slurmd 22.05 starts its cgroup plugin
+whatever the configuration: each slurmd gets an empty tmpfs there, in its
+own mount namespace (proctrack/pgid and task/none: nothing is confined).
+A stand-in for a site's Prolog and TaskProlog records, per node and job,
+the shared objects each loaded and its LD_PRELOAD
+($DIR/slurm/NODE/prolog-JOB.maps, task-prolog-JOB.maps).
+
 Exit status: 0 done; 1 failed (says what); 2 bad usage; 3 this machine
 cannot make the cluster (not root, no `ip`, no `unshare`, no namespaces,
-veth or bridge in the kernel): it says why.
+veth or bridge in the kernel; with --slurm, no Slurm or munge): it says
+why.
 EOF
 }
 
@@ -204,10 +224,11 @@ rate_bits() {
 }
 
 up() {
-  local nodes="" link="" owner="" share_boot_id=""
+  local nodes="" link="" owner="" share_boot_id="" slurm=""
   while [ $# -gt 0 ]; do
     case "$1" in
       --share-boot-id) share_boot_id=1; shift ;;
+      --slurm) slurm=1; shift ;;
       --link) [ $# -ge 2 ] || usage_error "--link needs a rate"; link="$2"; shift 2 ;;
       --owner) [ $# -ge 2 ] || usage_error "--owner needs a pid"; owner="$2"; shift 2 ;;
       -*) usage_error "up: unknown option $1" ;;
@@ -221,6 +242,7 @@ up() {
     [ -r "/proc/$owner/stat" ] || usage_error "--owner $owner: no such process"
   fi
   preflight
+  [ -z "$slurm" ] || slurm_preflight
   down_stale
   down_cluster "$name"
   mkdir -p "$dir"
@@ -263,7 +285,112 @@ up() {
   done
   wait_forwarding $((nodes + 1))
   write_helpers "$nodes" "$link" "$share_boot_id"
+  if [ -n "$slurm" ]; then
+    slurm_up "$nodes"
+    sed -i "s|^MPIT_CLUSTER_SLURM=.*|MPIT_CLUSTER_SLURM=$dir/slurm/etc-head/slurm.conf|" "$dir/env"
+  fi
   print_env
+}
+
+# What --slurm needs that this machine lacks, if anything (exit 3).
+slurm_preflight() {
+  local tool
+  for tool in munged mungekey slurmctld slurmd sinfo srun sbatch; do
+    command -v "$tool" >/dev/null 2>&1 ||
+      cannot "--slurm: \`$tool\` is not installed (scripts/setup.sh installs slurmctld, slurmd, slurm-client and munge)"
+  done
+}
+
+# Fails the `up` after removing what it made, with the end of LOG.
+slurm_fail() {
+  local log="$1" tail_text=""
+  shift
+  [ ! -s "$log" ] || tail_text="$(tail -n 5 "$log")"
+  down_cluster "$name"
+  die "$*${tail_text:+; the end of $log:
+$tail_text}"
+}
+
+# munge, slurmctld on the head and one slurmd per node, inside the
+# cluster's namespaces; waits until sinfo shows every node idle.
+slurm_up() {
+  local nodes="$1" s="$dir/slurm" node i state="" script
+  mkdir -p "$s/munge" "$s/ctld"
+  chmod 700 "$s/munge"
+  mungekey -c -k "$s/munge/munge.key" >/dev/null 2>&1 ||
+    slurm_fail /dev/null "mungekey could not create a key in $s/munge"
+  # --force: munged refuses to run as root without it (every daemon of
+  # this cluster is root's).
+  "$dir/enter" head munged --force --socket="$s/munge/socket" --key-file="$s/munge/munge.key" \
+    --log-file="$s/munge/munged.log" --pid-file="$s/munge/munged.pid" \
+    --seed-file="$s/munge/munged.seed" ||
+    slurm_fail "$s/munge/munged.log" "munged did not start"
+  {
+    echo "# Generated by scripts/cluster.sh up --slurm for the emulated cluster $name."
+    echo "ClusterName=$name"
+    echo "SlurmctldHost=head($head_addr)"
+    echo "SlurmUser=root"
+    echo "SlurmdUser=root"
+    echo "AuthType=auth/munge"
+    echo "CredType=cred/munge"
+    echo "AuthInfo=socket=$s/munge/socket"
+    echo "StateSaveLocation=$s/ctld"
+    echo "SlurmctldPidFile=$s/ctld/slurmctld.pid"
+    echo "SlurmctldLogFile=$s/ctld/slurmctld.log"
+    echo "SlurmdSpoolDir=$s/%n/spool"
+    echo "SlurmdPidFile=$s/%n/slurmd.pid"
+    echo "SlurmdLogFile=$s/%n/slurmd.log"
+    echo "Prolog=$s/prolog"
+    echo "TaskProlog=$s/task-prolog"
+    echo "ProctrackType=proctrack/pgid"
+    echo "TaskPlugin=task/none"
+    echo "JobAcctGatherType=jobacct_gather/none"
+    echo "AccountingStorageType=accounting_storage/none"
+    echo "JobCompType=jobcomp/none"
+    echo "SelectType=select/cons_tres"
+    echo "SelectTypeParameters=CR_Core"
+    echo "SchedulerType=sched/backfill"
+    echo "MpiDefault=none"
+    echo "ReturnToService=2"
+    # The nodes share this machine's cores: each says 4 CPUs whatever the
+    # machine has, so what a job may ask does not depend on it.
+    echo "SlurmdParameters=config_overrides"
+    for i in $(seq "$nodes"); do
+      echo "NodeName=node$i NodeAddr=$prefix.$i CPUs=4 State=UNKNOWN"
+    done
+    echo "PartitionName=all Nodes=ALL Default=YES MaxTime=INFINITE State=UP"
+  } >"$s/slurm.conf"
+  for script in prolog task-prolog; do
+    {
+      echo '#!/bin/sh'
+      echo "# A stand-in for a site's $script (scripts/cluster.sh up --slurm):"
+      echo '# records the shared objects this shell loaded, and its LD_PRELOAD.'
+      echo "out=\"$s/\$(hostname)/$script-\${SLURM_JOB_ID:-none}.maps\""
+      echo '{ echo "LD_PRELOAD=${LD_PRELOAD:-}"; awk '"'"'$6 ~ /^\// { print $6 }'"'"' /proc/$$/maps | sort -u; } >>"$out"'
+      echo 'exit 0'
+    } >"$s/$script"
+    chmod 755 "$s/$script"
+  done
+  for node in head $(seq -f 'node%g' 1 "$nodes"); do
+    mkdir -p "$s/$node/spool" "$s/$node/pmix" "$s/etc-$node"
+    cp "$s/slurm.conf" "$s/etc-$node/slurm.conf"
+    printf 'CgroupPlugin=cgroup/v1\nCgroupAutomount=yes\n' >"$s/etc-$node/cgroup.conf"
+    echo "PMIxCliTmpDirBase=$s/$node/pmix" >"$s/etc-$node/mpi.conf"
+  done
+  "$dir/enter" head slurmctld || slurm_fail "$s/ctld/slurmctld.log" "slurmctld did not start"
+  for i in $(seq "$nodes"); do
+    "$dir/enter" "node$i" sh -c 'mount -t tmpfs mpit-cgroup /sys/fs/cgroup && exec slurmd' ||
+      slurm_fail "$s/node$i/slurmd.log" "slurmd did not start on node$i"
+  done
+  # Until every node is idle (asked every 100 ms, 30 s at most).
+  for _ in $(seq 300); do
+    state="$("$dir/enter" head sinfo -h -N -o '%N %t' 2>/dev/null || true)"
+    if [ "$(echo "$state" | grep -c ' idle$')" -eq "$nodes" ]; then
+      return 0
+    fi
+    sleep 0.1
+  done
+  slurm_fail "$s/ctld/slurmctld.log" "Slurm's nodes were not idle within 30 s (sinfo: ${state:-nothing})"
 }
 
 # The state directory's programs: `enter` (a command inside a node) and
@@ -281,6 +408,9 @@ write_helpers() {
 # ranks on two nodes would share memory).
 node="\$1"; shift
 grep -q " \$node\\\$" "$dir/hosts" || { echo "cluster $name has no node \$node" >&2; exit 255; }
+# With Slurm (up --slurm), the node's slurm.conf is the one its commands
+# find.
+[ ! -f "$dir/slurm/etc-\$node/slurm.conf" ] || export SLURM_CONF="$dir/slurm/etc-\$node/slurm.conf"
 exec ip netns exec "$name-\$node" unshare --uts -- sh -c 'mount --bind "\$0/hosts" /etc/hosts && { [ ! -f "\$0/boot_id-\$1" ] || mount --bind "\$0/boot_id-\$1" /proc/sys/kernel/random/boot_id; } && hostname "\$1" && shift && exec "\$@"' "$dir" "\$node" "\$@"
 EOF
   cat >"$dir/agent" <<EOF
@@ -316,6 +446,7 @@ MPIT_CLUSTER_AGENT=$dir/agent
 MPIT_CLUSTER_IFACE=eth0
 MPIT_CLUSTER_LINK=${link:-unshaped}
 MPIT_CLUSTER_BOOT_ID=$([ -n "$share_boot_id" ] && echo shared || echo per-node)
+MPIT_CLUSTER_SLURM=no
 EOF
 }
 

@@ -5,7 +5,8 @@
 # relinking test, a font for the PNG plots of `mpit-tuner report`, tmux
 # for the test of the full-screen `mpit-tuner watch`, iproute2 for the
 # emulated cluster of scripts/cluster.sh, valgrind for the instruction
-# counts of benches/hot-path-instructions.sh; then MPICH 5 and Open
+# counts of benches/hot-path-instructions.sh; Slurm (slurmctld, slurmd,
+# slurm-client) and munge for the emulated cluster's Slurm mode; then MPICH 5 and Open
 # MPI 5 from the Python package registry into a cached virtual environment
 # (scripts/mpi-wheels.sh; python3-venv for that); then MVAPICH2 2.3.7 from
 # the vendored tarball beside the repository, built once into the cache
@@ -18,7 +19,7 @@ set -euo pipefail
 
 need=()
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-for pkg in libmpich-dev mpich libopenmpi-dev openmpi-bin libclang-dev clang gfortran patchelf pkg-config make binutils procps fonts-dejavu-core tmux iproute2 python3 python3-venv valgrind; do
+for pkg in libmpich-dev mpich libopenmpi-dev openmpi-bin libclang-dev clang gfortran patchelf pkg-config make binutils procps fonts-dejavu-core tmux iproute2 python3 python3-venv valgrind slurmctld slurmd slurm-client munge; do
   have_pkg "$pkg" || need+=("$pkg")
 done
 mv2_tarball="${MPIT_MV2_TARBALL:-$(dirname "$0")/../../shared/vendor/mvapich2-2.3.7-1.tar.xz}"
