@@ -178,6 +178,10 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // Run by slurmstepd as the task prolog `mpit-tuner run` gave srun.
+    if let Some(code) = run::task_prolog() {
+        return code;
+    }
     match run() {
         Ok(code) => code,
         // `mpit-tuner list | head`: the reader has what it wanted.

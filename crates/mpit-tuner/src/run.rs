@@ -39,8 +39,13 @@ Launchers: Open MPI's mpirun/mpiexec forwards only the variables named with \
 -x, so for it (a launcher named *.openmpi or orterun, or mpirun/mpiexec \
 whose --version says Open MPI) `-x VAR` is added after the launcher's name \
 for LD_PRELOAD and every MPIT_TUNER_* variable. MPICH's and Intel MPI's \
-Hydra and Slurm's srun forward the whole environment. The launcher must be \
-the first word of the command (not behind `timeout` or a script).
+Hydra forwards the whole environment. Slurm's srun forwards the environment \
+(its --export=ALL default) but gets no LD_PRELOAD: `--task-prolog=` this \
+program is added after its name, which gives LD_PRELOAD to each task alone, \
+so that srun, slurmstepd and a site's TaskProlog never load the library (a \
+SLURM_TASK_PROLOG of yours runs after it; a --task-prolog option is refused). \
+The launcher must be the first word of the command (not behind `timeout` or a \
+script).
 
 The options are checked before anything is launched: a bad --interval, \
 --pvars or policy file is an error (exit status 2). Then the exit status is \
@@ -146,10 +151,13 @@ pub fn launch(
         bail!("no launcher given after `--`");
     };
     let mut cmd = Command::new(launcher);
+    let mut env = env.to_vec();
     if is_open_mpi(launcher) {
-        for name in forwarded(env) {
+        for name in forwarded(&env) {
             cmd.arg("-x").arg(name);
         }
+    } else if is_srun(launcher) {
+        srun_task_prolog(&mut cmd, &command[1..], &mut env)?;
     }
     cmd.args(&command[1..])
         .envs(env.iter().map(|(k, v)| (k, v)));
@@ -410,6 +418,90 @@ fn check_abi(lib: &Path, command: &[OsString]) -> Result<()> {
     Ok(())
 }
 
+/// The variable that carries `LD_PRELOAD`'s value to srun's tasks, for
+/// [`task_prolog`].
+pub const SRUN_PRELOAD: &str = "MPIT_TUNER_SRUN_PRELOAD";
+/// The user's own task prolog (their `SLURM_TASK_PROLOG`), which
+/// [`task_prolog`] runs after its line.
+pub const SRUN_TASK_PROLOG: &str = "MPIT_TUNER_SRUN_TASK_PROLOG";
+
+/// Whether the launcher is Slurm's `srun`.
+pub fn is_srun(launcher: &OsStr) -> bool {
+    Path::new(launcher).file_name() == Some(OsStr::new("srun"))
+}
+
+/// srun gets the preload for its tasks only: not `LD_PRELOAD` in its own
+/// environment (srun, and everything slurmstepd runs with the task's
+/// environment, such as a site's TaskProlog, would load the library), but
+/// `--task-prolog=` this program, which slurmstepd runs before each task
+/// and whose `export LD_PRELOAD=...` line sets it for the task alone
+/// ([`task_prolog`]). A `--task-prolog` of the user's would replace it: refused.
+fn srun_task_prolog(
+    cmd: &mut Command,
+    args: &[OsString],
+    env: &mut Vec<(OsString, OsString)>,
+) -> Result<()> {
+    if let Some(given) = args.iter().find(|a| {
+        let a = a.to_string_lossy();
+        a == "--task-prolog" || a.starts_with("--task-prolog=")
+    }) {
+        bail!(
+            "`{}`: mpit-tuner run preloads the tool into srun's tasks through srun's              --task-prolog, which yours would replace; set SLURM_TASK_PROLOG to your              prolog instead (mpit-tuner's runs it after its own line), or launch              `srun ... env LD_PRELOAD=LIB ./app` yourself (docs/guide.md#slurm)",
+            given.to_string_lossy()
+        );
+    }
+    let exe = std::env::current_exe().context("cannot locate the mpit-tuner program")?;
+    let mut prolog = OsString::from("--task-prolog=");
+    prolog.push(exe.as_os_str());
+    cmd.arg(prolog);
+    for (k, _) in env.iter_mut().filter(|(k, _)| k == "LD_PRELOAD") {
+        *k = SRUN_PRELOAD.into();
+    }
+    // srun itself must not load a preload the caller set either.
+    cmd.env_remove("LD_PRELOAD");
+    if let Some(theirs) = std::env::var_os("SLURM_TASK_PROLOG").filter(|v| !v.is_empty()) {
+        env.push((SRUN_TASK_PROLOG.into(), theirs));
+    }
+    Ok(())
+}
+
+/// This program as srun's task prolog (given by [`srun_task_prolog`]):
+/// slurmstepd runs it without arguments, with the task's environment,
+/// before each task, and sets the variables it prints as `export NAME=VALUE`
+/// for the task. Prints `LD_PRELOAD`, then runs the user's own task prolog
+/// if there was one. `None` when this is not such a run.
+pub fn task_prolog() -> Option<ExitCode> {
+    if std::env::args_os().len() != 1 {
+        return None;
+    }
+    let preload = std::env::var_os(SRUN_PRELOAD).filter(|v| !v.is_empty())?;
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    // A failed write cannot be told to anyone but slurmd's log; the task
+    // then runs without the tool.
+    if writeln!(out, "export LD_PRELOAD={}", preload.to_string_lossy())
+        .and_then(|()| out.flush())
+        .is_err()
+    {
+        eprintln!("mpit-tuner: task prolog: cannot write LD_PRELOAD for the task");
+    }
+    drop(out);
+    if let Some(theirs) = std::env::var_os(SRUN_TASK_PROLOG).filter(|v| !v.is_empty()) {
+        match Command::new(&theirs).status() {
+            Ok(status) if !status.success() => eprintln!(
+                "mpit-tuner: task prolog: {} ended with {status}",
+                theirs.to_string_lossy()
+            ),
+            Ok(_) => {}
+            Err(e) => eprintln!(
+                "mpit-tuner: task prolog: cannot run {}: {e}",
+                theirs.to_string_lossy()
+            ),
+        }
+    }
+    Some(ExitCode::SUCCESS)
+}
+
 /// Whether the launcher is Open MPI's, which forwards only the variables
 /// named with `-x`.
 pub fn is_open_mpi(launcher: &OsStr) -> bool {
@@ -498,6 +590,8 @@ mod tests {
         assert!(is_open_mpi(OsStr::new("orterun")));
         assert!(!is_open_mpi(OsStr::new("mpiexec.mpich")));
         assert!(!is_open_mpi(OsStr::new("srun")));
+        assert!(is_srun(OsStr::new("/usr/bin/srun")));
+        assert!(!is_srun(OsStr::new("sbatch")));
         assert!(!is_open_mpi(OsStr::new("bash")));
     }
 

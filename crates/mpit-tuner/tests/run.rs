@@ -553,3 +553,76 @@ fn open_mpi_launchers_get_x_options() {
     let hydra = fake_launcher(tmp.path(), "mpiexec.mpich", "HYDRA build details:");
     assert_eq!(launched_with(&hydra), ["-n", "2", "./app"]);
 }
+
+/// srun gets no LD_PRELOAD of its own but `--task-prolog=` mpit-tuner,
+/// which, run as slurmstepd runs it (no arguments, the task's
+/// environment), prints the line that preloads the library into the task,
+/// then runs the user's SLURM_TASK_PROLOG; a --task-prolog of the user's is
+/// refused before anything is launched. (The real thing, under Slurm:
+/// tests/slurm.rs.)
+#[test]
+fn srun_gets_the_preload_for_its_tasks_only() {
+    preload_lib();
+    let tmp = common::tempdir();
+    let srun = tmp.path().join("srun");
+    let theirs = tmp.path().join("their-prolog");
+    {
+        let _no_spawns = mpit_testkit::job_lock();
+        // A stand-in srun: its own LD_PRELOAD, its arguments, then its
+        // --task-prolog run as slurmstepd would, with no arguments.
+        std::fs::write(
+            &srun,
+            "#!/bin/sh\necho \"srun LD_PRELOAD=${LD_PRELOAD:-}\"\nprintf 'arg %s\\n' \"$@\"\n\
+             prolog=\"${1#--task-prolog=}\"\n\"$prolog\"\n",
+        )
+        .unwrap();
+        std::fs::write(&theirs, "#!/bin/sh\necho 'export THEIRS=1'\n").unwrap();
+        for p in [&srun, &theirs] {
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+    }
+    let lib = srun.with_file_name("libstandin.so");
+    std::fs::write(&lib, b"\x7fELF").unwrap();
+    let args = [
+        "run",
+        "--lib",
+        lib.to_str().unwrap(),
+        "--",
+        srun.to_str().unwrap(),
+        "-N",
+        "2",
+        "./app",
+    ];
+    let mut cmd = command(&args);
+    cmd.env("LD_PRELOAD", "libm.so.6")
+        .env("SLURM_TASK_PROLOG", &theirs);
+    let job = mpit_testkit::run(cmd);
+    assert_eq!(code(&job), Some(0), "{}", printed(&job));
+    let lines: Vec<String> = job.stdout().lines().map(str::to_string).collect();
+    let exe = Path::new(common::BIN).canonicalize().unwrap();
+    assert_eq!(
+        lines,
+        [
+            "srun LD_PRELOAD=".to_string(),
+            format!("arg --task-prolog={}", exe.display()),
+            "arg -N".into(),
+            "arg 2".into(),
+            "arg ./app".into(),
+            format!("export LD_PRELOAD={}:libm.so.6", lib.display()),
+            "export THEIRS=1".into(),
+        ],
+        "{}",
+        printed(&job)
+    );
+
+    let mut refused = args.to_vec();
+    refused.insert(6, "--task-prolog=/site/prolog");
+    let job = mpit_tuner(&refused);
+    assert_eq!(code(&job), Some(2), "{}", printed(&job));
+    assert!(
+        job.stderr().contains("--task-prolog") && job.stderr().contains("SLURM_TASK_PROLOG"),
+        "{}",
+        printed(&job)
+    );
+    assert!(job.stdout().is_empty(), "launched: {}", printed(&job));
+}
