@@ -27,6 +27,11 @@
 //! Ranks are placed by slot: with `per_node` ranks per node, ranks
 //! `0..per_node` run on `node1`, the next `per_node` on `node2`, and so on
 //! ([`Cluster::host_of`]).
+//!
+//! [`Cluster::shared_slurm`] is the same with Slurm on it (`up --slurm`:
+//! slurmctld on the head, a slurmd on each node): [`Cluster::srun`] gives
+//! srun's options for a job on every node, with the PMI plugin of this
+//! build's library ([`srun_mpi_plugin`]).
 
 use crate::netns::wrapped;
 use crate::{launcher_env, mpiexec_path, repo_root, timeout};
@@ -41,6 +46,8 @@ use std::sync::{Mutex, OnceLock};
 pub struct Cluster {
     name: String,
     nodes: u32,
+    /// Whether Slurm runs on it.
+    slurm: bool,
     /// Its state directory (`enter`, `agent`, `hosts`).
     dir: PathBuf,
     /// The reaper, whose standard input (a pipe from this process) closes
@@ -69,7 +76,7 @@ impl Cluster {
     pub fn shared(nodes: u32) -> Result<&'static Cluster, String> {
         static SHARED: OnceLock<Result<Cluster, String>> = OnceLock::new();
         let cluster = SHARED
-            .get_or_init(|| Cluster::up(nodes))
+            .get_or_init(|| Cluster::up(nodes, false))
             .as_ref()
             .map_err(Clone::clone)?;
         assert_eq!(
@@ -80,11 +87,31 @@ impl Cluster {
         Ok(cluster)
     }
 
-    fn up(nodes: u32) -> Result<Cluster, String> {
+    /// [`Cluster::shared`] with Slurm on it (`cluster.sh up --slurm`),
+    /// another cluster than that one; `Err` also where Slurm or munge is
+    /// not installed.
+    pub fn shared_slurm(nodes: u32) -> Result<&'static Cluster, String> {
+        static SHARED: OnceLock<Result<Cluster, String>> = OnceLock::new();
+        let cluster = SHARED
+            .get_or_init(|| Cluster::up(nodes, true))
+            .as_ref()
+            .map_err(Clone::clone)?;
+        assert_eq!(
+            cluster.nodes, nodes,
+            "this test process's Slurm cluster has {} nodes; one size per test binary",
+            cluster.nodes
+        );
+        Ok(cluster)
+    }
+
+    fn up(nodes: u32, slurm: bool) -> Result<Cluster, String> {
         let pid = std::process::id().to_string();
-        let name = format!("mpitc-{pid}");
+        let name = format!("{}-{pid}", if slurm { "mpits" } else { "mpitc" });
         let mut up = script(&name);
         up.args(["up", &nodes.to_string(), "--owner", &pid]);
+        if slurm {
+            up.arg("--slurm");
+        }
         if system_ucx() {
             up.arg("--share-boot-id");
         }
@@ -121,6 +148,7 @@ impl Cluster {
         Ok(Cluster {
             name,
             nodes,
+            slurm,
             dir,
             _reaper: Mutex::new(reaper),
         })
@@ -129,6 +157,49 @@ impl Cluster {
     /// The cluster's name (its namespaces are `NAME-node1`, ...).
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// Its state directory (with Slurm: `slurm/NODE/` holds each node's
+    /// slurmd log and what the stand-in prologs recorded).
+    pub fn dir(&self) -> &std::path::Path {
+        &self.dir
+    }
+
+    /// `srun` and its options for `per_node` ranks on each node, with the
+    /// PMI plugin this build's library starts with: what follows
+    /// `mpit-tuner run ... --` on the head. Panics on a cluster without
+    /// Slurm.
+    pub fn srun(&self, per_node: u32) -> Vec<String> {
+        assert!(self.slurm, "cluster {} runs no Slurm", self.name);
+        [
+            "srun".to_string(),
+            "-N".into(),
+            self.nodes.to_string(),
+            "--ntasks-per-node".into(),
+            per_node.to_string(),
+            format!("--mpi={}", srun_mpi_plugin()),
+        ]
+        .into()
+    }
+
+    /// The processes running now inside the cluster's namespaces (its
+    /// daemons, launchers and ranks), as process ids.
+    pub fn processes(&self) -> Vec<u32> {
+        let mut namespaces = vec![format!("{}-head", self.name)];
+        namespaces.extend(self.hosts().iter().map(|h| format!("{}-{h}", self.name)));
+        let mut pids = Vec::new();
+        for ns in namespaces {
+            let out = Command::new("ip")
+                .args(["netns", "pids", &ns])
+                .output()
+                .unwrap_or_else(|e| panic!("cannot run `ip netns pids {ns}`: {e}"));
+            pids.extend(
+                String::from_utf8_lossy(&out.stdout)
+                    .split_whitespace()
+                    .filter_map(|p| p.parse::<u32>().ok()),
+            );
+        }
+        pids
     }
 
     /// The host names of its nodes: `node1` ... `nodeN`.
@@ -219,6 +290,50 @@ impl Cluster {
     }
 }
 
+/// srun's PMI plugin for this build's library. Measured with Debian 12's
+/// Slurm 22.05 (plugins pmi2 and pmix v4) on the emulated cluster: MPICH
+/// 4.0.2 and 5.0 start their ranks with `pmi2` (with `pmix`, 4.0.2's ranks
+/// start as singletons and 5.0's refuse: "unsupported PMI version PMIx");
+/// Open MPI 4.1 and 5.0 with `pmix` (with `pmi2`, 4.1's abort in
+/// MPI_Init and 5.0's start as singletons).
+pub fn srun_mpi_plugin() -> &'static str {
+    if crate::flavor() == "openmpi" {
+        "pmix"
+    } else {
+        "pmi2"
+    }
+}
+
+/// Why srun cannot start this build's ranks with Debian 12's Slurm 22.05
+/// (`None`: it can). MPICH 5.0's ranks, more than one a node, put their
+/// business cards in segments that the pmi2 plugin rejects ("value not
+/// properly terminated in client request", the job fails in MPI_Init; one
+/// rank a node starts; also seen elsewhere:
+/// ufs-community/ufs-weather-model#1732); its PMI-2 wire protocol fails in
+/// PMI init, and it refuses pmix.
+pub fn srun_cannot_start_ranks() -> Option<&'static str> {
+    static WHY: OnceLock<Option<&'static str>> = OnceLock::new();
+    *WHY.get_or_init(|| {
+        if crate::flavor() != "mpich" {
+            return None;
+        }
+        let out = Command::new(mpiexec_path())
+            .arg("--version")
+            .output()
+            .ok()?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let major = text
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("Version:"))
+            .and_then(|v| v.trim().split('.').next()?.parse::<u32>().ok())?;
+        (major >= 5).then_some(
+            "MPICH 5.0's ranks, more than one a node, fail in MPI_Init under Debian 12's Slurm \
+             22.05 (its pmi2 plugin rejects their segmented business cards: \"value not properly \
+             terminated in client request\"); mpiexec inside an allocation is the tested form",
+        )
+    })
+}
+
 /// Whether the build's MPI library links the UCX of the system's packages
 /// (`ldd`: `libucp.so` from /lib or /usr/lib).
 fn system_ucx() -> bool {
@@ -242,6 +357,15 @@ fn system_ucx() -> bool {
 /// `None` after saying that `test` does not apply here and why (no root,
 /// no `ip`, no `unshare`, ...).
 pub fn cluster_for(test: &str, nodes: u32) -> Option<&'static Cluster> {
+    cluster_of(test, nodes, false)
+}
+
+/// [`cluster_for`] with Slurm on it ([`Cluster::shared_slurm`]).
+pub fn slurm_cluster_for(test: &str, nodes: u32) -> Option<&'static Cluster> {
+    cluster_of(test, nodes, true)
+}
+
+fn cluster_of(test: &str, nodes: u32, slurm: bool) -> Option<&'static Cluster> {
     if mpit_sys::BUILD_HEADER_LIBRARY == "mvapich2" {
         // Measured: MPI_Init fails on every rank with "rdma_open_hca: No IB
         // device found" as soon as the ranks are on more than one node.
@@ -252,12 +376,20 @@ pub fn cluster_for(test: &str, nodes: u32) -> Option<&'static Cluster> {
         );
         return None;
     }
-    match Cluster::shared(nodes) {
+    let shared = if slurm {
+        Cluster::shared_slurm(nodes)
+    } else {
+        Cluster::shared(nodes)
+    };
+    match shared {
         Ok(cluster) => Some(cluster),
         Err(why) => {
             crate::not_applicable(
                 test,
-                &format!("no emulated cluster of {nodes} nodes can be made here: {why}"),
+                &format!(
+                    "no emulated cluster of {nodes} nodes{} can be made here: {why}",
+                    if slurm { " with Slurm" } else { "" }
+                ),
             );
             None
         }

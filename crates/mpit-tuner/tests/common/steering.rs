@@ -97,6 +97,8 @@ pub enum Place {
     /// On every node of the emulated cluster, that many ranks each;
     /// `mpit-tuner run` runs on its head node.
     Nodes(&'static Cluster, u32),
+    /// As `Nodes`, launched by Slurm's srun (the cluster runs Slurm).
+    Slurm(&'static Cluster, u32),
 }
 
 impl Place {
@@ -104,7 +106,9 @@ impl Place {
     pub fn ranks(&self) -> u32 {
         match self {
             Place::Here(ranks) => *ranks,
-            Place::Nodes(cluster, per_node) => per_node * cluster.hosts().len() as u32,
+            Place::Nodes(cluster, per_node) | Place::Slurm(cluster, per_node) => {
+                per_node * cluster.hosts().len() as u32
+            }
         }
     }
 
@@ -113,6 +117,7 @@ impl Place {
         match self {
             Place::Here(ranks) => launcher(*ranks),
             Place::Nodes(cluster, per_node) => cluster.launcher(*per_node),
+            Place::Slurm(cluster, per_node) => cluster.srun(*per_node),
         }
     }
 
@@ -121,6 +126,13 @@ impl Place {
         match self {
             Place::Here(_) => command(args),
             Place::Nodes(cluster, _) => cluster.on_head(&command(args)),
+            Place::Slurm(cluster, _) => {
+                let mut cmd = command(args);
+                // Across nodes Open MPI needs its TCP transport, which the
+                // test kit's list for jobs on one host leaves out.
+                cmd.env_remove("OMPI_MCA_btl");
+                cluster.on_head(&cmd)
+            }
         }
     }
 }
