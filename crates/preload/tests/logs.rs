@@ -48,6 +48,48 @@ fn check_variables_announced(log: &RankLog, summary: &Value) {
     }
 }
 
+/// The tool's totals (`tool.<family>.calls|bytes|time`, `tool.mpi.time`)
+/// never go down from one sample to the next, and their rates are never
+/// negative (`watch` once showed `tool.mpi.time` at -0.53/s: the time of
+/// the calls not timed was rescaled at every sample by the run's mean).
+fn check_tool_totals_grow(log: &RankLog) {
+    let total = |name: &str| {
+        name.starts_with("tool.")
+            && [".calls", ".bytes", ".time"]
+                .iter()
+                .any(|end| name.ends_with(end))
+    };
+    let mut last: std::collections::BTreeMap<String, f64> = Default::default();
+    let mut seen = 0;
+    for s in log.samples() {
+        for var in s["vars"].as_array().unwrap() {
+            let name = var["name"].as_str().unwrap();
+            if !total(name) {
+                continue;
+            }
+            seen += 1;
+            let value = var["value"][0].as_f64().expect("a total's value");
+            let rate = var["rate"][0].as_f64().expect("a total's rate");
+            assert!(
+                rate >= 0.0,
+                "{}: `{name}` rate {rate} at t={}",
+                log.path.display(),
+                s["t"]
+            );
+            if let Some(&before) = last.get(name) {
+                assert!(
+                    value >= before,
+                    "{}: `{name}` went down from {before} to {value} at t={}",
+                    log.path.display(),
+                    s["t"]
+                );
+            }
+            last.insert(name.to_string(), value);
+        }
+    }
+    assert!(seen > 0, "{}: no tool totals sampled", log.path.display());
+}
+
 /// The end-to-end test: 4 ranks of an application that creates and frees
 /// communicators, under the preload. One valid JSON Lines log per rank
 /// (header first with the format version, close last, every line JSON),
@@ -104,6 +146,7 @@ fn four_ranks_one_valid_log_per_rank_and_summary() {
             log.path.display()
         );
         check_variables_announced(log, &summary);
+        check_tool_totals_grow(log);
     }
     assert_eq!(
         summary["samples_rank0"],

@@ -272,15 +272,83 @@ pub fn record_time(family: Family, timing: Timing, nanos: u64) {
 
 /// Estimated seconds in `calls` calls: the first ones exactly, the rest
 /// from the sampled ones' mean.
+#[cfg(test)]
 fn estimated_seconds(calls: u64, exact_nanos: u64, sampled_calls: u64, sampled_nanos: u64) -> f64 {
-    let rest = calls.saturating_sub(TIMED_ALWAYS);
-    let scaled = if sampled_calls > 0 {
-        sampled_nanos as f64 * (rest as f64 / sampled_calls as f64)
-    } else {
-        0.0
-    };
-    (exact_nanos as f64 + scaled) * 1e-9
+    let mut e = TimeEstimate::default();
+    e.advance(Raw {
+        calls,
+        exact_nanos,
+        sampled_calls,
+        sampled_nanos,
+    })
 }
+
+/// One reading of a family's timing counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Raw {
+    calls: u64,
+    exact_nanos: u64,
+    sampled_calls: u64,
+    sampled_nanos: u64,
+}
+
+/// A family's estimated time, advanced reading by reading so that it never
+/// goes down: the calls not timed since the last reading count at the mean
+/// of the calls sampled since then (at the run's sampled mean when none
+/// was). Scaling every call by the run's mean at each reading instead made
+/// the total fall whenever the mean fell (calls getting faster after slow
+/// first ones), and a total's rate negative (`watch` showed
+/// `tool.mpi.time` at -0.53/s).
+#[derive(Debug, Clone, Copy, Default)]
+struct TimeEstimate {
+    last: Raw,
+    seconds: f64,
+}
+
+impl TimeEstimate {
+    /// Takes a new reading; returns the estimated seconds so far.
+    fn advance(&mut self, now: Raw) -> f64 {
+        let d = |a: u64, b: u64| a.saturating_sub(b);
+        let last = self.last;
+        let exact = d(now.exact_nanos, last.exact_nanos) as f64;
+        let untimed = d(
+            now.calls.saturating_sub(TIMED_ALWAYS),
+            last.calls.saturating_sub(TIMED_ALWAYS),
+        ) as f64;
+        let sampled = d(now.sampled_calls, last.sampled_calls);
+        let mean = if sampled > 0 {
+            d(now.sampled_nanos, last.sampled_nanos) as f64 / sampled as f64
+        } else if now.sampled_calls > 0 {
+            now.sampled_nanos as f64 / now.sampled_calls as f64
+        } else {
+            0.0
+        };
+        self.seconds += (exact + untimed * mean) * 1e-9;
+        // Counters only grow; keep the largest reading of each (they are
+        // read one by one, a call apart, so one may lag another).
+        self.last = Raw {
+            calls: now.calls.max(last.calls),
+            exact_nanos: now.exact_nanos.max(last.exact_nanos),
+            sampled_calls: now.sampled_calls.max(last.sampled_calls),
+            sampled_nanos: now.sampled_nanos.max(last.sampled_nanos),
+        };
+        self.seconds
+    }
+}
+
+/// Each family's estimate, advanced by [`family_snapshot`] (the helper
+/// thread's ticks and finalize; never the application's calls).
+static ESTIMATES: std::sync::Mutex<[TimeEstimate; Family::ALL.len()]> = std::sync::Mutex::new(
+    [TimeEstimate {
+        last: Raw {
+            calls: 0,
+            exact_nanos: 0,
+            sampled_calls: 0,
+            sampled_nanos: 0,
+        },
+        seconds: 0.0,
+    }; Family::ALL.len()],
+);
 
 /// A consistent-enough copy of one family's counters (each counter is read
 /// once; they may be a call apart).
@@ -323,17 +391,24 @@ pub fn snapshot() -> Vec<FamilySnapshot> {
     Family::ALL.iter().map(|&f| family_snapshot(f)).collect()
 }
 
-/// Reads one family's counters (no allocation: the sampler does this for
-/// every family on every tick).
+/// Reads one family's counters and advances its time estimate (no
+/// allocation: the sampler does this for every family on every tick; an
+/// uncontended lock, never taken on the application's calls).
 pub fn family_snapshot(family: Family) -> FamilySnapshot {
     let c = &COUNTERS[family as usize];
     let calls = c.calls.load(Relaxed);
-    let seconds = estimated_seconds(
+    let raw = Raw {
         calls,
-        c.exact_nanos.load(Relaxed),
-        c.sampled_calls.load(Relaxed),
-        c.sampled_nanos.load(Relaxed),
-    );
+        exact_nanos: c.exact_nanos.load(Relaxed),
+        sampled_calls: c.sampled_calls.load(Relaxed),
+        sampled_nanos: c.sampled_nanos.load(Relaxed),
+    };
+    // A poisoned lock only means a reader panicked between two plain
+    // stores: the estimates are still whole numbers.
+    let seconds = ESTIMATES
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)[family as usize]
+        .advance(raw);
     let mut hist = [0u64; BUCKETS];
     for (h, a) in hist.iter_mut().zip(&c.hist) {
         *h = a.load(Relaxed);
@@ -424,6 +499,39 @@ mod tests {
         // 64 exact calls of 1 us, then 6400 more of 2 us of which 100 sampled.
         let s = estimated_seconds(64 + 6400, 64_000, 100, 200_000);
         assert!((s - (64e-6 + 6400.0 * 2e-6)).abs() < 1e-9, "{s}");
+    }
+
+    #[test]
+    fn time_estimate_never_goes_down_when_calls_get_faster() {
+        let mut e = TimeEstimate::default();
+        // 64 exact calls of 1 us; call 64, the first sampled, took 100 us;
+        // 63 untimed ones after it.
+        let mut raw = Raw {
+            calls: 128,
+            exact_nanos: 64_000,
+            sampled_calls: 1,
+            sampled_nanos: 100_000,
+        };
+        let first = e.advance(raw);
+        assert!((first - (64e-6 + 64.0 * 100e-6)).abs() < 1e-9, "{first}");
+        // Call 128, sampled, took 1 us: scaling every untimed call by the
+        // run's mean (50.5 us now) took 3 ms back from the total.
+        raw.calls += 1;
+        raw.sampled_calls += 1;
+        raw.sampled_nanos += 1000;
+        let whole_run =
+            estimated_seconds(raw.calls, raw.exact_nanos, raw.sampled_calls, raw.sampled_nanos);
+        assert!(whole_run < first, "the whole-run scaling went down");
+        let second = e.advance(raw);
+        assert!((second - (first + 1e-6)).abs() < 1e-12, "{second}");
+        // No new sampled call: the run's mean prices the untimed ones.
+        raw.calls += 10;
+        let third = e.advance(raw);
+        let mean = raw.sampled_nanos as f64 / raw.sampled_calls as f64;
+        assert!((third - (second + 10.0 * mean * 1e-9)).abs() < 1e-12);
+        // A reading a call behind another does not take time back.
+        raw.sampled_calls -= 1;
+        assert!(e.advance(raw) >= third);
     }
 
     #[test]
