@@ -289,9 +289,17 @@ impl Watch {
     /// Every variable's row, largest spread across ranks first.
     fn var_rows(&self) -> Vec<VarRow<'_>> {
         let mut per_var: BTreeMap<&str, Vec<RankValue>> = BTreeMap::new();
+        // A rank that finished moves nothing any more: its last rate is
+        // not a rate of now, so while some rank runs, only running ranks'
+        // rates count (when all finished, their last ones).
+        let running = self.ranks.values().any(|r| !r.closed);
         for (&rank, r) in &self.ranks {
+            let counts = !running || !r.closed;
             for (name, (value, rate)) in &r.latest {
-                per_var.entry(name).or_default().push((rank, *value, *rate));
+                per_var
+                    .entry(name)
+                    .or_default()
+                    .push((rank, *value, rate.filter(|_| counts)));
             }
         }
         let mut rows: Vec<VarRow<'_>> = per_var
@@ -300,6 +308,9 @@ impl Watch {
             .map(|(name, v)| {
                 let (lo, hi) = extremes(&v);
                 let mean = v.iter().map(|x| x.1).sum::<f64>() / v.len() as f64;
+                // Each rank's rate is its own, over its own last two
+                // samples; ranks sample at different times, so the row's
+                // rate is the mean of those, never a difference of means.
                 let rates: Vec<f64> = v.iter().filter_map(|x| x.2).collect();
                 let rate =
                     (!rates.is_empty()).then(|| rates.iter().sum::<f64>() / rates.len() as f64);
@@ -568,6 +579,36 @@ mod tests {
         }
         assert_eq!(watch.warnings.len(), KEEP);
         assert!(watch.warnings.iter().all(|w| w.text != "early 0"));
+    }
+
+    #[test]
+    fn rates_are_the_running_ranks_own_rates_combined() {
+        // Three ranks sampling at different times: rank 0 at t=2.0 (0.2
+        // s/s), rank 1 at t=1.5 (0.4 s/s), rank 2 finished at t=1.0 after
+        // 0.9 s/s. A difference of the means of values between refreshes
+        // would mix ranks read at different times; the row's rate is the
+        // mean of the running ranks' own rates.
+        let dir = tempfile::tempdir().unwrap();
+        let sample = |t: f64, value: f64, rate: f64| {
+            format!(
+                "{{\"type\":\"sample\",\"t\":{t},\"seq\":1,\"vars\":[{{\"name\":\"tool.mpi.time\",\"class\":\"TIMER\",\"value\":[{value}],\"delta\":[0.1],\"rate\":[{rate}]}}]}}\n"
+            )
+        };
+        let close = "{\"type\":\"close\",\"t\":1.0,\"reason\":\"finalize\",\"samples\":1,\"objects_untracked\":0,\"objects_short_lived\":0}\n";
+        for (rank, text) in [
+            (0, sample(1.0, 0.1, 0.1) + &sample(2.0, 0.3, 0.2)),
+            (1, sample(1.5, 0.6, 0.4)),
+            (2, sample(1.0, 0.9, 0.9) + close),
+        ] {
+            std::fs::write(dir.path().join(format!("rank-{rank:05}.jsonl")), text).unwrap();
+        }
+        let mut watch = Watch::new(dir.path());
+        watch.poll().unwrap();
+        let rows = watch.var_rows();
+        let row = rows.iter().find(|r| r.name == "tool.mpi.time").unwrap();
+        assert!((row.rate.unwrap() - 0.3).abs() < 1e-12, "{row:?}");
+        assert!((row.mean - 0.6).abs() < 1e-12, "{row:?}");
+        assert_eq!((row.lo, row.hi), ((0, 0.3), (2, 0.9)));
     }
 
     #[test]
