@@ -75,16 +75,7 @@ impl Cluster {
     /// failure of the script fails the test.
     pub fn shared(nodes: u32) -> Result<&'static Cluster, String> {
         static SHARED: OnceLock<Result<Cluster, String>> = OnceLock::new();
-        let cluster = SHARED
-            .get_or_init(|| Cluster::up(nodes, false))
-            .as_ref()
-            .map_err(Clone::clone)?;
-        assert_eq!(
-            cluster.nodes, nodes,
-            "this test process's cluster has {} nodes; one size per test binary",
-            cluster.nodes
-        );
-        Ok(cluster)
+        Cluster::shared_in(&SHARED, nodes, false)
     }
 
     /// [`Cluster::shared`] with Slurm on it (`cluster.sh up --slurm`),
@@ -92,13 +83,24 @@ impl Cluster {
     /// not installed.
     pub fn shared_slurm(nodes: u32) -> Result<&'static Cluster, String> {
         static SHARED: OnceLock<Result<Cluster, String>> = OnceLock::new();
-        let cluster = SHARED
-            .get_or_init(|| Cluster::up(nodes, true))
+        Cluster::shared_in(&SHARED, nodes, true)
+    }
+
+    /// The cluster `cell` holds, brought up at the first call.
+    fn shared_in(
+        cell: &'static OnceLock<Result<Cluster, String>>,
+        nodes: u32,
+        slurm: bool,
+    ) -> Result<&'static Cluster, String> {
+        let cluster = cell
+            .get_or_init(|| Cluster::up(nodes, slurm))
             .as_ref()
             .map_err(Clone::clone)?;
         assert_eq!(
-            cluster.nodes, nodes,
-            "this test process's Slurm cluster has {} nodes; one size per test binary",
+            cluster.nodes,
+            nodes,
+            "this test process's {}cluster has {} nodes; one size per test binary",
+            if slurm { "Slurm " } else { "" },
             cluster.nodes
         );
         Ok(cluster)
@@ -312,26 +314,11 @@ pub fn srun_mpi_plugin() -> &'static str {
 /// ufs-community/ufs-weather-model#1732); its PMI-2 wire protocol fails in
 /// PMI init, and it refuses pmix.
 pub fn srun_cannot_start_ranks() -> Option<&'static str> {
-    static WHY: OnceLock<Option<&'static str>> = OnceLock::new();
-    *WHY.get_or_init(|| {
-        if crate::flavor() != "mpich" {
-            return None;
-        }
-        let out = Command::new(mpiexec_path())
-            .arg("--version")
-            .output()
-            .ok()?;
-        let text = String::from_utf8_lossy(&out.stdout);
-        let major = text
-            .lines()
-            .find_map(|l| l.trim().strip_prefix("Version:"))
-            .and_then(|v| v.trim().split('.').next()?.parse::<u32>().ok())?;
-        (major >= 5).then_some(
-            "MPICH 5.0's ranks, more than one a node, fail in MPI_Init under Debian 12's Slurm \
-             22.05 (its pmi2 plugin rejects their segmented business cards: \"value not properly \
-             terminated in client request\"); mpiexec inside an allocation is the tested form",
-        )
-    })
+    (crate::mpich_major()? >= 5).then_some(
+        "MPICH 5.0's ranks, more than one a node, fail in MPI_Init under Debian 12's Slurm \
+         22.05 (its pmi2 plugin rejects their segmented business cards: \"value not properly \
+         terminated in client request\"); mpiexec inside an allocation is the tested form",
+    )
 }
 
 /// Whether the build's MPI library links the UCX of the system's packages

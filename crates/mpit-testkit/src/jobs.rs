@@ -187,26 +187,44 @@ pub fn mpiexec_path_named(name: &str) -> PathBuf {
     })
 }
 
-/// The major version of the Open MPI that [`mpiexec_path`] launches
-/// (`mpiexec (Open MPI) 5.0.11`, `mpiexec.openmpi (OpenRTE) 4.1.4`: the last
-/// word of the first line of `mpiexec --version`), or `None` for an MPICH
-/// build or a launcher that does not say. Tests whose variables differ
-/// between Open MPI 4.1 and 5.0 (`btl_vader_*` became `btl_sm_*`) choose by
-/// it, since both builds have the flavour `openmpi`.
-pub fn open_mpi_major() -> Option<u32> {
+/// The major version of the MPI library that [`mpiexec_path`] launches,
+/// from `mpiexec --version`: Open MPI's last word of the first line
+/// (`mpiexec (Open MPI) 5.0.11`, `mpiexec.openmpi (OpenRTE) 4.1.4`),
+/// Hydra's `Version:` line (`Version: 4.0.2`); `None` where the launcher
+/// does not say.
+fn library_major() -> Option<u32> {
     static MAJOR: OnceLock<Option<u32>> = OnceLock::new();
     *MAJOR.get_or_init(|| {
-        if flavor() != "openmpi" {
-            return None;
-        }
         let out = Command::new(mpiexec_path())
             .arg("--version")
             .output()
             .ok()?;
         let text = String::from_utf8_lossy(&out.stdout);
-        let version = text.lines().next()?.split_whitespace().last()?;
+        let version = if flavor() == "openmpi" {
+            text.lines().next()?.split_whitespace().last()?
+        } else {
+            text.lines()
+                .find_map(|l| l.trim().strip_prefix("Version:"))?
+                .trim()
+        };
         version.split('.').next()?.parse().ok()
     })
+}
+
+/// The major version of the Open MPI that [`mpiexec_path`] launches, or
+/// `None` for an MPICH build or a launcher that does not say. Tests whose
+/// variables differ between Open MPI 4.1 and 5.0 (`btl_vader_*` became
+/// `btl_sm_*`) choose by it, since both builds have the flavour `openmpi`.
+pub fn open_mpi_major() -> Option<u32> {
+    library_major().filter(|_| flavor() == "openmpi")
+}
+
+/// The major version on the `Version:` line of the Hydra that
+/// [`mpiexec_path`] is (MPICH's own version; an MVAPICH2 build's Hydra
+/// says its Hydra's), or `None` for an Open MPI build or a launcher that
+/// does not say.
+pub fn mpich_major() -> Option<u32> {
+    library_major().filter(|_| flavor() == "mpich")
 }
 
 /// Finds a program on PATH (or returns it if it is a path).

@@ -75,15 +75,7 @@ fn a_job_on_two_nodes_is_told_apart_by_host() {
     );
 
     // A change for node2's ranks only.
-    let out = job.steer("set", &[&format!("{local}={value}"), "--hosts", "node2"]);
-    assert_eq!(out.status.code(), Some(0), "{}", printed(&out));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        stdout.contains("ranks 2-3 (node2): applied")
-            && stdout.contains("ranks 0-1 (node1): not for this rank"),
-        "set --hosts node2 answered:\n{stdout}"
-    );
-    let id = request_id(&out);
+    let id = job.set_on_node2(local, value);
     let logs = job.wait_for("the watch seeing the new value on node2's ranks", |logs| {
         (0..ranks).filter(|r| on_node2(*r)).all(|r| {
             firings(&logs[r], "watch").any(|d| {

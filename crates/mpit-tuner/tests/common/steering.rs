@@ -320,6 +320,21 @@ impl Running {
         command(&all).output().expect("mpit-tuner runs")
     }
 
+    /// `set VAR=VALUE --hosts node2` on a job of 2 ranks on each of two
+    /// nodes: the answer says node2's ranks applied it and node1's were not
+    /// asked; returns the request's id.
+    pub fn set_on_node2(&self, var: &str, value: i64) -> String {
+        let out = self.steer("set", &[&format!("{var}={value}"), "--hosts", "node2"]);
+        assert_eq!(out.status.code(), Some(0), "{}", printed(&out));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            stdout.contains("ranks 2-3 (node2): applied")
+                && stdout.contains("ranks 0-1 (node1): not for this rank"),
+            "set --hosts node2 answered:\n{stdout}"
+        );
+        request_id(&out)
+    }
+
     /// Stops the job and returns what it printed; it must exit 0.
     pub fn finish(mut self) -> String {
         let status = self.stop_child();
