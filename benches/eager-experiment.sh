@@ -6,7 +6,7 @@
 # limits: Open MPI's shared memory 4 KiB, MPICH/UCX about 8 KiB) with
 # non-blocking calls around a fixed computation, on 4 ranks, on Open MPI and
 # on MPICH (release builds in target/openmpi and target/mpich, MPICC =
-# mpicc.<library>, libmpit_tuner.so from the same directories). Four runs per
+# mpicc.<library>, libpreload.so from the same directories). Four runs per
 # repetition, interleaved (A B C D A B C D ...):
 #
 #   A  default         no tool
@@ -153,7 +153,7 @@ run_one() {
   esac
   if [[ $variant != default ]]; then
     # No tuning store: no run starts from what an earlier one learned.
-    envs=(LD_PRELOAD="$bin/libmpit_tuner.so" MPIT_TUNER_DIR="$out.run" MPIT_TUNER_QUIET=1
+    envs=(LD_PRELOAD="$bin/libpreload.so" MPIT_TUNER_DIR="$out.run" MPIT_TUNER_QUIET=1
       MPIT_TUNER_STORE=off)
     [[ -n $policy ]] && envs+=(MPIT_TUNER_POLICY="$policy")
     if [[ $flavor == openmpi ]]; then
@@ -239,7 +239,7 @@ for flavor in "${flavor_list[@]}"; do
     MPICC=mpicc.$flavor cargo build --release --locked --quiet --target-dir "target/$flavor" \
       -p preload -p stencil3d
   fi
-  for f in "$bin/stencil3d" "$bin/libmpit_tuner.so"; do
+  for f in "$bin/stencil3d" "$bin/libpreload.so"; do
     [[ -e $f ]] || { echo "eager-experiment: $f is missing (run without --no-build)" >&2; exit 1; }
   done
   n=$iters

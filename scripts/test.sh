@@ -98,7 +98,7 @@ for flavor in $flavours; do
   mkdir -p "$dir"
   rm -f "$na"
   # What the tests run besides themselves (stencil3d, mpit-tuner, and
-  # libmpit_tuner.so next to it); `cargo test` builds the rest. The wheels' flavours build no examples and run no doctests:
+  # libpreload.so next to it); `cargo test` builds the rest. The wheels' flavours build no examples and run no doctests:
   # neither depends on the MPI library, and both run in the Debian flavours.
   phase "build libraries and binaries against ${flavor} (${mpicc})"
   # rsmpi's build scripts (crates mpi and mpi-sys, under stencil3d) find
@@ -129,7 +129,7 @@ for flavor in $flavours; do
   fi
 done
 
-# One libmpit_tuner.so for the MPI-5 standard ABI (MPICH 5's mpicc_abi:
+# One libpreload.so for the MPI-5 standard ABI (MPICH 5's mpicc_abi:
 # mpi_abi.h, libmpi_abi.so.1), run in a job of a program built with
 # mpicc_abi (crates/preload/tests/abi.rs; the other flavours say it does not
 # apply to them).

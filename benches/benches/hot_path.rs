@@ -2,7 +2,7 @@
 //! same MPI calls through the interposer's exported wrappers (`MPI_*`) and
 //! directly (`PMPI_*`, the library's own entry points).
 //!
-//! This binary links the preload crate's rlib (`mpit_tuner`): its
+//! This binary links the preload crate's rlib (`preload`): its
 //! `#[no_mangle]` exports define `MPI_Init`, `MPI_Comm_dup`, ... in the
 //! executable itself, so a call to `MPI_Comm_dup` here is the wrapper (which
 //! finds the real function with `dlsym(RTLD_NEXT)`, as it does under
@@ -48,7 +48,7 @@ use tuner_core::collectives;
 use tuner_core::sample::toolmetrics;
 
 // Link the interposer into this binary (its exports are what we call).
-use mpit_tuner as _;
+use preload as _;
 
 /// `MPI_Request`: an `int` in MPICH's ABI, a pointer in Open MPI's.
 #[cfg(mpi_flavor = "openmpi")]

@@ -161,7 +161,7 @@ pub fn build(flavor: &str, program: &str, build: bool) -> Result<(PathBuf, PathB
             &format!("make {program}"),
         )?;
     }
-    let preload = target.join("release").join("libmpit_tuner.so");
+    let preload = target.join("release").join("libpreload.so");
     let program = examples.join(program);
     for p in [&preload, &program] {
         if !p.exists() {

@@ -2,7 +2,7 @@
 //! `cfg(mpi_flavor = "mpich" | "openmpi")`, and the library its ABI.
 //!
 //! Unlike tuner-core's build script, this one adds no link arguments at all:
-//! `libmpit_tuner.so` must not name any MPI library in its `DT_NEEDED`
+//! `libpreload.so` must not name any MPI library in its `DT_NEEDED`
 //! entries, and the tests only launch MPI programs, they are none.
 
 fn main() {

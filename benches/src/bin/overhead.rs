@@ -148,7 +148,7 @@ fn prepare(flavor: &str, build: bool) -> Result<Setup, String> {
     }
     let setup = Setup {
         flavor: flavor.to_string(),
-        preload: target.join("release").join("libmpit_tuner.so"),
+        preload: target.join("release").join("libpreload.so"),
         pingpong: examples.join("pingpong"),
         stencil: target.join("release").join("stencil3d"),
         scratch: tempfile::Builder::new()

@@ -61,7 +61,7 @@ enum Command {
 
     /// Run an MPI job under the tuner: `mpit-tuner run -- mpiexec -n 4 ./app`.
     ///
-    /// Sets LD_PRELOAD (libmpit_tuner.so) and the MPIT_TUNER_* variables
+    /// Sets LD_PRELOAD (libpreload.so) and the MPIT_TUNER_* variables
     /// for the launcher and makes sure they reach every rank (adds `-x` for
     /// Open MPI's launcher); exits with the launcher's status.
     Run(run::RunArgs),

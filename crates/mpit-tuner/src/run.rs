@@ -1,6 +1,6 @@
 //! `mpit-tuner run`: launches an MPI job under the tuner.
 //!
-//! It finds `libmpit_tuner.so`, validates the options (before anything is
+//! It finds `libpreload.so`, validates the options (before anything is
 //! launched), puts `LD_PRELOAD` and the `MPIT_TUNER_*` variables in the
 //! launcher's environment, makes sure they reach every rank (Open MPI's
 //! launcher forwards only what `-x` names; MPICH's Hydra forwards the whole
@@ -17,7 +17,7 @@ use tuner_core::collectives::{Collective, COLLECTIVES};
 use tuner_core::run::MIN_INTERVAL;
 
 /// The preload library's file name.
-pub const LIBRARY: &str = "libmpit_tuner.so";
+pub const LIBRARY: &str = "libpreload.so";
 
 const AFTER_HELP: &str = "\
 Example: mpit-tuner run --dir logs --interval 100ms -- mpiexec -n 4 ./app
@@ -32,7 +32,7 @@ library in front of what it already holds; the launcher itself runs with it, \
 which is harmless (the library does nothing in a process that is not an MPI \
 rank).
 
-The library: --lib, else MPIT_TUNER_LIB, else libmpit_tuner.so next to this \
+The library: --lib, else MPIT_TUNER_LIB, else libpreload.so next to this \
 program (or in ../lib from it).
 
 Launchers: Open MPI's mpirun/mpiexec forwards only the variables named with \
@@ -114,7 +114,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
 /// take them.
 #[derive(Debug, Args)]
 pub struct Launch {
-    /// The preload library (default: MPIT_TUNER_LIB, else libmpit_tuner.so
+    /// The preload library (default: MPIT_TUNER_LIB, else libpreload.so
     /// next to mpit-tuner).
     #[arg(long, value_name = "PATH")]
     pub lib: Option<PathBuf>,
@@ -287,7 +287,7 @@ fn absolute(path: &Path) -> Result<PathBuf> {
     std::path::absolute(path).with_context(|| format!("cannot resolve {}", path.display()))
 }
 
-/// `libmpit_tuner.so`: `--lib`, `MPIT_TUNER_LIB`, or next to this program.
+/// `libpreload.so`: `--lib`, `MPIT_TUNER_LIB`, or next to this program.
 fn find_library(explicit: Option<&Path>) -> Result<PathBuf> {
     let chosen = match explicit {
         Some(p) => Some((p.to_path_buf(), "--lib")),
@@ -392,7 +392,7 @@ fn check_abi(lib: &Path, command: &[OsString]) -> Result<()> {
         if abi == "mpich" && is_open_mpi(launcher) {
             bail!(
                 "{} is built for MPICH's ABI, but `{}` is Open MPI's launcher: use the Open MPI \
-                 build of libmpit_tuner.so (--lib or MPIT_TUNER_LIB; build it with {})",
+                 build of libpreload.so (--lib or MPIT_TUNER_LIB; build it with {})",
                 lib.display(),
                 launcher.to_string_lossy(),
                 build_hint("openmpi")
@@ -408,7 +408,7 @@ fn check_abi(lib: &Path, command: &[OsString]) -> Result<()> {
         if wanted != abi {
             bail!(
                 "{} is built for the {abi} ABI, but {} uses the {wanted} ABI: use a \
-                 libmpit_tuner.so built for it (--lib or MPIT_TUNER_LIB; build it with {})",
+                 libpreload.so built for it (--lib or MPIT_TUNER_LIB; build it with {})",
                 lib.display(),
                 program.display(),
                 build_hint(wanted)
@@ -598,7 +598,7 @@ mod tests {
     #[test]
     fn libraries_and_programs_of_another_abi_are_refused() {
         let tmp = tempfile::tempdir().unwrap();
-        let lib = tmp.path().join("libmpit_tuner.so");
+        let lib = tmp.path().join("libpreload.so");
         std::fs::write(&lib, b"\x7fELF....mpit-tuner-abi=standard;....").unwrap();
         assert_eq!(library_abi(&lib), Some("standard"));
         let app = |name: &str, needed: &[u8]| {

@@ -23,16 +23,16 @@ fn profile_dir() -> PathBuf {
         .to_path_buf()
 }
 
-/// `libmpit_tuner.so` of this build: next to the binary (`cargo build`), or
+/// `libpreload.so` of this build: next to the binary (`cargo build`), or
 /// in `deps` (`cargo test` of the preload crate); the newest.
 fn preload_lib() -> PathBuf {
     let profile = profile_dir();
-    let mut candidates = vec![profile.join("libmpit_tuner.so")];
+    let mut candidates = vec![profile.join("libpreload.so")];
     if let Ok(entries) = std::fs::read_dir(profile.join("deps")) {
         candidates.extend(entries.filter_map(|e| {
             let e = e.ok()?;
             let name = e.file_name().to_string_lossy().into_owned();
-            (name.starts_with("libmpit_tuner") && name.ends_with(".so")).then(|| e.path())
+            (name.starts_with("libpreload") && name.ends_with(".so")).then(|| e.path())
         }));
     }
     candidates
@@ -41,7 +41,7 @@ fn preload_lib() -> PathBuf {
         .max_by_key(|p| p.metadata().and_then(|m| m.modified()).ok())
         .unwrap_or_else(|| {
             panic!(
-                "libmpit_tuner.so is not built in {}: run `cargo build -p preload` \
+                "libpreload.so is not built in {}: run `cargo build -p preload` \
                  with the same --target-dir (and MPICC) as these tests",
                 profile.display()
             )

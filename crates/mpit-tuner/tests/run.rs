@@ -309,8 +309,8 @@ fn bad_options_fail_before_launching() {
             "--pvars: `pml_(ob1` is not a valid name or regex",
         ),
         (
-            &["--lib", "/nonexistent/libmpit_tuner.so"],
-            "--lib /nonexistent/libmpit_tuner.so: no such file",
+            &["--lib", "/nonexistent/libpreload.so"],
+            "--lib /nonexistent/libpreload.so: no such file",
         ),
         (
             &["--policy", "/nonexistent.toml"],

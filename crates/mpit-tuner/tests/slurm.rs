@@ -326,7 +326,7 @@ fn the_tool_loads_into_the_ranks_only_and_set_hosts_acts_on_one_slurm_node() {
 }
 
 /// The preload library's file name.
-const LIBRARY_NAME: &str = "libmpit_tuner.so";
+const LIBRARY_NAME: &str = "libpreload.so";
 
 /// What the cluster's stand-in prologs recorded so far: (node, file).
 fn prolog_records(cluster: &Cluster) -> Vec<(String, String)> {

@@ -1,4 +1,4 @@
-//! `libmpit_tuner.so`: the `LD_PRELOAD` interposer of mpit-tuner.
+//! `libpreload.so`: the `LD_PRELOAD` interposer of mpit-tuner.
 //!
 //! Its place in the flow: the application's MPI calls -> **preload** ->
 //! tuner-core runtime (sampler -> policies -> actuator -> log) on a helper
@@ -21,7 +21,7 @@
 //!
 //! ```no_run
 //! // Loaded by the dynamic linker, not called from Rust:
-//! //   LD_PRELOAD=target/release/libmpit_tuner.so mpiexec -n 4 ./app
+//! //   LD_PRELOAD=target/release/libpreload.so mpiexec -n 4 ./app
 //! ```
 #![warn(missing_docs)]
 

@@ -1,4 +1,4 @@
-//! One `libmpit_tuner.so` for the MPI-5 standard ABI: built with MPICH's
+//! One `libpreload.so` for the MPI-5 standard ABI: built with MPICH's
 //! `mpicc_abi` (`MPICC=$MPIT_MPICH5_MPICC_ABI`), it runs
 //! in a program compiled with `mpicc_abi` (linked to `libmpi_abi.so.1`,
 //! standard handle and constant values), under MPICH 5's `mpiexec`, and the
@@ -41,7 +41,7 @@ fn the_standard_abi_build_runs_a_job_of_a_standard_abi_program() {
     let dynamic = String::from_utf8_lossy(&out.stdout);
     assert!(
         !dynamic.contains("libmpi"),
-        "libmpit_tuner.so names an MPI library:\n{dynamic}"
+        "libpreload.so names an MPI library:\n{dynamic}"
     );
 
     let tmp = tempdir();

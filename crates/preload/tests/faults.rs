@@ -5,7 +5,7 @@
 //! standard error, or the logs).
 //!
 //! The failures come from `tests/faults/faultinject.c`, a test-only preload
-//! placed after `libmpit_tuner.so` (see its header for the `MPIT_FAULT`
+//! placed after `libpreload.so` (see its header for the `MPIT_FAULT`
 //! grammar): it intercepts the tool's own calls and none of the
 //! application's. A failing collective still takes part in the operation and
 //! then reports the error, as a library that rejects a call on some ranks

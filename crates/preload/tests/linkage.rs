@@ -1,4 +1,4 @@
-//! `libmpit_tuner.so` has no link-time dependency on any MPI library, so
+//! `libpreload.so` has no link-time dependency on any MPI library, so
 //! one build serves every library of the same ABI whatever its file name:
 //! an application re-pointed with `patchelf --replace-needed` at a renamed
 //! copy of the MPI library (as MVAPICH2 installs the MPICH ABI:

@@ -1,5 +1,5 @@
 //! Per-rank logs and the cross-rank summary of real MPI jobs run under
-//! `LD_PRELOAD=libmpit_tuner.so`: their format, the object lifecycle they
+//! `LD_PRELOAD=libpreload.so`: their format, the object lifecycle they
 //! record (no handle outlives its communicator), the Fortran entry points,
 //! and what an `MPI_Abort` leaves behind.
 //!

@@ -1,4 +1,4 @@
-//! With `LD_PRELOAD=libmpit_tuner.so` in the environment, processes that
+//! With `LD_PRELOAD=libpreload.so` in the environment, processes that
 //! are not MPI ranks run exactly as without it: `mpiexec` itself (and its
 //! proxies), shells, a program without MPI. Same stdout, same stderr, exit
 //! 0, no run directory.

@@ -30,11 +30,11 @@ fn profile_dir() -> &'static Path {
         .expect("the binary is in a directory")
 }
 
-/// `libmpit_tuner.so` next to the binary, where `mpit-tuner run` looks for
+/// `libpreload.so` next to the binary, where `mpit-tuner run` looks for
 /// it. Cargo builds it only with the preload crate: fails with the command
 /// that builds it.
 pub fn preload_lib() -> PathBuf {
-    let so = profile_dir().join("libmpit_tuner.so");
+    let so = profile_dir().join("libpreload.so");
     assert!(
         so.is_file(),
         "{} is missing: `mpit-tuner run` needs the preload library next to it; build it \

@@ -1,4 +1,4 @@
-//! What the preload tests share: where `libmpit_tuner.so`, the example
+//! What the preload tests share: where `libpreload.so`, the example
 //! programs and stencil3d are; how to run a program with and without the
 //! preload; how to read and check a run directory.
 //!
@@ -64,22 +64,21 @@ pub fn cargo_hint(what: &str) -> String {
     format!("{mpicc}cargo build {what}{dir}")
 }
 
-/// `libmpit_tuner.so` of this build: the crate is a cdylib as well as an
+/// `libpreload.so` of this build: the crate is a cdylib as well as an
 /// rlib, so building these tests compiles it, into `<profile>/deps`.
 /// `cargo test` leaves it there; only `cargo build` also copies it to
-/// `<profile>/libmpit_tuner.so`, which is therefore stale after an edit and
+/// `<profile>/libpreload.so`, which is therefore stale after an edit and
 /// a plain `cargo test`. Take the newest of the two.
 pub fn preload_lib() -> PathBuf {
     static LIB: OnceLock<PathBuf> = OnceLock::new();
     LIB.get_or_init(|| {
         let profile = profile_dir();
         let deps = profile.join("deps");
-        let mut candidates = vec![profile.join("libmpit_tuner.so")];
+        let mut candidates = vec![profile.join("libpreload.so")];
         if let Ok(entries) = std::fs::read_dir(&deps) {
             candidates.extend(entries.filter_map(|e| {
                 let name = e.ok()?.file_name().to_string_lossy().into_owned();
-                (name.starts_with("libmpit_tuner") && name.ends_with(".so"))
-                    .then(|| deps.join(name))
+                (name.starts_with("libpreload") && name.ends_with(".so")).then(|| deps.join(name))
             }));
         }
         candidates
@@ -89,7 +88,7 @@ pub fn preload_lib() -> PathBuf {
             .map(|(_, p)| p)
             .unwrap_or_else(|| {
                 panic!(
-                    "the preload library libmpit_tuner.so is in neither {} nor {}; build it with `{}`",
+                    "the preload library libpreload.so is in neither {} nor {}; build it with `{}`",
                     profile.display(),
                     deps.display(),
                     cargo_hint("-p preload")

@@ -4,7 +4,7 @@
  * with the MPI compiler wrapper of the build, so every prototype below is
  * checked against that library's mpi.h and no constant is hard-coded.
  *
- * It goes after libmpit_tuner.so in LD_PRELOAD and defines only PMPI_* and
+ * It goes after libpreload.so in LD_PRELOAD and defines only PMPI_* and
  * MPI_T_* functions (and MPI_Get_library_version). The tuner looks those up
  * in the global scope (or with dlsym(RTLD_NEXT)), so it finds these first;
  * the application's MPI_* calls go through the tuner's wrappers to the real
@@ -12,7 +12,7 @@
  * intercepted. A library may call its own PMPI_* functions through the
  * global scope too (MVAPICH2 2.3.7's MPI_Init calls PMPI_Group_free), so a
  * call is counted, and may fail, only when it comes from the tool's own
- * library (libmpit_tuner*.so, found with dladdr); any other caller gets
+ * library (libpreload*.so, found with dladdr); any other caller gets
  * the real function.
  *
  *   MPIT_FAULT="NAME[=VARIABLE][#N[+]][@RANK][:null][,...]"
@@ -159,7 +159,7 @@ static int from_tool(void *caller)
         return 0;
     const char *base = strrchr(info.dli_fname, '/');
     base = base ? base + 1 : info.dli_fname;
-    return strncmp(base, "libmpit_tuner", strlen("libmpit_tuner")) == 0;
+    return strncmp(base, "libpreload", strlen("libpreload")) == 0;
 }
 
 /* The real function and, for a call from the tool, this call's number
