@@ -56,7 +56,7 @@ const USAGE: &str = "\
 usage: matrix [--short] [--reps N] [--mpi mpich,openmpi] [--no-build]
               [--layouts host2,2x1,2x2,4x1] [--link RATE] [--cases LIST]
               [--seconds S] [--fixed] [--gate R] [--max-reps N]
-              [--keep-logs DIR] [--store]
+              [--keep-logs DIR] [--store] [--learn-seconds S]
 
   --short       CI mode: 3 rounds of 0.3 s loops on 2x1, cases allreduce-1m,
                 bcast-64k, allgather-1k, reduce-8, --gate 1.10
@@ -78,7 +78,11 @@ usage: matrix [--short] [--reps N] [--mpi mpich,openmpi] [--no-build]
   --store       the default mode with a tuning store of its own per case
                 (issue 65): one run of it before the rounds learns, every
                 default run of the rounds starts from what the runs before
-                it stored (`kept` marks the choices from the store)";
+                it stored (`kept` marks the choices from the store)
+  --learn-seconds S  with --store: the first run's loop is S seconds at
+                the library's default (default: --seconds), so that a
+                search too dear for the rounds' short jobs is paid for
+                once, by a long one";
 
 /// One case: coll_bench's collective and bytes.
 #[derive(Debug, Clone, Copy)]
@@ -244,6 +248,8 @@ struct Options {
     max_reps: Option<usize>,
     keep_logs: Option<PathBuf>,
     store: bool,
+    /// The learning run's loop (s) with `--store`; `None`: `seconds`.
+    learn_seconds: Option<f64>,
 }
 
 fn parse_args() -> Result<Options, String> {
@@ -256,6 +262,7 @@ fn parse_args() -> Result<Options, String> {
     let mut max_reps = None;
     let mut keep_logs = None;
     let mut store = false;
+    let mut learn_seconds = None;
     let common = jobs::parse_args(USAGE, (3, 5), |a, rest| {
         match a {
             "--layouts" => {
@@ -289,6 +296,14 @@ fn parse_args() -> Result<Options, String> {
             }
             "--fixed" => fixed = true,
             "--store" => store = true,
+            "--learn-seconds" => {
+                learn_seconds = Some(
+                    rest.next()
+                        .and_then(|v| v.parse::<f64>().ok())
+                        .filter(|s| s.is_finite() && *s > 0.0)
+                        .ok_or("--learn-seconds needs a positive number")?,
+                )
+            }
             "--gate" => {
                 gate = Some(
                     rest.next()
@@ -314,6 +329,9 @@ fn parse_args() -> Result<Options, String> {
         }
         Ok(true)
     })?;
+    if learn_seconds.is_some() && !store {
+        return Err("--learn-seconds is the learning run of --store: give --store too".into());
+    }
     let short = common.short;
     let default_layouts = if short {
         vec![Layout {
@@ -345,6 +363,7 @@ fn parse_args() -> Result<Options, String> {
         max_reps,
         keep_logs,
         store,
+        learn_seconds,
         common,
     })
 }
@@ -669,11 +688,14 @@ fn measure(
             variants[1]
                 .env
                 .push(("MPIT_TUNER_STORE".into(), store.display().to_string()));
+            let learn = o.learn_seconds.unwrap_or(o.seconds);
+            let calls = ((iters as f64 * learn / o.seconds) as u64).max(iters);
             eprintln!(
-                "matrix: {flavor}, {layout}, {}: the first run, into the store",
+                "matrix: {flavor}, {layout}, {}: the first run, into the store ({calls} calls)",
                 case.label
             );
-            runner.run(*case, iters, &variants[1], RUN_TIMEOUT)?;
+            let timeout = RUN_TIMEOUT.max(Duration::from_secs_f64(4.0 * learn + 60.0));
+            runner.run(*case, calls, &variants[1], timeout)?;
         }
         let mut r = Rounds {
             case: *case,
@@ -730,10 +752,12 @@ fn table(o: &Options, flavor: &str, layout: Layout, all: &[Rounds]) -> String {
         } else {
             String::new()
         },
-        if o.store {
-            ", default with a tuning store (every run after the first)"
-        } else {
-            ""
+        match (o.store, o.learn_seconds) {
+            (true, Some(l)) => format!(
+                ", default with a tuning store (every run after the first, a loop of {l} s at the library's default)"
+            ),
+            (true, None) => ", default with a tuning store (every run after the first)".to_string(),
+            _ => String::new(),
         }
     );
     if o.fixed {
