@@ -519,8 +519,12 @@ mod tests {
         raw.calls += 1;
         raw.sampled_calls += 1;
         raw.sampled_nanos += 1000;
-        let whole_run =
-            estimated_seconds(raw.calls, raw.exact_nanos, raw.sampled_calls, raw.sampled_nanos);
+        let whole_run = estimated_seconds(
+            raw.calls,
+            raw.exact_nanos,
+            raw.sampled_calls,
+            raw.sampled_nanos,
+        );
         assert!(whole_run < first, "the whole-run scaling went down");
         let second = e.advance(raw);
         assert!((second - (first + 1e-6)).abs() < 1e-12, "{second}");
