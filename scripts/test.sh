@@ -174,6 +174,8 @@ if [ -n "$all_four" ]; then
   bash benches/default-mode.sh --short
   phase "the default mode on a matrix of collectives across 2 emulated nodes, short mode (MPICH and Open MPI: fails where a case's median stays over 1.10x no tool)"
   bash benches/matrix.sh --short
+  phase "the tool's own cost, short mode (MPICH and Open MPI: every variant must run)"
+  bash benches/own-cost.sh --short
 fi
 phase ""
 total=$((SECONDS - start_all))
