@@ -252,6 +252,14 @@ struct Options {
     learn_seconds: Option<f64>,
 }
 
+/// The value of an option `what` that takes seconds: a positive number.
+fn positive_seconds(value: Option<String>, what: &str) -> Result<f64, String> {
+    value
+        .and_then(|v| v.parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .ok_or_else(|| format!("{what} needs a positive number"))
+}
+
 fn parse_args() -> Result<Options, String> {
     let mut layouts = None;
     let mut link = "1gbit".to_string();
@@ -286,23 +294,11 @@ fn parse_args() -> Result<Options, String> {
                 }
                 cases = Some(v);
             }
-            "--seconds" => {
-                seconds = Some(
-                    rest.next()
-                        .and_then(|v| v.parse::<f64>().ok())
-                        .filter(|s| s.is_finite() && *s > 0.0)
-                        .ok_or("--seconds needs a positive number")?,
-                )
-            }
+            "--seconds" => seconds = Some(positive_seconds(rest.next(), "--seconds")?),
             "--fixed" => fixed = true,
             "--store" => store = true,
             "--learn-seconds" => {
-                learn_seconds = Some(
-                    rest.next()
-                        .and_then(|v| v.parse::<f64>().ok())
-                        .filter(|s| s.is_finite() && *s > 0.0)
-                        .ok_or("--learn-seconds needs a positive number")?,
-                )
+                learn_seconds = Some(positive_seconds(rest.next(), "--learn-seconds")?)
             }
             "--gate" => {
                 gate = Some(
