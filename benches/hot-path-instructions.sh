@@ -98,7 +98,7 @@ for case in 'allreduce_8B_int(world)' 'allreduce_8B(world)'; do
     if ! env "${vars[@]}" HOT_PATH_WINDOW="$w" HOT_PATH_CASE="$case" \
       timeout 1800 "mpiexec.$mpi" "${forward[@]}" -n "$ranks" \
       valgrind -q --tool=callgrind --collect-atstart=no --toggle-collect='*counted_*' \
-      --separate-callers=4 --callgrind-out-file="$tmp/cg.%p" "$exe" >"$tmp/out" 2>"$tmp/err"; then
+      --separate-callers=8 --callgrind-out-file="$tmp/cg.%p" "$exe" >"$tmp/out" 2>"$tmp/err"; then
       echo "hot-path-instructions: the counting run of $case (window $w) failed:" >&2
       cat "$tmp/out" "$tmp/err" >&2
       exit 1

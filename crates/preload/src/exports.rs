@@ -614,7 +614,9 @@ counted_call! {
 /// `None`: no message, a barrier), `op` a reduction's operation, whose
 /// datatype is the message's. With tuning on, one lookup of the datatype
 /// gives both its size (the size bin and the counters) and its class
-/// (mode `safe`).
+/// (mode `safe`), and the call is remembered: the collective's next call
+/// with the same communicator, datatype, count and operation goes the
+/// quick way ([`collectives::quick`]) while its search is settled.
 #[inline]
 fn tuned(
     family: Option<Family>,
@@ -626,6 +628,17 @@ fn tuned(
 ) -> c_int {
     if !collectives::on() {
         return untuned(family, message, None, || call(comm));
+    }
+    // Steady state: the collective's last call again (same communicator,
+    // datatype, count and operation), whose lookups below were made then.
+    let key = call_key(message, op);
+    let quick = catch_unwind(AssertUnwindSafe(|| {
+        collectives::quick(collective, Comm::from_raw(comm), key)
+    }))
+    .ok()
+    .flatten();
+    if let Some(quick) = quick {
+        return quickly(family, collective, comm, op, quick, call);
     }
     let tables = sizes::tables();
     let found = match message {
@@ -639,8 +652,12 @@ fn tuned(
     }
     let sized = message_bytes(message, found);
     let bytes = sized.unwrap_or(0);
+    // A predefined datatype's handle always names the same type, so the
+    // key fixes the size (and, in mode `safe`, the class); a derived
+    // one's handle may be freed and made again as another type.
+    let keyed = (message.is_none() || found.is_some()).then_some(key);
     let ticket = catch_unwind(AssertUnwindSafe(|| {
-        collectives::before(collective, Comm::from_raw(comm), sized)
+        collectives::before(collective, Comm::from_raw(comm), sized, keyed)
     }))
     .ok()
     .flatten();
@@ -650,6 +667,62 @@ fn tuned(
             None => call(comm),
         };
     };
+    with_ticket(family, collective, comm, op, bytes, ticket, call)
+}
+
+/// The [`collectives::CallKey`] of a tuned call: its datatype, count and
+/// operation (all ones for none).
+#[inline(always)]
+fn call_key(message: Option<(c_int, MPI_Datatype)>, op: Option<MPI_Op>) -> collectives::CallKey {
+    let (count, datatype) = match message {
+        Some((count, datatype)) => (count as u64, mpit::datatype_bits(datatype)),
+        None => (u64::MAX, u64::MAX),
+    };
+    [datatype, count, op.map_or(u64::MAX, mpit::op_bits)]
+}
+
+/// Runs a call of [`tuned`] that the quick path took: counted (timed
+/// when the tool's metrics ask), on the communicator it names.
+#[inline(always)]
+fn quickly(
+    family: Option<Family>,
+    collective: Collective,
+    comm: MPI_Comm,
+    op: Option<MPI_Op>,
+    quick: collectives::Quick,
+    call: impl FnOnce(MPI_Comm) -> c_int,
+) -> c_int {
+    let on = quick
+        .on()
+        .filter(|_| !quick.commutative_only() || op.is_some_and(commutative));
+    let rc = match family {
+        Some(family) => counted(
+            family,
+            || quick.bytes,
+            || call(on.map_or(comm, Comm::into_raw)),
+        ),
+        None => call(on.map_or(comm, Comm::into_raw)),
+    };
+    if on.is_some() && rc != success() {
+        failed_on_candidate(collective, comm, rc);
+    }
+    let _ = catch_unwind(AssertUnwindSafe(|| collectives::after_quick(collective)));
+    rc
+}
+
+/// Runs a call of [`tuned`] that the tuner took (`ticket`), moving
+/// `bytes`: counted, timed when either the tool's metrics or the search
+/// asks, on the communicator the ticket names.
+#[inline(always)]
+fn with_ticket(
+    family: Option<Family>,
+    collective: Collective,
+    comm: MPI_Comm,
+    op: Option<MPI_Op>,
+    bytes: u64,
+    ticket: collectives::Ticket,
+    call: impl FnOnce(MPI_Comm) -> c_int,
+) -> c_int {
     let timing = match family {
         Some(family) if lifecycle::metrics_on() => {
             catch_unwind(AssertUnwindSafe(|| toolmetrics::record(family, bytes)))

@@ -116,6 +116,8 @@ struct RankLog {
     /// The rank's clock at the end: its calls and the tool's collectives
     /// (ns).
     clock_ns: u64,
+    /// Calls the quick path took (`Tuner::quick`).
+    quick: u64,
 }
 
 struct Outcome {
@@ -302,6 +304,7 @@ fn rank_main(plan: &Plan, world: &Arc<World>, r: usize) -> RankLog {
         stopped: false,
         stop_messages: Vec::new(),
         clock_ns: 0,
+        quick: 0,
     };
     for (s, step) in plan.steps.iter().enumerate() {
         for &(_, collective, candidate, id) in script.pins.iter().filter(|p| p.0 == s) {
@@ -314,11 +317,14 @@ fn rank_main(plan: &Plan, world: &Arc<World>, r: usize) -> RankLog {
                 bytes,
             } => {
                 let sized = (!script.sizeless.contains(&s)).then_some(bytes);
-                let ticket = tuner.before(collective, Comm::from_bits(comm), sized);
+                let begun = tuner.begin(collective, Comm::from_bits(comm), sized);
+                let quick = begun.quick();
+                assert!(quick.is_none() || quick == sized, "{quick:?} {sized:?}");
+                log.quick += u64::from(quick.is_some());
                 // The algorithm the library runs for this call: the one of
                 // the communicator the tuner made for it (every operation
                 // here is commutative), or the variable's.
-                let value = match ticket.as_ref().and_then(|t| t.on()) {
+                let value = match begun.on() {
                     Some(on) => tuner
                         .mpi()
                         .runs_on(on, collective)
@@ -330,10 +336,7 @@ fn rank_main(plan: &Plan, world: &Arc<World>, r: usize) -> RankLog {
                 };
                 let ns = (plan.time)(r, s, collective, value);
                 tuner.mpi().advance(ns);
-                if let Some(ticket) = ticket {
-                    let timed = ticket.timed();
-                    tuner.after(ticket, timed.then_some(ns));
-                }
+                tuner.end(begun, ns);
                 // Back to the default after every call.
                 for (c, v) in &held {
                     assert_eq!(v.load(Relaxed), 0, "{c:?} left switched after step {s}");
@@ -517,6 +520,12 @@ fn simulated_ranks_runs_do_not_depend_on_the_schedule() {
     let one = run(&plan);
     let two = run(&plan);
     assert_eq!(one.logs, two.logs);
+    // The steady state went the quick way, on every rank.
+    assert!(
+        one.logs.iter().all(|l| l.quick > 0),
+        "{:?}",
+        one.logs.iter().map(|l| l.quick).collect::<Vec<_>>()
+    );
 }
 
 /// A rank slower than the others with recursive doubling: it is the

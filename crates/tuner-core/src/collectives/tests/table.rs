@@ -17,7 +17,7 @@
 use super::world::{self, Released, SimMpi, Switchable, World, INTER};
 use super::Rng;
 use crate::collectives::search::State;
-use crate::collectives::tuner::Slot;
+use crate::collectives::tuner::{Begun, Slot};
 use crate::collectives::{Collective, Event, Params, Tuner, What};
 use mpit::{Comm, HandleBits};
 use std::collections::{HashMap, HashSet};
@@ -142,12 +142,13 @@ fn stress(serialized: bool) {
                         op(&mut || {
                             let had = tuner.calls_on(c);
                             let full = !tuner.slots().contains(&Slot::Free);
-                            let ticket = tuner.before(collective, c, Some(bytes));
-                            tuner.mpi().advance(ns);
-                            if let Some(ticket) = ticket {
-                                let timed = ticket.timed();
-                                tuner.after(ticket, timed.then_some(ns));
+                            let begun = tuner.begin(collective, c, Some(bytes));
+                            if serialized {
+                                let quick = begun.quick();
+                                assert!(quick.is_none_or(|b| b == bytes), "{quick:?}");
                             }
+                            tuner.mpi().advance(ns);
+                            tuner.end(begun, ns);
                             let now = tuner.calls_on(c);
                             let entry = tuner.entry_of(c);
                             if let Some(i) = entry {
@@ -363,9 +364,8 @@ fn a_communicator_freed_during_its_call_stays_a_tombstone_until_stop() {
         None,
     );
     let call = |tuner: &Tuner<_>, c: Comm| {
-        if let Some(t) = tuner.before(Collective::Allreduce, c, Some(8)) {
-            tuner.after(t, Some(1_000));
-        }
+        let begun = tuner.begin(Collective::Allreduce, c, Some(8));
+        tuner.end(begun, 1_000);
     };
     let (a, b, c) = (comm(0, 1), comm(0, 2), comm(0, 3));
     for _ in 0..5 {
@@ -376,7 +376,9 @@ fn a_communicator_freed_during_its_call_stays_a_tombstone_until_stop() {
         .expect("set up at its first agreed point");
     let i = tuner.entry_of(a).expect("an entry");
     // A call on `a` under way (searching: it holds the state).
-    let ticket = tuner.before(Collective::Allreduce, a, Some(8)).unwrap();
+    let Begun::Ticket(ticket) = tuner.begin(Collective::Allreduce, a, Some(8)) else {
+        panic!("searching: the long way");
+    };
     assert!(ticket.timed());
     tuner.comm_freeing(a);
     assert_eq!(tuner.slots()[i], Slot::Tombstone);
@@ -412,4 +414,70 @@ fn a_communicator_freed_during_its_call_stays_a_tombstone_until_stop() {
         .values()
         .all(|r| r.frees == 1 && !r.dropped));
     assert_eq!(world.said(), Vec::new());
+}
+
+/// Steady state goes the quick way (the key of the collective's last
+/// call), every call still counted once; a call of another size, another
+/// collective between, or a communicator freed and made again with the
+/// same handle sends the next call the long way, where it finds its own
+/// search (a fresh one for the new communicator).
+#[test]
+fn the_quick_path_takes_the_steady_state_and_forgets_what_changed() {
+    let world = World::new(1, 1);
+    let _presence = world.presence();
+    let (tuner, _) = world::tuner(
+        SimMpi::new(&world, 0, world::Faults::default()),
+        &switchable(),
+        params(),
+        2,
+        64,
+        None,
+    );
+    let call = |collective: Collective, c: Comm, bytes: u64| {
+        let before = tuner.calls_on(c).unwrap_or(0);
+        let begun = tuner.begin(collective, c, Some(bytes));
+        let quick = begun.quick();
+        assert!(quick.is_none_or(|b| b == bytes), "{quick:?}");
+        let quick = quick.is_some();
+        assert!(!(quick && begun.timed()), "a quick call is never timed");
+        tuner.end(begun, 1_000);
+        assert_eq!(tuner.calls_on(c), Some(before + 1), "a call lost");
+        quick
+    };
+    let a = comm(0, 1);
+    // Until the search has decided: the long way throughout.
+    let mut n = 0;
+    while !matches!(tuner.states_on(a).as_deref(), Some([State::Decided { .. }])) {
+        call(Collective::Allreduce, a, 8);
+        n += 1;
+        assert!(n < 10_000, "{:?}", tuner.states_on(a));
+    }
+    let quick = (0..1_000)
+        .filter(|_| call(Collective::Allreduce, a, 8))
+        .count();
+    // All but the check points' windows (3 calls in every 2 x 3) and the
+    // calls that end them.
+    assert!(quick >= 400, "{quick} of 1000 calls quick");
+    // Another size: its own search, the long way; back to 8 bytes, the
+    // long way once (the key changed), then quick again.
+    assert!(!call(Collective::Allreduce, a, 100_000));
+    assert!(!call(Collective::Allreduce, a, 8));
+    assert!((0..10).any(|_| call(Collective::Allreduce, a, 8)));
+    // Another collective between calls keeps each collective's key.
+    assert!((0..50).any(|_| {
+        call(Collective::Bcast, a, 8);
+        call(Collective::Allreduce, a, 8)
+    }));
+    // Freed and made again with the same handle: a fresh search.
+    tuner.comm_freeing(a);
+    assert_eq!(tuner.entry_of(a), None);
+    let begun = tuner.begin(Collective::Allreduce, a, Some(8));
+    assert!(matches!(begun, Begun::Ticket(_)), "the long way");
+    tuner.end(begun, 1_000);
+    let states = tuner.states_on(a).unwrap();
+    assert!(
+        matches!(states[..], [State::Warmup | State::Trial { .. }]),
+        "{states:?}"
+    );
+    assert_eq!(tuner.shutdown(), Vec::<String>::new());
 }

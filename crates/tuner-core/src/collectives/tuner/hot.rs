@@ -79,12 +79,72 @@ impl<'t, M: TuningMpi> TunedCall<'t, M> {
 /// the collective's last call on the communicator (right when the
 /// application repeats a size, as it mostly does), and stops tuning, which
 /// its peers learn at their next agreed point (`Tuner::unsized_call`).
+///
+/// `key`: the call's [`CallKey`], when the interposer can give one (a
+/// predefined datatype, whose handle always names the same type): the
+/// call is remembered for [`quick`].
 #[inline(always)]
-pub fn before(collective: Collective, comm: Comm, bytes: Option<u64>) -> Option<Ticket> {
+pub fn before(
+    collective: Collective,
+    comm: Comm,
+    bytes: Option<u64>,
+    key: Option<CallKey>,
+) -> Option<Ticket> {
     if !ON.load(Relaxed) {
         return None;
     }
-    TUNER.get()?.before(collective, comm, bytes)
+    TUNER.get()?.before(collective, comm, bytes, key)
+}
+
+/// The steady state in one comparison: when this call of `collective` on
+/// `comm` has the key of the collective's last keyed call ([`before`]) and
+/// its search has quiet calls left (a decided search between its check
+/// points), takes one of them, sets its algorithm, and returns what the
+/// caller needs to run it; the caller then calls [`after_quick`]. `None`
+/// sends the call to [`before`], which looks everything up (nothing
+/// changed here first).
+#[inline(always)]
+pub fn quick(collective: Collective, comm: Comm, key: CallKey) -> Option<Quick> {
+    if !ON.load(Relaxed) {
+        return None;
+    }
+    TUNER.get()?.quick(collective, comm, key)
+}
+
+/// After a call that [`quick`] took: the variable back to the library's
+/// default (see [`after`]), and the call is over.
+#[inline(always)]
+pub fn after_quick(collective: Collective) {
+    if let Some(t) = TUNER.get() {
+        t.after_quick(collective);
+    }
+}
+
+/// A call [`quick`] took: what it moves and where it runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Quick {
+    /// The bytes of the key's call (one rank's contribution).
+    pub bytes: u64,
+    /// [`ByComms`]: the bits of the communicator to call on instead of
+    /// the application's (0: the application's).
+    on: u64,
+    /// [`ByComms`]: that communicator's algorithm is right only for a
+    /// commutative operation.
+    commutative_only: bool,
+}
+
+impl Quick {
+    /// As [`TunedCall::on`].
+    #[inline]
+    pub fn on(&self) -> Option<Comm> {
+        (self.on != 0).then(|| Comm::from_bits(self.on))
+    }
+
+    /// As [`TunedCall::commutative_only`].
+    #[inline]
+    pub fn commutative_only(&self) -> bool {
+        self.commutative_only
+    }
 }
 
 /// After the call [`before`] prepared, with its duration if it was timed.
@@ -154,15 +214,14 @@ impl<M: TuningMpi> Tuner<M> {
         collective: Collective,
         comm: Comm,
         bytes: Option<u64>,
+        key: Option<CallKey>,
     ) -> Option<TunedCall<'_, M>> {
         let switch = self.switches[collective as usize].as_ref()?;
-        let overlapping = self.in_flight.load(Relaxed) != 0;
-        self.in_flight.store(1, Relaxed);
-        if overlapping && !self.stop.swap(true, AcqRel) {
-            self.tell(Some(collective), What::Concurrent);
-        }
+        self.enter(collective);
         let default = switch.default;
-        let Some(entry) = self.entry(comm) else {
+        let recent = &self.recent[collective as usize];
+        let Some((index, entry)) = self.entry(comm) else {
+            recent.slot.store(NO_SLOT, Relaxed);
             self.set(switch, default);
             return Some(TunedCall::uncounted(self, switch));
         };
@@ -172,28 +231,24 @@ impl<M: TuningMpi> Tuner<M> {
         };
         entry.last_bin[collective as usize].store(bin as u32, Relaxed);
         let k = collective as usize * self.bins.len() + bin;
-        // Steady state: a call that changes nothing but the counts.
-        let quiet = entry.quiet[k].load(Relaxed);
-        if quiet as u32 != 0 {
-            entry.quiet[k].store(quiet - 1, Relaxed);
-            let c = (quiet >> 32) as usize;
-            if self.by_comms.is_some() {
-                let mut ticket = TunedCall::uncounted(self, switch);
-                ticket.on = entry
-                    .dups
-                    .get(collective as usize * self.stride + c)
-                    .map_or(0, |d| d.load(Relaxed));
-                ticket.commutative_only =
-                    switch.commutative_only.checked_shr(c as u32).unwrap_or(0) & 1 != 0;
-                return Some(ticket);
+        match (key, bytes) {
+            (Some(key), Some(bytes)) => {
+                recent.comm.store(comm.to_bits(), Relaxed);
+                for (r, k) in recent.key.iter().zip(key) {
+                    r.store(k, Relaxed);
+                }
+                recent.bytes.store(bytes, Relaxed);
+                recent
+                    .slot
+                    .store(((index as u64) << 32) | k as u64, Relaxed);
             }
-            // Candidate 0, the default, without reading the candidates.
-            let value = match c {
-                0 => default,
-                c => switch.target.candidates.get(c).map_or(default, |c| c.1),
-            };
-            self.set(switch, value);
-            return Some(TunedCall::uncounted(self, switch));
+            _ => recent.slot.store(NO_SLOT, Relaxed),
+        }
+        if let Some((on, commutative_only)) = self.quiet_call(switch, entry, k) {
+            let mut ticket = TunedCall::uncounted(self, switch);
+            ticket.on = on;
+            ticket.commutative_only = commutative_only;
+            return Some(ticket);
         }
         let Ok(mut st) = entry.state.try_borrow_mut() else {
             // Another thread holds this communicator: erroneous, and the
@@ -225,6 +280,96 @@ impl<M: TuningMpi> Tuner<M> {
                 & 1
                 != 0,
         })
+    }
+
+    /// [`quick`] on this tuner: the key and communicator of the
+    /// collective's last keyed call, then [`Tuner::quiet_call`] on the
+    /// search that call found. (The entry is still the communicator's:
+    /// [`Tuner::comm_freeing`] forgets its calls first.)
+    #[inline(always)]
+    pub(crate) fn quick(&self, collective: Collective, comm: Comm, key: CallKey) -> Option<Quick> {
+        let recent = self.recent.get(collective as usize)?;
+        let slot = recent.slot.load(Relaxed);
+        if slot == NO_SLOT
+            || recent.comm.load(Relaxed) != comm.to_bits()
+            || recent.key[0].load(Relaxed) != key[0]
+            || recent.key[1].load(Relaxed) != key[1]
+            || recent.key[2].load(Relaxed) != key[2]
+        {
+            return None;
+        }
+        let switch = self.switches.get(collective as usize)?.as_ref()?;
+        let entry = self.entries.get((slot >> 32) as usize)?;
+        let (on, commutative_only) =
+            self.quiet_call(switch, entry, (slot & u64::from(u32::MAX)) as usize)?;
+        self.enter(collective);
+        Some(Quick {
+            bytes: recent.bytes.load(Relaxed),
+            on,
+            commutative_only,
+        })
+    }
+
+    /// [`after_quick`] on this tuner.
+    #[inline(always)]
+    pub(crate) fn after_quick(&self, collective: Collective) {
+        if let Some(Some(switch)) = self.switches.get(collective as usize) {
+            self.set(switch, switch.default);
+        }
+        self.in_flight.store(0, Relaxed);
+    }
+
+    /// A tuned call begins: flags it, and stops tuning if another one is
+    /// under way (an erroneous program, see `in_flight`).
+    #[inline(always)]
+    fn enter(&self, collective: Collective) {
+        let overlapping = self.in_flight.load(Relaxed) != 0;
+        self.in_flight.store(1, Relaxed);
+        if overlapping && !self.stop.swap(true, AcqRel) {
+            self.tell(Some(collective), What::Concurrent);
+        }
+    }
+
+    /// Steady state: takes one of the quiet calls of search `k` of
+    /// `entry` ([`Search::quiet`]), a call that changes nothing but the
+    /// counts, and sets its algorithm; returns, for [`ByComms`], the
+    /// communicator to call on (0: the application's) and whether it takes
+    /// only commutative operations. `None` (and nothing changed) when none
+    /// is left: the call goes the long way.
+    #[inline(always)]
+    fn quiet_call(
+        &self,
+        switch: &Switch<M::Var>,
+        entry: &Entry<M>,
+        k: usize,
+    ) -> Option<(u64, bool)> {
+        let slot = entry.quiet.get(k)?;
+        let quiet = slot.load(Relaxed);
+        if quiet as u32 == 0 {
+            return None;
+        }
+        slot.store(quiet - 1, Relaxed);
+        let c = (quiet >> 32) as usize;
+        if self.by_comms.is_some() {
+            let on = entry
+                .dups
+                .get(switch.target.collective as usize * self.stride + c)
+                .map_or(0, |d| d.load(Relaxed));
+            let commutative_only =
+                switch.commutative_only.checked_shr(c as u32).unwrap_or(0) & 1 != 0;
+            return Some((on, commutative_only));
+        }
+        // Candidate 0, the default, without reading the candidates.
+        let value = match c {
+            0 => switch.default,
+            c => switch
+                .target
+                .candidates
+                .get(c)
+                .map_or(switch.default, |c| c.1),
+        };
+        self.set(switch, value);
+        Some((0, false))
     }
 
     /// [`after`] on this tuner.
@@ -262,6 +407,11 @@ impl<M: TuningMpi> Tuner<M> {
     /// [`comm_freeing`] on this tuner.
     pub(crate) fn comm_freeing(&self, comm: Comm) {
         let bits = comm.to_bits();
+        for r in &self.recent {
+            if r.comm.load(Relaxed) == bits {
+                r.slot.store(NO_SLOT, Relaxed);
+            }
+        }
         let high = self.high.load(Acquire);
         let Some(e) = self.entries[..high]
             .iter()

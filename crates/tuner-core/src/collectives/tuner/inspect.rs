@@ -3,6 +3,41 @@
 use super::*;
 use crate::collectives::search::State;
 
+/// A call [`Tuner::begin`] began.
+pub(crate) enum Begun<'t, M: TuningMpi> {
+    /// The quick path took it.
+    Quick(Collective, Quick),
+    /// [`Tuner::before`] did.
+    Ticket(TunedCall<'t, M>),
+    /// Not tuned.
+    Untuned,
+}
+
+impl<M: TuningMpi> Begun<'_, M> {
+    /// The communicator the call runs on instead of the application's.
+    pub(crate) fn on(&self) -> Option<Comm> {
+        match self {
+            Begun::Quick(_, q) => q.on(),
+            Begun::Ticket(t) => t.on(),
+            Begun::Untuned => None,
+        }
+    }
+
+    /// Whether the call is timed.
+    pub(crate) fn timed(&self) -> bool {
+        matches!(self, Begun::Ticket(t) if t.timed())
+    }
+
+    /// The bytes the quick path gave, if it took the call (its key's,
+    /// unless calls overlapped: an erroneous program, see `Recent`).
+    pub(crate) fn quick(&self) -> Option<u64> {
+        match self {
+            Begun::Quick(_, q) => Some(q.bytes),
+            _ => None,
+        }
+    }
+}
+
 /// One entry of the table as a test sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Slot {
@@ -15,6 +50,39 @@ pub(crate) enum Slot {
 }
 
 impl<M: TuningMpi> Tuner<M> {
+    /// A tuned call as the interposer begins it: [`Tuner::quick`] with
+    /// the call's key (its bytes stand for the datatype and count; a
+    /// sizeless call has none), else [`Tuner::before`]. [`Tuner::end`]
+    /// ends it.
+    pub(crate) fn begin(
+        &self,
+        collective: Collective,
+        comm: Comm,
+        bytes: Option<u64>,
+    ) -> Begun<'_, M> {
+        let key = bytes.map(|b| [b, 0, 0]);
+        if let Some(q) = key.and_then(|k| self.quick(collective, comm, k)) {
+            return Begun::Quick(collective, q);
+        }
+        match self.before(collective, comm, bytes, key) {
+            Some(ticket) => Begun::Ticket(ticket),
+            None => Begun::Untuned,
+        }
+    }
+
+    /// Ends a call [`Tuner::begin`] began, which lasted `ns` (given to the
+    /// search if it asked for the time).
+    pub(crate) fn end(&self, begun: Begun<'_, M>, ns: u64) {
+        match begun {
+            Begun::Quick(collective, _) => self.after_quick(collective),
+            Begun::Ticket(ticket) => {
+                let timed = ticket.timed();
+                self.after(ticket, timed.then_some(ns));
+            }
+            Begun::Untuned => {}
+        }
+    }
+
     /// The MPI of this tuner.
     pub(crate) fn mpi(&self) -> &M {
         &self.mpi

@@ -64,7 +64,7 @@ pub use events::*;
 pub use fallback::*;
 pub use hot::*;
 #[cfg(test)]
-pub(crate) use inspect::Slot;
+pub(crate) use inspect::{Begun, Slot};
 pub use process::*;
 pub use written::*;
 
@@ -149,6 +149,42 @@ struct Entry<M: TuningMpi> {
     last_bin: [AtomicU32; COLLECTIVES.len()],
 }
 
+/// The arguments of a tuned call that fix its size, as the interposer
+/// keys them (a predefined datatype's handle, the count, the operation's
+/// handle; see [`quick`]): two calls of one collective with the same key
+/// on the same communicator move the same bytes, so they fall in the same
+/// size bin of the same entry.
+pub type CallKey = [u64; 3];
+
+/// No [`Recent`] call (its `slot`).
+const NO_SLOT: u64 = u64::MAX;
+
+/// A collective's last call that [`Tuner::before`] saw with a
+/// [`CallKey`]: where its search is (`slot`: the entry's index `<< 32 |`
+/// the search's), so that a call repeating it finds its steady state
+/// with one comparison of the key instead of the size, class, entry and
+/// bin lookups ([`Tuner::quick`]). Plain loads and stores, as
+/// `in_flight`: tuning runs only below `MPI_THREAD_MULTIPLE`. Forgotten
+/// when a call of the collective comes without a key, and when its
+/// communicator is freed.
+struct Recent {
+    comm: AtomicU64,
+    key: [AtomicU64; 3],
+    bytes: AtomicU64,
+    slot: AtomicU64,
+}
+
+impl Recent {
+    fn new() -> Self {
+        Recent {
+            comm: AtomicU64::new(0),
+            key: std::array::from_fn(|_| AtomicU64::new(0)),
+            bytes: AtomicU64::new(0),
+            slot: AtomicU64::new(NO_SLOT),
+        }
+    }
+}
+
 /// The tuner of this process: a `Tuner<RealMpi>` (the tests run it over a
 /// simulated MPI, see [`TuningMpi`]).
 pub struct Tuner<M: TuningMpi = RealMpi> {
@@ -177,6 +213,8 @@ pub struct Tuner<M: TuningMpi = RealMpi> {
     /// overlapping calls, if not at the first) without making every correct
     /// one pay two locked instructions per call.
     in_flight: AtomicU32,
+    /// Per collective, its last keyed call ([`Tuner::quick`]).
+    recent: [Recent; COLLECTIVES.len()],
     stop: AtomicBool,
     tx: Sender<TuneEvent>,
     rx: Receiver<TuneEvent>,
@@ -442,13 +480,15 @@ impl<M: TuningMpi> Tuner<M> {
     /// (The entries in use are searched as one slice: one bounds check,
     /// not one per entry.)
     #[inline]
-    fn entry(&self, comm: Comm) -> Option<&Entry<M>> {
+    fn entry(&self, comm: Comm) -> Option<(usize, &Entry<M>)> {
         let bits = comm.to_bits();
         let high = self.high.load(Acquire).min(self.entries.len());
         let found = self.entries[..high]
             .iter()
-            .find(|e| e.bits.load(Acquire) == bits);
-        found.or_else(|| self.claim(comm).map(|i| &self.entries[i]))
+            .position(|e| e.bits.load(Acquire) == bits);
+        found
+            .or_else(|| self.claim(comm))
+            .map(|i| (i, &self.entries[i]))
     }
 
     /// Claims a free entry for a new communicator. Intercommunicators are

@@ -174,6 +174,7 @@ impl<M: TuningMpi> Tuner<M> {
             entries,
             high: AtomicUsize::new(0),
             in_flight: AtomicU32::new(0),
+            recent: std::array::from_fn(|_| Recent::new()),
             stop: AtomicBool::new(false),
             tx,
             rx,
