@@ -17,7 +17,11 @@
 //! - **start-up and finalize**: `idle` (init, one barrier, finalize) on 2
 //!   and 32 ranks (32 oversubscribe the machine's cores), without the tool
 //!   and with it: the job's wall time, and on 2 ranks what the tool added
-//!   in milliseconds.
+//!   in milliseconds, and where it went: `idle phases` prints each rank's
+//!   `MPI_Init` and `MPI_Finalize` times, so the table splits the added
+//!   time into what the slowest rank's `MPI_Init` and `MPI_Finalize` added
+//!   (the tool's start and finalize run inside them) and the rest (process
+//!   start, loading the library, exit), as rows without a target.
 //!
 //! It prints per library a markdown table: each figure (median over the
 //! rounds of the per-round ratio or difference, min-max), its target
@@ -53,7 +57,8 @@ struct Figure {
     /// Per round: the ratio tool / no tool, or the difference (ms, ns).
     values: Vec<f64>,
     unit: &'static str,
-    target: f64,
+    /// `None`: a breakdown of the row above, no target of its own.
+    target: Option<f64>,
     /// The no-tool value's median, for the table (`None`: not a pair).
     base: Vec<f64>,
 }
@@ -64,8 +69,16 @@ impl Figure {
             what: what.into(),
             values: Vec::new(),
             unit,
-            target,
+            target: Some(target),
             base: Vec::new(),
+        }
+    }
+
+    /// A part of the figure above it, without a target.
+    fn part(what: impl Into<String>, unit: &'static str) -> Figure {
+        Figure {
+            target: None,
+            ..Figure::new(what, unit, 0.0)
         }
     }
 
@@ -91,18 +104,19 @@ impl Figure {
             show(lo),
             show(hi),
             self.target_text(),
-            if median <= self.target {
-                "met"
-            } else {
-                "**missed**"
+            match self.target {
+                None => "",
+                Some(t) if median <= t => "met",
+                Some(_) => "**missed**",
             }
         )
     }
 
     fn target_text(&self) -> String {
-        match self.unit {
-            "x" => format!("<= {:.2}", self.target),
-            u => format!("<= {} {u}", self.target),
+        match (self.target, self.unit) {
+            (None, _) => "(part of the row above)".to_string(),
+            (Some(t), "x") => format!("<= {t:.2}"),
+            (Some(t), u) => format!("<= {t} {u}"),
         }
     }
 }
@@ -163,11 +177,49 @@ fn loop_time(setup: &Setup, args: &[String], dir: Option<&Path>) -> Result<f64, 
 
 /// A trivial job's wall time (s).
 fn trivial_time(setup: &Setup, ranks: u32, dir: Option<&Path>) -> Result<f64, String> {
-    let out = jobs::run(&setup.job(&setup.idle, ranks, &[], dir))?;
+    Ok(trivial_job(setup, ranks, dir, false)?.0)
+}
+
+/// A trivial job's wall time and, with `phases`, the slowest rank's
+/// `MPI_Init` and `MPI_Finalize` times (s).
+fn trivial_job(
+    setup: &Setup,
+    ranks: u32,
+    dir: Option<&Path>,
+    phases: bool,
+) -> Result<(f64, f64, f64), String> {
+    let args = if phases {
+        vec!["phases".to_string()]
+    } else {
+        Vec::new()
+    };
+    let out = jobs::run(&setup.job(&setup.idle, ranks, &args, dir))?;
     if !out.stdout.contains("idle:") {
         return Err(format!("idle on {ranks} ranks printed: {}", out.stdout));
     }
-    Ok(out.elapsed.as_secs_f64())
+    let lines: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("idle-phases:"))
+        .collect();
+    if phases && lines.len() != ranks as usize {
+        return Err(format!(
+            "idle phases on {ranks} ranks printed {} phase lines: {}",
+            lines.len(),
+            out.stdout
+        ));
+    }
+    let slowest = |key: &str| {
+        lines
+            .iter()
+            .filter_map(|l| field(l, key))
+            .fold(0.0, f64::max)
+    };
+    Ok((
+        out.elapsed.as_secs_f64(),
+        slowest("init_s"),
+        slowest("finalize_s"),
+    ))
 }
 
 /// The hot-path bench's paired figure for the tuned int64 allreduce (ns a
@@ -268,6 +320,12 @@ fn measure(flavor: &str, o: &CommonArgs) -> Result<Vec<Figure>, String> {
         })
         .collect();
     let mut added = Figure::new("start-up and finalize, 2 ranks: added wall time", "ms", 5.0);
+    let mut in_init = Figure::part("of which MPI_Init (the slowest rank's) added", "ms");
+    let mut in_finalize = Figure::part("of which MPI_Finalize (the slowest rank's) added", "ms");
+    let mut elsewhere = Figure::part(
+        "of which the rest (process start, loading the library, exit)",
+        "ms",
+    );
     let mut trivial = Figure::new(
         format!("start-up and finalize, {many} ranks (oversubscribed): tool / no tool"),
         "x",
@@ -297,16 +355,29 @@ fn measure(flavor: &str, o: &CommonArgs) -> Result<Vec<Figure>, String> {
             figure.values.push(tool / none);
             figure.base.push(none);
         }
-        let (none, tool) = pair(&mut |d| trivial_time(&setup, 2, d))?;
+        let mut runs = Vec::new();
+        let (none, tool) = pair(&mut |d| {
+            let r = trivial_job(&setup, 2, d, true)?;
+            runs.push((d.is_some(), r));
+            Ok(r.0)
+        })?;
         added.values.push((tool - none) * 1e3);
         added.base.push(none);
+        let of = |with: bool| runs.iter().find(|(w, _)| *w == with).map(|(_, r)| *r);
+        if let (Some(n), Some(t)) = (of(false), of(true)) {
+            let init = (t.1 - n.1) * 1e3;
+            let fin = (t.2 - n.2) * 1e3;
+            in_init.values.push(init);
+            in_finalize.values.push(fin);
+            elsewhere.values.push((t.0 - n.0) * 1e3 - init - fin);
+        }
         let (none, tool) = pair(&mut |d| trivial_time(&setup, many, d))?;
         trivial.values.push(tool / none);
         trivial.base.push(none);
     }
     let mut figures = vec![hot];
     figures.extend(loop_figures);
-    figures.push(added);
+    figures.extend([added, in_init, in_finalize, elsewhere]);
     figures.push(trivial);
     Ok(figures)
 }
