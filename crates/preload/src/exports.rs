@@ -682,7 +682,7 @@ fn call_key(message: Option<(c_int, MPI_Datatype)>, op: Option<MPI_Op>) -> colle
 }
 
 /// Runs a call of [`tuned`] that the quick path took: counted (timed
-/// when the tool's metrics ask), on the communicator it names.
+/// when the tool's metrics ask), where it runs.
 #[inline(always)]
 fn quickly(
     family: Option<Family>,
@@ -692,21 +692,34 @@ fn quickly(
     quick: collectives::Quick,
     call: impl FnOnce(MPI_Comm) -> c_int,
 ) -> c_int {
-    let on = quick
-        .on()
-        .filter(|_| !quick.commutative_only() || op.is_some_and(commutative));
+    let run = || run_at(quick.place, collective, comm, op, call);
     let rc = match family {
-        Some(family) => counted(
-            family,
-            || quick.bytes,
-            || call(on.map_or(comm, Comm::into_raw)),
-        ),
-        None => call(on.map_or(comm, Comm::into_raw)),
+        Some(family) => counted(family, || quick.bytes, run),
+        None => run(),
     };
+    let _ = catch_unwind(AssertUnwindSafe(|| collectives::after_quick(collective)));
+    rc
+}
+
+/// Runs a tuned call at `place`: on the candidate communicator it names
+/// (if the call's operation allows it), else on the application's; a
+/// failure on a candidate goes to the application's error handler
+/// ([`failed_on_candidate`]).
+#[inline(always)]
+fn run_at(
+    place: collectives::Place,
+    collective: Collective,
+    comm: MPI_Comm,
+    op: Option<MPI_Op>,
+    call: impl FnOnce(MPI_Comm) -> c_int,
+) -> c_int {
+    let on = place
+        .on()
+        .filter(|_| !place.commutative_only() || op.is_some_and(commutative));
+    let rc = call(on.map_or(comm, Comm::into_raw));
     if on.is_some() && rc != success() {
         failed_on_candidate(collective, comm, rc);
     }
-    let _ = catch_unwind(AssertUnwindSafe(|| collectives::after_quick(collective)));
     rc
 }
 
@@ -732,13 +745,7 @@ fn with_ticket(
     };
     let wants = ticket.timed();
     let start = (wants || timing != Timing::No).then(std::time::Instant::now);
-    let on = ticket
-        .on()
-        .filter(|_| !ticket.commutative_only() || op.is_some_and(commutative));
-    let rc = call(on.map_or(comm, Comm::into_raw));
-    if on.is_some() && rc != success() {
-        failed_on_candidate(collective, comm, rc);
-    }
+    let rc = run_at(ticket.place(), collective, comm, op, call);
     let ns = start.map(|s| s.elapsed().as_nanos() as u64);
     if let (Some(family), Some(ns)) = (family, ns) {
         if timing != Timing::No {

@@ -96,8 +96,8 @@ pub use search::{Agreed, Event, Params, Search, State, Why};
 pub use tuner::{
     activate, after, after_quick, application_wrote, before, call_failed, comm_freeing, events,
     exact_only, on, prepare, quick, request_key, signature, started, stop, try_write, tuner,
-    unclassified_call, write_cost, ByComms, CallKey, Fallback, Quick, Ticket, TuneEvent, Tuner,
-    Warm, What, MAX_COMMS,
+    unclassified_call, write_cost, ByComms, CallKey, Fallback, Place, Quick, Ticket, TuneEvent,
+    Tuner, Warm, What, MAX_COMMS,
 };
 
 use std::collections::BTreeMap;

@@ -347,6 +347,20 @@ fn comm_table_stress_overlapping_calls_never_lose_share_or_double_free_an_entry(
     stress(false);
 }
 
+/// A tuner of rank 0 of `world` with a table of two entries, over
+/// [`switchable`] with [`params`].
+fn two_entry_tuner(world: &std::sync::Arc<World>) -> Tuner<SimMpi> {
+    world::tuner(
+        SimMpi::new(world, 0, world::Faults::default()),
+        &switchable(),
+        params(),
+        2,
+        64,
+        None,
+    )
+    .0
+}
+
 /// A communicator freed while a call on it holds its state (another
 /// thread's, in an erroneous program) stays a tombstone: no new
 /// communicator takes the entry before the tuner stops, tuning stops, and
@@ -355,14 +369,7 @@ fn comm_table_stress_overlapping_calls_never_lose_share_or_double_free_an_entry(
 fn a_communicator_freed_during_its_call_stays_a_tombstone_until_stop() {
     let world = World::new(1, 1);
     let _presence = world.presence();
-    let (tuner, _) = world::tuner(
-        SimMpi::new(&world, 0, world::Faults::default()),
-        &switchable(),
-        params(),
-        2,
-        64,
-        None,
-    );
+    let tuner = two_entry_tuner(&world);
     let call = |tuner: &Tuner<_>, c: Comm| {
         let begun = tuner.begin(Collective::Allreduce, c, Some(8));
         tuner.end(begun, 1_000);
@@ -425,14 +432,7 @@ fn a_communicator_freed_during_its_call_stays_a_tombstone_until_stop() {
 fn the_quick_path_takes_the_steady_state_and_forgets_what_changed() {
     let world = World::new(1, 1);
     let _presence = world.presence();
-    let (tuner, _) = world::tuner(
-        SimMpi::new(&world, 0, world::Faults::default()),
-        &switchable(),
-        params(),
-        2,
-        64,
-        None,
-    );
+    let tuner = two_entry_tuner(&world);
     let call = |collective: Collective, c: Comm, bytes: u64| {
         let before = tuner.calls_on(c).unwrap_or(0);
         let begun = tuner.begin(collective, c, Some(bytes));

@@ -22,12 +22,44 @@ pub struct TunedCall<'t, M: TuningMpi> {
     /// written before and after it (read only for timed calls, to charge
     /// them the writes).
     switched: bool,
-    /// [`ByComms`]: the bits of the communicator to call on instead of the
+    /// Where the call runs.
+    place: Place,
+}
+
+/// Where a tuned call runs: the application's communicator, or
+/// ([`ByComms`]) a candidate communicator the tuner made over its group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Place {
+    /// The bits of the communicator to call on instead of the
     /// application's (0: the application's).
     on: u64,
-    /// [`ByComms`]: that communicator's algorithm is right only for a
-    /// commutative operation.
+    /// That communicator's algorithm is right only for a commutative
+    /// operation.
     commutative_only: bool,
+}
+
+impl Place {
+    /// The application's communicator.
+    const HERE: Place = Place {
+        on: 0,
+        commutative_only: false,
+    };
+
+    /// The communicator to call on instead of the application's, if any
+    /// (a candidate communicator of [`ByComms`]).
+    #[inline]
+    pub fn on(&self) -> Option<Comm> {
+        (self.on != 0).then(|| Comm::from_bits(self.on))
+    }
+
+    /// Whether the communicator of [`Place::on`] may run this call only if
+    /// its operation is commutative (the caller runs it on the
+    /// application's communicator otherwise: the operation is the same on
+    /// every rank, so is that choice).
+    #[inline]
+    pub fn commutative_only(&self) -> bool {
+        self.commutative_only
+    }
 }
 
 impl<'t, M: TuningMpi> TunedCall<'t, M> {
@@ -41,8 +73,7 @@ impl<'t, M: TuningMpi> TunedCall<'t, M> {
             state: None,
             timed: false,
             switched: false,
-            on: 0,
-            commutative_only: false,
+            place: Place::HERE,
         }
     }
 
@@ -52,20 +83,10 @@ impl<'t, M: TuningMpi> TunedCall<'t, M> {
         self.timed
     }
 
-    /// The communicator to call on instead of the application's, if any
-    /// (a candidate communicator of [`ByComms`]).
+    /// Where the call runs.
     #[inline]
-    pub fn on(&self) -> Option<Comm> {
-        (self.on != 0).then(|| Comm::from_bits(self.on))
-    }
-
-    /// Whether the communicator of [`Ticket::on`] may run this call only if
-    /// its operation is commutative (the caller runs it on the
-    /// application's communicator otherwise: the operation is the same on
-    /// every rank, so is that choice).
-    #[inline]
-    pub fn commutative_only(&self) -> bool {
-        self.commutative_only
+    pub fn place(&self) -> Place {
+        self.place
     }
 }
 
@@ -125,26 +146,8 @@ pub fn after_quick(collective: Collective) {
 pub struct Quick {
     /// The bytes of the key's call (one rank's contribution).
     pub bytes: u64,
-    /// [`ByComms`]: the bits of the communicator to call on instead of
-    /// the application's (0: the application's).
-    on: u64,
-    /// [`ByComms`]: that communicator's algorithm is right only for a
-    /// commutative operation.
-    commutative_only: bool,
-}
-
-impl Quick {
-    /// As [`TunedCall::on`].
-    #[inline]
-    pub fn on(&self) -> Option<Comm> {
-        (self.on != 0).then(|| Comm::from_bits(self.on))
-    }
-
-    /// As [`TunedCall::commutative_only`].
-    #[inline]
-    pub fn commutative_only(&self) -> bool {
-        self.commutative_only
-    }
+    /// Where it runs.
+    pub place: Place,
 }
 
 /// After the call [`before`] prepared, with its duration if it was timed.
@@ -244,10 +247,9 @@ impl<M: TuningMpi> Tuner<M> {
             }
             _ => recent.slot.store(NO_SLOT, Relaxed),
         }
-        if let Some((on, commutative_only)) = self.quiet_call(switch, entry, k) {
+        if let Some(place) = self.quiet_call(switch, entry, k) {
             let mut ticket = TunedCall::uncounted(self, switch);
-            ticket.on = on;
-            ticket.commutative_only = commutative_only;
+            ticket.place = place;
             return Some(ticket);
         }
         let Ok(mut st) = entry.state.try_borrow_mut() else {
@@ -272,13 +274,15 @@ impl<M: TuningMpi> Tuner<M> {
             state: Some((st, entry, k, comm)),
             timed,
             switched: value != default && self.by_comms.is_none(),
-            on,
-            commutative_only: switch
-                .commutative_only
-                .checked_shr(choice as u32)
-                .unwrap_or(0)
-                & 1
-                != 0,
+            place: Place {
+                on,
+                commutative_only: switch
+                    .commutative_only
+                    .checked_shr(choice as u32)
+                    .unwrap_or(0)
+                    & 1
+                    != 0,
+            },
         })
     }
 
@@ -300,13 +304,11 @@ impl<M: TuningMpi> Tuner<M> {
         }
         let switch = self.switches.get(collective as usize)?.as_ref()?;
         let entry = self.entries.get((slot >> 32) as usize)?;
-        let (on, commutative_only) =
-            self.quiet_call(switch, entry, (slot & u64::from(u32::MAX)) as usize)?;
+        let place = self.quiet_call(switch, entry, (slot & u64::from(u32::MAX)) as usize)?;
         self.enter(collective);
         Some(Quick {
             bytes: recent.bytes.load(Relaxed),
-            on,
-            commutative_only,
+            place,
         })
     }
 
@@ -332,17 +334,11 @@ impl<M: TuningMpi> Tuner<M> {
 
     /// Steady state: takes one of the quiet calls of search `k` of
     /// `entry` ([`Search::quiet`]), a call that changes nothing but the
-    /// counts, and sets its algorithm; returns, for [`ByComms`], the
-    /// communicator to call on (0: the application's) and whether it takes
-    /// only commutative operations. `None` (and nothing changed) when none
-    /// is left: the call goes the long way.
+    /// counts, and sets its algorithm; returns where the call runs. `None`
+    /// (and nothing changed) when none is left: the call goes the long
+    /// way.
     #[inline(always)]
-    fn quiet_call(
-        &self,
-        switch: &Switch<M::Var>,
-        entry: &Entry<M>,
-        k: usize,
-    ) -> Option<(u64, bool)> {
+    fn quiet_call(&self, switch: &Switch<M::Var>, entry: &Entry<M>, k: usize) -> Option<Place> {
         let slot = entry.quiet.get(k)?;
         let quiet = slot.load(Relaxed);
         if quiet as u32 == 0 {
@@ -357,7 +353,10 @@ impl<M: TuningMpi> Tuner<M> {
                 .map_or(0, |d| d.load(Relaxed));
             let commutative_only =
                 switch.commutative_only.checked_shr(c as u32).unwrap_or(0) & 1 != 0;
-            return Some((on, commutative_only));
+            return Some(Place {
+                on,
+                commutative_only,
+            });
         }
         // Candidate 0, the default, without reading the candidates.
         let value = match c {
@@ -369,7 +368,7 @@ impl<M: TuningMpi> Tuner<M> {
                 .map_or(switch.default, |c| c.1),
         };
         self.set(switch, value);
-        Some((0, false))
+        Some(Place::HERE)
     }
 
     /// [`after`] on this tuner.

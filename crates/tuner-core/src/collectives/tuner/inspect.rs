@@ -17,8 +17,8 @@ impl<M: TuningMpi> Begun<'_, M> {
     /// The communicator the call runs on instead of the application's.
     pub(crate) fn on(&self) -> Option<Comm> {
         match self {
-            Begun::Quick(_, q) => q.on(),
-            Begun::Ticket(t) => t.on(),
+            Begun::Quick(_, q) => q.place.on(),
+            Begun::Ticket(t) => t.place().on(),
             Begun::Untuned => None,
         }
     }
