@@ -97,7 +97,7 @@ static int switch_init(void)
     if (!colon || !eq || eq < colon) goto bad;
     *colon = *eq = 0;
     const char *names[] = {"", "allreduce", "bcast", "allgather", "alltoall", "reduce"};
-    for (int c = 1; c < 5; c++)
+    for (int c = 1; c < (int)(sizeof names / sizeof names[0]); c++)
         if (strcmp(spec, names[c]) == 0) sw.coll = c;
     char *end;
     long v = strtol(eq + 1, &end, 10);
