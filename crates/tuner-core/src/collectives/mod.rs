@@ -190,7 +190,9 @@ impl Outcomes {
                 }),
             }
         } else {
-            if r.event == Left {
+            // Left alone, the default runs; a tuning store's choice kept
+            // unconfirmed (`stored`) is not the default.
+            if r.event == Left && !r.stored {
                 o.default.get_or_insert_with(|| algorithm.clone());
             }
             o.chosen = Some(algorithm);
@@ -274,12 +276,12 @@ fn make_record(event: &TuneEvent) -> Record<'static> {
             Event::Trial { candidate, .. }
             | Event::Decision { candidate, .. }
             | Event::Pinned { candidate, .. }
-            | Event::Held { candidate, .. },
+            | Event::Held { candidate, .. }
+            | Event::Left { candidate, .. },
         )
         | What::Stored { candidate, .. } => Some(*candidate),
-        // Measure mode measures the algorithm set at start; a collective
-        // left alone keeps the default.
-        What::Search(Event::Measured { .. } | Event::Left { .. }) => Some(0),
+        // Measure mode measures the algorithm set at start.
+        What::Search(Event::Measured { .. }) => Some(0),
         _ => None,
     };
     if let (Some(i), Some(c)) = (candidate, event.collective) {
@@ -311,23 +313,48 @@ fn make_record(event: &TuneEvent) -> Record<'static> {
             r.cost_us = Some(cost_ns / 1e3);
         }
         What::Search(Event::Left {
+            candidate,
+            stored,
+            stored_ns,
             default_ns,
             point_ns,
             cost_ns,
         }) => {
-            r.time_us = Some(default_ns / 1e3);
+            r.stored = *stored;
+            // The kept store's choice has no time of its own yet.
+            r.time_us = (*candidate == 0).then_some(default_ns / 1e3);
             r.default_us = Some(default_ns / 1e3);
             r.cost_us = Some(cost_ns / 1e3);
-            r.message = Some(format!(
-                "not searched: an agreed point between the ranks costs {:.1} us, more than {:.0} \
-                 calls ({:.2} us each), which no window of at most {} calls keeps at {:.0}%; the \
-                 library's default runs, and the search starts once a point costs less",
+            let algorithm = r.algorithm.as_deref().unwrap_or("?");
+            let why = format!(
+                "an agreed point between the ranks costs {:.1} us, more than {:.0} calls ({:.2} us \
+                 each), which no window of at most {} calls keeps at {:.0}%",
                 point_ns / 1e3,
                 search::LEAVE_CALLS,
                 default_ns / 1e3,
                 search::MAX_WINDOW,
                 search::AGREE_SHARE * 100.0
-            ));
+            );
+            r.message = Some(if *stored {
+                format!(
+                    "the tuning store's {algorithm} runs unconfirmed: {why}, so no window \
+                     confirms it against the default; the first timed check point measures it, \
+                     and the default comes back if it is slower by the margin"
+                )
+            } else if *stored_ns > 0.0 {
+                format!(
+                    "the tuning store's choice measured {:.2} us a call at a check point, slower \
+                     than the default's {:.2} us by more than the margin: the default {algorithm} \
+                     runs from here, unsearched ({why})",
+                    stored_ns / 1e3,
+                    default_ns / 1e3
+                )
+            } else {
+                format!(
+                    "not searched: {why}; the library's default runs, and the search starts once \
+                     a point costs less"
+                )
+            });
         }
         What::Search(Event::Recheck { why, ns }) => {
             r.time_us = Some(ns / 1e3);

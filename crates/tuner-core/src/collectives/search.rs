@@ -364,7 +364,20 @@ pub enum Event {
     /// a call of the default (`search_budget` on). The default runs; a
     /// check point now and then (as rare as a decided search's) starts
     /// the search once a point costs less than a call.
+    /// Also a tuning store's choice kept without its confirmation
+    /// (`candidate` not 0, `stored`): no window could confirm it within
+    /// [`AGREE_SHARE`] either. It runs from here; the first timed check
+    /// point measures it, and the default comes back, with another
+    /// `Left` (candidate 0, `stored` false, `stored_ns` that time), when
+    /// it is slower than the default by `margin`.
     Left {
+        /// What runs from here (0: the default).
+        candidate: usize,
+        /// `candidate` is the tuning store's choice, kept unconfirmed.
+        stored: bool,
+        /// The tuning store's choice measured at a check point, when it
+        /// was slower than the default (ns; 0 otherwise).
+        stored_ns: f64,
         /// The default's agreed time per call (ns).
         default_ns: f64,
         /// What an agreed point costs (ns).
@@ -547,6 +560,9 @@ pub struct Search {
     confirming: Option<usize>,
     /// The candidates left out while the store's choice is confirmed.
     deferred: [bool; MAX_CANDIDATES],
+    /// Left with the store's choice unconfirmed: the next timed check
+    /// point measures it against the default's `ref_ns`.
+    unconfirmed: bool,
 }
 
 impl Search {
@@ -604,6 +620,7 @@ impl Search {
             unpriced_spent: 0,
             confirming: None,
             deferred: [false; MAX_CANDIDATES],
+            unconfirmed: false,
         }
     }
 
@@ -1026,16 +1043,23 @@ impl Search {
                 .map(|(&n, &t)| (t - self.ref_ns).max(0.0) * n as f64)
                 .sum::<f64>();
         self.left = true;
-        self.confirming = None;
+        // The tuning store's choice for this job's shape, where no window
+        // could confirm it either: kept, measured at the first timed
+        // check point (docs/tuning-store.md#when-confirming-costs-too-much).
+        let kept = self.confirming.take().unwrap_or(0);
+        self.unconfirmed = kept != 0;
         self.decided_ns = self.ref_ns;
         self.state = State::Decided {
-            candidate: 0,
+            candidate: kept,
             since: 0,
         };
         self.reset_window();
         self.rest = 0;
         self.probing = false;
         let left = Event::Left {
+            candidate: kept,
+            stored: kept != 0,
+            stored_ns: 0.0,
             default_ns: self.ref_ns,
             point_ns: self.point_ns,
             cost_ns,
@@ -1192,6 +1216,11 @@ impl Search {
                 };
                 [Some(event), Some(self.decide())]
             }
+            State::Decided { candidate, .. }
+                if self.unconfirmed && timed && agreed.max_mean_ns > 0.0 =>
+            {
+                self.stored_checked(candidate, window_calls, agreed.max_mean_ns)
+            }
             State::Decided { candidate, since } => {
                 let drifted = self.params.drift > 0.0
                     && agreed.max_mean_ns > 0.0
@@ -1250,7 +1279,49 @@ impl Search {
         }
     }
 
+    /// The first timed check point of a tuning store's choice kept
+    /// unconfirmed ([`Event::Left`] with `stored`): `ns` is its agreed
+    /// time per call over the check window of `calls` calls. Slower than
+    /// the default's time by `margin`: the default runs from here (another
+    /// `Left`, which the store keeps in place of the entry); else it is
+    /// kept, and its own time is what drift is measured against.
+    fn stored_checked(&mut self, candidate: usize, calls: u64, ns: f64) -> [Option<Event>; 2] {
+        self.unconfirmed = false;
+        self.strikes = 0;
+        let slower = ns > self.ref_ns * (1.0 + self.params.margin);
+        let trial = Event::Trial {
+            candidate,
+            ns,
+            calls,
+            dropped: slower,
+        };
+        if !slower {
+            self.decided_ns = ns;
+            self.state = State::Decided {
+                candidate,
+                since: 0,
+            };
+            return [Some(trial), None];
+        }
+        let cost_ns = (ns - self.ref_ns).max(0.0) * self.ran[candidate] as f64;
+        self.decided_ns = self.ref_ns;
+        self.state = State::Decided {
+            candidate: 0,
+            since: 0,
+        };
+        let back = Event::Left {
+            candidate: 0,
+            stored: false,
+            stored_ns: ns,
+            default_ns: self.ref_ns,
+            point_ns: self.point_ns,
+            cost_ns,
+        };
+        [Some(trial), Some(back)]
+    }
+
     fn restart(&mut self) {
+        self.unconfirmed = false;
         self.left = false;
         self.confirming = None;
         self.deferred = [false; MAX_CANDIDATES];
@@ -2335,7 +2406,21 @@ mod tests {
     }
 
     fn job(params: Params, times: &[f64], point: impl Fn(u64) -> f64, calls: u64) -> Job {
+        job_from(params, times, point, calls, None)
+    }
+
+    /// [`job`], its search started from the tuning store's `stored`.
+    fn job_from(
+        params: Params,
+        times: &[f64],
+        point: impl Fn(u64) -> f64,
+        calls: u64,
+        stored: Option<usize>,
+    ) -> Job {
         let mut s = Search::new(params, times.len());
+        if let Some(c) = stored {
+            assert!(s.warm(c));
+        }
         let mut j = Job {
             s: s.clone(),
             events: Vec::new(),
@@ -2370,6 +2455,63 @@ mod tests {
         }
         j.s = s;
         j
+    }
+
+    #[test]
+    fn a_stored_choice_too_dear_to_confirm_runs_unconfirmed_until_a_check_point_measures_it() {
+        // The store kept candidate 2 for this shape; here a point costs
+        // 10 ms, 285 calls of 35 us: no window could confirm it.
+        let p = unsettled();
+        let times = [35e3, 60e3, 28e3];
+        let j = job_from(p, &times, |_| 10e6, 200_000, Some(2));
+        let left = j.events.iter().find_map(|e| match e {
+            Event::Left {
+                candidate, stored, ..
+            } => Some((*candidate, *stored)),
+            _ => None,
+        });
+        assert_eq!(left, Some((2, true)), "{:?}", j.events);
+        assert!(j.s.is_left());
+        assert!(matches!(j.s.state(), State::Decided { candidate: 2, .. }));
+        // Measured at a check point, and kept: it beats the default.
+        assert!(
+            j.events.iter().any(|e| matches!(
+                e,
+                Event::Trial { candidate: 2, ns, dropped: false, .. } if *ns == 28e3
+            )),
+            "{:?}",
+            j.events
+        );
+        // Nothing but the default's first windows and the stored choice ran.
+        assert_eq!(j.ran[1], 0, "{:?}", j.events);
+        assert!(j.ran[2] > 199_000 - j.ran[0], "{:?}", j.ran);
+        // Cheaper than the default alone would have been.
+        assert!(j.total_ns < 200_000.0 * 35e3, "{}", j.total_ns);
+
+        // A stored choice that is slower here: the default comes back at
+        // the first timed check point, and says what it measured.
+        let j = job_from(p, &times, |_| 10e6, 200_000, Some(1));
+        let back = j.events.iter().find_map(|e| match e {
+            Event::Left {
+                candidate: 0,
+                stored: false,
+                stored_ns,
+                ..
+            } => Some(*stored_ns),
+            _ => None,
+        });
+        assert_eq!(back, Some(60e3), "{:?}", j.events);
+        assert!(matches!(j.s.state(), State::Decided { candidate: 0, .. }));
+        // It ran one check interval at most before that.
+        let interval = (10e6 / (CHECK_SHARE * 35e3)).ceil() as u64;
+        assert!(j.ran[1] <= interval, "{} over {interval}", j.ran[1]);
+        // What it cost: within the check points' share and that interval.
+        let default_ns = 200_000.0 * 35e3;
+        assert!(
+            j.total_ns <= default_ns * (1.0 + CHECK_SHARE) + 2.0 * 10e6 + interval as f64 * 25e3,
+            "{} over {default_ns}",
+            j.total_ns
+        );
     }
 
     #[test]

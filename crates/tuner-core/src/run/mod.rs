@@ -85,6 +85,28 @@ pub(crate) fn serde_name(value: impl serde::Serialize) -> String {
     }
 }
 
+/// The tuning store's key of a job (docs/tuning-store.md): its library
+/// and version as `MPI_Get_library_version` names them, its ranks, ranks
+/// on each node (`None`: not known) and the tuner's mode (`safe`, `all`).
+/// What a run looks its entries up by, and what `mpit-tuner tune` stores
+/// its choices under.
+pub fn store_job(
+    version: &mpit::quirks::LibraryVersion,
+    ranks: i32,
+    ranks_per_node: Option<i32>,
+    mode: &str,
+) -> tuning_store::Job {
+    tuning_store::Job {
+        library: serde_name(version.library),
+        library_version: version
+            .version
+            .map_or_else(|| "unknown".to_string(), |v| v.to_string()),
+        ranks,
+        ranks_per_node,
+        mode: mode.to_string(),
+    }
+}
+
 /// A `warning` record.
 pub(crate) fn warning(t: f64, message: &str) -> Record<'static> {
     Record::Warning(record::Warning::new(t, message))

@@ -66,16 +66,7 @@ impl Stored {
     /// Reads the stores `config` names for this job (no MPI call).
     pub(crate) fn open(config: &Config, info: &RunInfo, mode: &str) -> Stored {
         let per_node = local_ranks().and_then(|n| i32::try_from(n).ok());
-        let job = Job {
-            library: crate::run::serde_name(info.version.library),
-            library_version: info
-                .version
-                .version
-                .map_or_else(|| "unknown".to_string(), |v| v.to_string()),
-            ranks: info.size,
-            ranks_per_node: per_node,
-            mode: mode.to_string(),
-        };
+        let job = crate::run::store_job(&info.version, info.size, per_node, mode);
         let mut warnings = Vec::new();
         let mut read = |path: &Option<PathBuf>, what: &str| {
             let path = path.as_ref()?;
@@ -218,7 +209,8 @@ impl Stored {
                 candidate,
                 note: format!(
                     "starts from {from}: {what} on {} (learned {learned}, {} run{}{}); confirmed \
-                     against the default before it is kept",
+                     against the default before it is kept, or kept unconfirmed where an agreed \
+                     point costs more than a window can pay for",
                     self.job.shape(),
                     e.runs,
                     if e.runs == 1 { "" } else { "s" },
@@ -265,11 +257,20 @@ impl Stored {
                     bin: o.bin?,
                 };
                 let algorithm = o.chosen?;
-                let default = o.default.unwrap_or_else(|| algorithm.clone());
                 let before = self
                     .found
                     .iter()
                     .find(|(e, _)| e.place == place && e.algorithm == algorithm);
+                // A store's choice kept unconfirmed has neither the
+                // default's name (when no window of it was logged) nor a
+                // time of its own here: the entry's stay.
+                let default = o
+                    .default
+                    .or_else(|| before.map(|(e, _)| e.default.clone()))
+                    .unwrap_or_else(|| algorithm.clone());
+                let chosen_us = o
+                    .chosen_us
+                    .or_else(|| before.and_then(|(e, _)| e.chosen_us));
                 let runs = match before {
                     Some((e, _)) if o.from_store || o.searches == 0 => e.runs.saturating_add(1),
                     _ => 1,
@@ -282,7 +283,7 @@ impl Stored {
                     value: o.chosen_value,
                     default,
                     default_us: o.default_us,
-                    chosen_us: o.chosen_us,
+                    chosen_us,
                     runs,
                     updated_unix: now,
                     run_dir: run_dir.clone(),
