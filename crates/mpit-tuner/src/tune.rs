@@ -41,7 +41,10 @@ Writes into --dir: run-NNN-* (each run's logs), tune.json (every \
 measurement and the choice per collective and bin) and tune.env (one \
 `export` line per collective whose best single algorithm beats the default \
 by the margin over all its calls; a variable holds one algorithm for all \
-sizes). A run that fails (an algorithm the library refuses for this job) \
+sizes). The choices also go into the tuning store (--store FILE, else the \
+one a job run from here would use; --no-store: none), under the job's \
+library, ranks and ranks per node, where later runs with the tuner start \
+from them. A run that fails (an algorithm the library refuses for this job) \
 is reported and its algorithm left out. Algorithms that give wrong data \
 on some calls are not tried: Open MPI's allgather sparbit and 4.1's \
 alltoall modified_bruck, MVAPICH2's alltoall inplace_alltoall. MVAPICH2's \
@@ -75,6 +78,16 @@ pub struct TuneArgs {
     /// the median time per call of a setting's runs is what is compared.
     #[arg(long, value_name = "N", default_value_t = 1)]
     reps: u32,
+
+    /// Also store the choices in this tuning store, where later runs with
+    /// the tuner start from them (default: the store those runs would use,
+    /// `MPIT_TUNER_STORE` or the user's cache; docs/tuning-store.md).
+    #[arg(long, value_name = "FILE", conflicts_with = "no_store")]
+    store: Option<PathBuf>,
+
+    /// Do not store the choices.
+    #[arg(long)]
+    no_store: bool,
 
     #[command(flatten)]
     launch: Launch,
@@ -328,7 +341,128 @@ pub fn run(args: &TuneArgs) -> Result<ExitCode> {
         (&library, &version, &library_file),
         &dir,
     );
+    if !args.no_store {
+        match store_choices(
+            args.store.as_deref(),
+            &json.choices,
+            &variables,
+            &runs[0].dir,
+        ) {
+            Ok(said) => println!("{said}"),
+            Err(e) => eprintln!("mpit-tuner tune: {e:#}; the choices are not stored"),
+        }
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The modes a stored choice is written for: an algorithm measured on
+/// every call holds for the calls `safe` switches as for `all`'s.
+const STORE_MODES: [&str; 2] = ["safe", "all"];
+
+/// Writes `choices` into the tuning store (`explicit`, else the one a job
+/// run from here would use), under the job's key as a run of it would
+/// look it up: the library and version, ranks and ranks per node of the
+/// default run in `default_dir`. Returns what to say.
+fn store_choices(
+    explicit: Option<&Path>,
+    choices: &[Choice],
+    variables: &BTreeMap<&'static str, Variable>,
+    default_dir: &Path,
+) -> Result<String> {
+    if explicit.is_none() && tuner_core::run::store_from_env().0.user.is_none() {
+        return Ok(
+            "tuning store: off (MPIT_TUNER_STORE, or no cache directory): the choices are not \
+             stored; name one with --store FILE"
+                .to_string(),
+        );
+    }
+    let path = crate::store::store_path(explicit)?;
+    let (version, ranks, per_node) = job_of(default_dir)?;
+    let now = tuning_store::now_unix();
+    let mut entries = Vec::new();
+    for mode in STORE_MODES {
+        let job = tuner_core::run::store_job(&version, ranks, per_node, mode);
+        for ch in choices {
+            let (Some(collective), Some(var)) = (
+                Collective::parse(ch.collective),
+                variables.get(ch.collective),
+            ) else {
+                continue;
+            };
+            entries.push(tuning_store::Entry {
+                job: job.clone(),
+                place: tuning_store::Place {
+                    comm_size: ch.comm_size,
+                    collective,
+                    bin: ch.bin,
+                },
+                algorithm: ch.chosen.clone(),
+                value: var
+                    .algorithms
+                    .iter()
+                    .find(|(n, _)| *n == ch.chosen)
+                    .map(|(_, v)| *v),
+                default: ch.default.clone(),
+                left: false,
+                default_us: Some(ch.default_us),
+                chosen_us: Some(ch.chosen_us),
+                runs: 1,
+                updated_unix: now,
+                run_dir: Some(default_dir.display().to_string()),
+            });
+        }
+    }
+    if entries.is_empty() {
+        return Ok("tuning store: nothing measured to store".to_string());
+    }
+    let n = entries.len() / STORE_MODES.len();
+    let shape = entries[0].job.shape();
+    let done = tuning_store::change(&path, tuning_store::LOCK_WAIT, |s| s.merge(entries))
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut said = format!(
+        "tuning store: {n} choice{} for {shape} stored in {} (modes safe and all)",
+        if n == 1 { "" } else { "s" },
+        path.display()
+    );
+    if let Some((aside, why)) = done.moved_aside {
+        said.push_str(&format!(
+            "; it was damaged ({why}) and is moved to {}",
+            aside.display()
+        ));
+    }
+    Ok(said)
+}
+
+/// The tuned job's library version, ranks, and ranks per node (counted
+/// by host from the ranks' headers; `None` when the nodes differ), from
+/// the default run's logs.
+fn job_of(dir: &Path) -> Result<(mpit::quirks::LibraryVersion, i32, Option<i32>)> {
+    let files = vocab::read::rank_files(dir).with_context(|| format!("{}", dir.display()))?;
+    let mut per_host: BTreeMap<String, i32> = BTreeMap::new();
+    let mut first = None;
+    for f in &files {
+        let header = f.records()?.flatten().find_map(|(_, r)| match r {
+            Record::Header(h) => Some(h),
+            _ => None,
+        });
+        let Some(h) = header else { continue };
+        *per_host.entry(h.host.clone()).or_default() += 1;
+        first.get_or_insert((h.library_version.clone(), h.size));
+    }
+    let Some((version, ranks)) = first else {
+        bail!("{}: no rank log with a header", dir.display());
+    };
+    let counted: i32 = per_host.values().sum();
+    let mut counts = per_host.values();
+    let per_node = match counts.next() {
+        Some(&n) if counted == ranks && counts.all(|&m| m == n) => Some(n),
+        _ => None,
+    };
+    Ok((
+        mpit::quirks::LibraryVersion::parse(&version),
+        ranks,
+        per_node,
+    ))
 }
 
 /// Says so when run `n` failed (it is left out).
