@@ -355,6 +355,22 @@ pub fn run(args: &TuneArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `ch`'s collective and the value of its chosen algorithm (`None` for a
+/// collective whose variable the default run did not list).
+fn chosen_of(
+    ch: &Choice,
+    variables: &BTreeMap<&'static str, Variable>,
+) -> Option<(Collective, Option<i64>)> {
+    let c = Collective::parse(ch.collective)?;
+    let var = variables.get(ch.collective)?;
+    let value = var
+        .algorithms
+        .iter()
+        .find(|(n, _)| *n == ch.chosen)
+        .map(|(_, v)| *v);
+    Some((c, value))
+}
+
 /// The modes a stored choice is written for: an algorithm measured on
 /// every call holds for the calls `safe` switches as for `all`'s.
 const STORE_MODES: [&str; 2] = ["safe", "all"];
@@ -383,10 +399,7 @@ fn store_choices(
     for mode in STORE_MODES {
         let job = tuner_core::run::store_job(&version, ranks, per_node, mode);
         for ch in choices {
-            let (Some(collective), Some(var)) = (
-                Collective::parse(ch.collective),
-                variables.get(ch.collective),
-            ) else {
+            let Some((collective, value)) = chosen_of(ch, variables) else {
                 continue;
             };
             entries.push(tuning_store::Entry {
@@ -397,11 +410,7 @@ fn store_choices(
                     bin: ch.bin,
                 },
                 algorithm: ch.chosen.clone(),
-                value: var
-                    .algorithms
-                    .iter()
-                    .find(|(n, _)| *n == ch.chosen)
-                    .map(|(_, v)| *v),
+                value,
                 default: ch.default.clone(),
                 left: false,
                 default_us: Some(ch.default_us),
@@ -554,17 +563,9 @@ fn export_choices(
         notes: Vec::new(),
     };
     for ch in choices {
-        let (Some(c), Some(var)) = (
-            Collective::parse(ch.collective),
-            variables.get(ch.collective),
-        ) else {
+        let Some((c, value)) = chosen_of(ch, variables) else {
             continue;
         };
-        let value = var
-            .algorithms
-            .iter()
-            .find(|(n, _)| *n == ch.chosen)
-            .map(|(_, v)| *v);
         learned
             .choices
             .entry((c, ch.comm_size))
